@@ -1,0 +1,39 @@
+# The two commands a new user needs: `make site` and `make test`.
+# Everything is installed from pinned lock files (requirements.lock, package-lock.json).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.atlas-installed
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: site test env browser serve bench clean
+
+site: $(STAMP)
+	$(PY) build.py
+	@echo "Open site/index.html in a browser, or run: $(PY) build.py --serve"
+
+test: $(STAMP) browser
+	$(PY) -m pytest
+
+env: $(STAMP)
+
+# The stamp is rebuilt when a lock file changes; an existing .venv is reused.
+$(STAMP): requirements.lock package-lock.json
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(STAMP)
+
+# Browser tests drive Debian's Chromium (Playwright cannot download its own browser here).
+browser:
+	@test -x $(CHROMIUM) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+serve: $(STAMP)
+	$(PY) build.py --serve
+
+bench: $(STAMP)
+	$(PY) benchmarks/build_time.py
+
+clean:
+	rm -rf site .pytest_cache

@@ -1,0 +1,1 @@
+"""The architecture atlas: facts about transformer families, computed from the models themselves."""

@@ -1,0 +1,87 @@
+"""Pinned checkpoint data (atlas/checkpoints/<org>/<repo>/) and the model built from it on the meta device."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atlas.errors import AtlasError
+from atlas.family import Family
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+
+
+@dataclass(frozen=True)
+class PinnedCheckpoint:
+    repo: str  # "org/repo"
+    folder: Path
+    config: dict[str, Any]  # config.json exactly as released
+    pinned: dict[str, Any]  # checkpoint.json: revision, header totals, provenance
+
+    @property
+    def config_path(self) -> Path:
+        return self.folder / "config.json"
+
+    @property
+    def pinned_path(self) -> Path:
+        return self.folder / "checkpoint.json"
+
+    def require(self, *keys: str) -> Any:
+        """A value of checkpoint.json by its key path; missing is an error naming file and field."""
+        value: Any = self.pinned
+        for depth, key in enumerate(keys):
+            if not isinstance(value, dict) or key not in value:
+                raise AtlasError(self.pinned_path, ".".join(keys[: depth + 1]), "missing")
+            value = value[key]
+        return value
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AtlasError(path, None, "file not found") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AtlasError(path, f"line {e.lineno} column {e.colno}", f"not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise AtlasError(path, None, "must hold a JSON object")
+    return data
+
+
+def load_pinned(repo: str, root: Path = CHECKPOINTS) -> PinnedCheckpoint:
+    folder = root / repo
+    if not folder.is_dir():
+        raise AtlasError(folder, None, "no pinned checkpoint folder (config.json + checkpoint.json)")
+    return PinnedCheckpoint(
+        repo=repo,
+        folder=folder,
+        config=read_json_object(folder / "config.json"),
+        pinned=read_json_object(folder / "checkpoint.json"),
+    )
+
+
+def transformers_config(family: Family, checkpoint: PinnedCheckpoint):
+    """The family's configuration class, loaded from the released values."""
+    import transformers
+
+    config_class = getattr(transformers, family.config_class)
+    values = {k: v for k, v in checkpoint.config.items() if k not in family.config_drop}
+    values.update(family.config_overrides)
+    try:
+        return config_class(**values)
+    except (TypeError, ValueError) as e:
+        raise AtlasError(checkpoint.config_path, None, f"{family.config_class} rejects it: {e}") from None
+
+
+def build_on_meta(family: Family, config):
+    """The family's transformers model with every tensor on the meta device: shapes without memory."""
+    import torch
+    import transformers
+
+    model_class = getattr(transformers, family.model_class)
+    with torch.device("meta"):
+        return model_class(config)

@@ -1,0 +1,21 @@
+"""The one error type a user sees: it names the file and the field that are wrong."""
+
+from __future__ import annotations
+
+
+class AtlasError(Exception):
+    """A build input or a build check is wrong.
+
+    ``where`` is the file (or family) at fault and ``field`` the key, tensor or check inside it, so
+    the message alone tells the user what to open and what to look at.
+    """
+
+    def __init__(self, where: str, field: str | None, problem: str):
+        self.where = str(where)
+        self.field = field
+        self.problem = problem
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        location = f"{self.where}: {self.field}" if self.field else self.where
+        return f"{location}: {self.problem}"

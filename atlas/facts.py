@@ -1,0 +1,207 @@
+"""Collect: the plain, JSON-serialisable facts of one family, computed from its model and checkpoint.
+
+Everything a page shows comes from here. Nothing is rendered in this module and nothing is checked
+except by construction; ``atlas.check`` holds the checks that can fail a build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from atlas import introspect, params, sources
+from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
+from atlas.families import load
+from atlas.params import LayoutPredictor, expand_stored_buffers, layout_summary
+from atlas.safetensors_headers import read_checkpoint
+
+SCHEMA = 1
+
+
+@dataclass
+class Collected:
+    """A family's facts, plus what the checks need that the facts keep only in summary."""
+
+    facts: dict[str, Any]
+    layout: list = field(default_factory=list)  # every predicted stored tensor
+    local_tensors: list | None = None  # every tensor read from --weights, if given
+
+
+def collect(name: str, weights: Path | None = None) -> Collected:
+    family = load(name)
+    checkpoint = load_pinned(family.checkpoint)
+    config = transformers_config(family, checkpoint)
+    model = build_on_meta(family, config)
+
+    block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
+    kinds = introspect.block_kinds(blocks, getattr(config, "layer_types", None))
+    kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
+    attention = _attention_module(blocks[0])
+
+    layout = _predicted_layout(family, checkpoint, model)
+    local = _local_checkpoint(family, checkpoint, model, weights) if weights is not None else None
+    facts: dict[str, Any] = {
+        "schema": SCHEMA,
+        "family": {
+            "name": family.name,
+            "title": family.title,
+            "vendor": family.vendor,
+            "released": family.released,
+            "summary": family.summary,
+            "tags": list(family.tags),
+            "module": family.module,
+            "doc": family.doc,
+        },
+        "stack": {pkg: metadata.version(pkg) for pkg in ("torch", "transformers")},
+        "checkpoint": {
+            "repo": checkpoint.repo,
+            "revision": checkpoint.require("revision"),
+            "config_file": f"atlas/checkpoints/{checkpoint.repo}/config.json",
+            "layout_notes": checkpoint.pinned.get("layout", []),
+            "provenance": checkpoint.pinned.get("provenance", ""),
+        },
+        "model": {
+            "class": type(model).__name__,
+            "config_class": type(config).__name__,
+            "block_path": block_path,
+            "num_blocks": len(blocks),
+            "block_class": type(blocks[0]).__name__,
+            "attention_class": type(attention).__name__ if attention is not None else None,
+        },
+        "config": {
+            "standardized": _standardized_sizes(config, attention),
+            "raw": checkpoint.config,
+        },
+        "attention": _attention_facts(attention),
+        "block_kinds": [
+            {
+                "id": k.id,
+                "label": k.label,
+                "indices": k.indices,
+                "ranges": introspect.index_ranges(k.indices),
+                "count": len(k.indices),
+                "mixture": k.mixture,
+                "attention_type": k.attention_type,
+            }
+            for k in kinds
+        ],
+        "blocks": [next(k.id for k in kinds if i in k.indices) for i in range(len(blocks))],
+        "accounting": {
+            "model": params.model_accounting(model, block_path, kind_rows),
+            "block_kinds": kind_rows,
+        },
+        "checkpoint_check": _checkpoint_check(checkpoint, layout, local),
+        "printout": introspect.printout(model),
+        "excerpts": _excerpts(model),
+    }
+    if local is not None:
+        return Collected(facts, local["layout"], local["read"])
+    return Collected(facts, layout)
+
+
+def _attention_module(block):
+    return next((m for name, m in block.named_children() if "attn" in name or "attention" in name), None)
+
+
+def _standardized_sizes(config, attention) -> dict[str, int | None]:
+    """The sizes every family names the same way (a family's own config may call them otherwise)."""
+    head_dim = getattr(attention, "v_head_dim", None) or getattr(attention, "head_dim", None)
+    return {
+        "num_layers": config.num_hidden_layers,
+        "hidden_size": config.hidden_size,
+        "num_heads": config.num_attention_heads,
+        "num_kv_heads": getattr(config, "num_key_value_heads", None) or config.num_attention_heads,
+        "head_dim": head_dim,
+        "qk_head_dim": getattr(attention, "qk_head_dim", None) or head_dim,
+        "vocab_size": config.vocab_size,
+        "intermediate_size": getattr(config, "intermediate_size", None),
+    }
+
+
+def _attention_facts(attention) -> dict[str, Any]:
+    scaling = getattr(attention, "scaling", None)
+    return {"scaling": scaling, "scaling_rounded": round(scaling, 4) if scaling is not None else None}
+
+
+def _predicted_layout(family, checkpoint, model=None) -> list:
+    """The tensors the released files hold, predicted from config.json, quantization_config and the model."""
+
+    def build(changes):
+        if model is not None and not changes:
+            return model
+        changed = family.but(config_overrides={**family.config_overrides, **changes})
+        return build_on_meta(changed, transformers_config(changed, checkpoint))
+
+    predict = LayoutPredictor(checkpoint.config, build)
+    tensors = predict()
+    tensors += expand_stored_buffers(checkpoint.pinned.get("stored_buffers", []), checkpoint.config["num_hidden_layers"])
+    if family.stored_extras:
+        tensors += family.stored_extras(checkpoint.config, predict)
+    return tensors
+
+
+def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
+    """A local checkpoint directory: its headers, and the layout its own config.json predicts.
+
+    A directory without config.json is taken to be the pinned checkpoint; one whose config differs
+    (a smaller sibling, a test's tiny model) is predicted from its own values by the same rules, and
+    only the pinned checkpoint's extra stored buffers are assumed where the config is the pinned one.
+    """
+    from atlas.checkpoint import PinnedCheckpoint, read_json_object
+
+    read, described = read_checkpoint(directory)
+    config_path = Path(directory) / "config.json"
+    if config_path.exists() and read_json_object(config_path) != pinned.config:
+        local = PinnedCheckpoint(str(directory), Path(directory), read_json_object(config_path), {})
+        layout = _predicted_layout(family, local)
+    else:
+        layout = _predicted_layout(family, pinned, model)
+    roles = {t.name: t.role for t in layout}
+    return {
+        "layout": layout,
+        "read": read,
+        "facts": {
+            "directory": str(directory),
+            "files": described["files"],
+            "index_total_size": described["index_total_size"],
+            "summary": layout_summary([params.StoredTensor(t.name, t.dtype, t.shape, roles.get(t.name, "unexpected")) for t in read]),
+        },
+    }
+
+
+def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:
+    return {
+        "predicted": layout_summary(layout),
+        "pinned": checkpoint.require("safetensors"),
+        "pinned_file": f"atlas/checkpoints/{checkpoint.repo}/checkpoint.json",
+        "sample": _layout_sample(layout),
+        "local": local["facts"] if local else None,
+    }
+
+
+def _layout_sample(layout) -> list[dict[str, Any]]:
+    """The stored tensors of the first block of each shape and those outside the blocks, expert lists cut to one."""
+    import re
+
+    seen_shapes: set = set()
+    sample = []
+    for t in layout:
+        key = re.sub(r"\.(\d+)\.", ".N.", t.name)
+        generic = (key, t.dtype, t.shape)
+        if generic in seen_shapes:
+            continue
+        seen_shapes.add(generic)
+        sample.append({"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "role": t.role})
+    return sample
+
+
+def _excerpts(model) -> dict[str, dict[str, Any]]:
+    """The definition of every transformers class in the model, by class name."""
+    classes = {}
+    for module in model.modules():
+        cls = type(module)
+        if cls.__module__.startswith("transformers.") and cls.__name__ not in classes:
+            classes[cls.__name__] = sources.class_excerpts(cls)
+    return dict(sorted(classes.items()))

@@ -1,0 +1,26 @@
+"""The family registry: one module per family, found by file name. Nothing else registers a family."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from functools import cache
+
+from atlas.family import Family
+
+
+def names() -> list[str]:
+    """Every family, sorted: the public module files in this folder."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+@cache
+def load(name: str) -> Family:
+    if name not in names():
+        raise KeyError(name)
+    module = importlib.import_module(f"{__name__}.{name}")
+    declared = getattr(module, "FAMILY", None)
+    if not isinstance(declared, Family):
+        raise TypeError(f"{module.__file__} defines no FAMILY = Family(...)")
+    return declared.but(name=name, doc=inspect.cleandoc(module.__doc__ or ""), module=module.__name__)

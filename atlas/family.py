@@ -1,0 +1,57 @@
+"""What a family module declares: mostly data, plus the few rules code must supply.
+
+A family module (``atlas/families/<name>.py``) defines ``FAMILY = Family(...)``. Its name is the
+module's file name and its long description is the module's docstring; the registry fills both in,
+so there is nothing to register anywhere else. A sibling architecture under another name reuses
+the sibling's declaration with ``.but(...)`` and states only what differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor a checkpoint's safetensors files hold."""
+
+    name: str
+    dtype: str  # safetensors dtype string: "BF16", "F8_E4M3", "F32", ...
+    shape: tuple[int, ...]
+    role: str  # "parameter" | "buffer" (persistent, counted as a weight) | "scale" | "rotary" (not weights)
+
+    @property
+    def elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class Family:
+    title: str  # the name readers know the family by
+    vendor: str
+    released: str  # "YYYY-MM" of the pinned checkpoint's release
+    summary: str  # one line for the index card and the page header
+    tags: tuple[str, ...]
+    checkpoint: str  # "org/repo": a folder under atlas/checkpoints/
+    model_class: str  # transformers class the family runs, e.g. "DeepseekV3ForCausalLM"
+    config_class: str  # transformers configuration class that reads the checkpoint's config.json
+    # Keys of config.json that the configuration class must not see (remote-code hooks, a model_type
+    # transformers does not know) and values forced on it (layers transformers never builds).
+    config_drop: tuple[str, ...] = ("model_type", "auto_map", "quantization_config")
+    config_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # Tensors the checkpoint files hold that the transformers model does not (an MTP block, say):
+    # a function of the raw config.json that returns them, in file naming.
+    stored_extras: Callable[[Mapping[str, Any]], list[StoredTensor]] | None = None
+    # Filled in by the registry from the module: never set these by hand.
+    name: str = ""
+    doc: str = ""
+    module: str = ""
+
+    def but(self, **changes: Any) -> "Family":
+        """This family with some declarations changed: a sibling states only what differs."""
+        return dataclasses.replace(self, **changes)

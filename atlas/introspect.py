@@ -1,0 +1,204 @@
+"""The module tree of a meta-built model as plain data: nodes, block kinds, and the printout."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from atlas.numbers import product_calculation
+
+
+def own_tensors(module) -> Iterator[tuple[str, Any, str]]:
+    """(name, tensor, role) of the tensors a module holds itself: parameters, then persistent buffers."""
+    for name, p in module.named_parameters(recurse=False):
+        yield name, p, "parameter"
+    for name, b in module.named_buffers(recurse=False):
+        if name not in module._non_persistent_buffers_set:
+            yield name, b, "buffer"
+
+
+def count(module, role: str) -> int:
+    """Parameters (role 'parameter') or persistent buffers (role 'buffer') of a module and its children."""
+    if role == "parameter":
+        return sum(p.numel() for p in module.parameters())
+    return sum(
+        b.numel()
+        for owner in module.modules()
+        for name, b in owner.named_buffers(recurse=False)
+        if name not in owner._non_persistent_buffers_set
+    )
+
+
+def constructor_call(module) -> str:
+    """How the module is built: torch's own layers by their settings, transformers' by their signature."""
+    cls = type(module)
+    if cls.__module__.startswith("torch."):
+        return f"{cls.__name__}({module.extra_repr()})"
+    params = [
+        p.name
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    return f"{cls.__name__}({', '.join(params)})"
+
+
+def module_node(module, path: str, name: str) -> dict[str, Any]:
+    """One module and everything under it, with its tensors and exact counts."""
+    return {
+        "path": path,
+        "name": name,
+        "class": type(module).__name__,
+        "constructor": constructor_call(module),
+        "parameters": count(module, "parameter"),
+        "stored_buffers": count(module, "buffer"),
+        "tensors": [
+            {
+                "name": t_name,
+                "role": role,
+                "shape": list(t.shape),
+                "elements": t.numel(),
+                "calculation": product_calculation(list(t.shape)),
+            }
+            for t_name, t, role in own_tensors(module)
+        ],
+        "children": [
+            module_node(child, f"{path}.{child_name}" if path else child_name, child_name)
+            for child_name, child in module.named_children()
+        ],
+    }
+
+
+# --- the block stack -------------------------------------------------------------------------------
+
+
+def find_block_list(model, num_layers: int) -> tuple[str, Any]:
+    """The ModuleList that holds the decoder blocks: the one whose length is the configured layer count."""
+    import torch
+
+    for path, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == num_layers:
+            return path, module
+    raise LookupError(f"no ModuleList of {num_layers} blocks in {type(model).__name__}")
+
+
+def _structure(block) -> tuple:
+    return tuple(
+        (path, type(m).__name__, tuple((n, tuple(t.shape), role) for n, t, role in own_tensors(m)))
+        for path, m in block.named_modules()
+    )
+
+
+def _has_experts(block) -> bool:
+    return any("Experts" in type(m).__name__ or "MoE" in type(m).__name__ for m in block.modules())
+
+
+ATTENTION_KIND_WORDS = {"sliding_attention": "sliding-window", "full_attention": "global"}
+
+
+@dataclass
+class BlockKind:
+    id: str
+    label: str  # "MoE block", "dense block", "sliding-window block" ...
+    indices: list[int]
+    mixture: bool
+    attention_type: str | None
+
+    @property
+    def representative(self) -> int:
+        return self.indices[0]
+
+
+def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
+    """Blocks grouped by structure (and by attention type where the config gives one per block)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, block in enumerate(blocks):
+        attention_type = layer_types[i] if layer_types else None
+        groups.setdefault((_structure(block), attention_type), []).append(i)
+    kinds_of_mlp = {_has_experts(blocks[idx[0]]) for idx in groups.values()}
+    kinds_of_attention = {key[1] for key in groups}
+    kinds = []
+    for (_, attention_type), indices in groups.items():
+        mixture = _has_experts(blocks[indices[0]])
+        words = []
+        if len(kinds_of_attention) > 1:
+            words.append(ATTENTION_KIND_WORDS.get(attention_type, attention_type.replace("_", " ")))
+        if len(kinds_of_mlp) > 1:
+            words.append("MoE" if mixture else "dense")
+        label = " ".join(words + ["block"]) if words else "transformer block"
+        kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
+    return sorted(kinds, key=lambda k: k.indices[0])
+
+
+def index_ranges(indices: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1–3, 7' (block numbers as they are in the module list, from 0)."""
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, indices[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}–{prev}")
+            start = cur
+    return ", ".join(spans)
+
+
+# --- the printout ----------------------------------------------------------------------------------
+
+
+def printout(model) -> list[dict[str, Any]]:
+    """What print(model) shows, as lines, with repeated blocks collapsed and the shapes of modules
+    that print none (fused experts, routers) completed from their own tensors.
+
+    Each line: {"depth", "text", "path"}; "path" is the module the line opens (a representative one for
+    a collapsed run of identical blocks), so later stages can annotate it.
+    """
+    return _print_lines(model, "", "", 0)
+
+
+def _head(module, name: str, repeat: str | None) -> str:
+    extra = module.extra_repr()
+    label = f"({repeat}): {_count_prefix(repeat)}" if repeat else (f"({name}): " if name else "")
+    return f"{label}{type(module).__name__}({extra}"
+
+
+def _count_prefix(repeat: str) -> str:
+    first, _, last = repeat.partition("-")
+    return f"{int(last) - int(first) + 1} x " if last else ""
+
+
+def _print_lines(module, path: str, name: str, depth: int, repeat: str | None = None) -> list[dict]:
+    import torch
+
+    head = _head(module, name, repeat)
+    children = list(module.named_children())
+    # A module that prints no settings of its own (fused experts, a router) gets its tensors listed.
+    shown = []
+    if not module.extra_repr():
+        shown = [
+            f"({t_name}): {'Parameter' if role == 'parameter' else 'Buffer'}{list(t.shape)}"
+            for t_name, t, role in own_tensors(module)
+        ]
+    if not children and not shown:
+        return [{"depth": depth, "text": head + ")", "path": path}]
+    lines = [{"depth": depth, "text": head, "path": path}]
+    lines += [{"depth": depth + 1, "text": text, "path": path} for text in shown]
+    if isinstance(module, torch.nn.ModuleList):
+        for first, last, child in _runs(children):
+            label = f"{first}-{last}" if last != first else str(first)
+            lines += _print_lines(child, f"{path}.{first}", str(first), depth + 1, label)
+    else:
+        for child_name, child in children:
+            child_path = f"{path}.{child_name}" if path else child_name
+            lines += _print_lines(child, child_path, child_name, depth + 1)
+    lines.append({"depth": depth, "text": ")", "path": path})
+    return lines
+
+
+def _runs(children):
+    """Consecutive identical children of a ModuleList, as (first, last, representative)."""
+    runs = []
+    for name, child in children:
+        index = int(name)
+        if runs and repr(runs[-1][2]) == repr(child):
+            runs[-1][1] = index
+        else:
+            runs.append([index, index, child])
+    return runs

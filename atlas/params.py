@@ -1,0 +1,225 @@
+"""Exact parameter accounting, and the checkpoint layout predicted from config.json.
+
+Accounting answers "how many parameters, and from what calculation" for every component; the layout
+answers "which tensors, with which dtypes and shapes, do the released safetensors files hold". The
+two meet at the checkpoint check: the predicted files must equal the pinned header totals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from atlas.errors import AtlasError
+from atlas.family import StoredTensor
+from atlas.introspect import BlockKind, count, module_node
+from atlas.numbers import grouped
+
+# Bytes per element of each safetensors dtype the atlas may predict or read.
+DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4,
+    "I64": 8, "U64": 8, "F64": 8,
+}
+
+# config.json's torch_dtype / dtype -> the safetensors dtype the unquantized weights are stored in.
+TORCH_TO_SAFETENSORS = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", None: "F32"}
+
+
+# --- accounting ------------------------------------------------------------------------------------
+
+
+def accounting_tree(module, path: str, name: str) -> dict[str, Any]:
+    """A module's components with their exact counts; tensors carry the calculation that gives them."""
+    return module_node(module, path, name)
+
+
+def block_kind_accounting(blocks, kinds: list[BlockKind], block_path: str) -> list[dict[str, Any]]:
+    rows = []
+    for kind in kinds:
+        block = blocks[kind.representative]
+        tree = accounting_tree(block, f"{block_path}.{kind.representative}", str(kind.representative))
+        per_instance = tree["parameters"] + tree["stored_buffers"]
+        instances = len(kind.indices)
+        rows.append({
+            "kind": kind.id,
+            "label": kind.label,
+            "indices": kind.indices,
+            "per_instance": per_instance,
+            "per_instance_parameters": tree["parameters"],
+            "per_instance_stored_buffers": tree["stored_buffers"],
+            "instances": instances,
+            "total": per_instance * instances,
+            "calculation": f"{grouped(per_instance)} × {instances} = {grouped(per_instance * instances)}",
+            "tree": tree,
+        })
+    return rows
+
+
+def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The model's top-level rows: every module outside the block list, and the blocks by kind."""
+    rows = []
+    for path, module in _top_level_modules(model, block_path):
+        n_params, n_buffers = count(module, "parameter"), count(module, "buffer")
+        if n_params or n_buffers:
+            rows.append({"path": path, "class": type(module).__name__, "parameters": n_params, "stored_buffers": n_buffers})
+    parameters = count(model, "parameter")
+    stored_buffers = count(model, "buffer")
+    return {
+        "rows": rows,
+        "blocks": [{k: r[k] for k in ("kind", "label", "per_instance", "instances", "total", "calculation")} for r in kinds_rows],
+        "parameters": parameters,
+        "stored_buffers": stored_buffers,
+        "total": parameters + stored_buffers,
+    }
+
+
+def _top_level_modules(model, block_path: str):
+    """Leaves of the tree cut at the block list: embed_tokens, norm, lm_head, ..."""
+
+    def walk(module, path):
+        for name, child in module.named_children():
+            child_path = f"{path}.{name}" if path else name
+            if child_path == block_path:
+                continue
+            if block_path.startswith(child_path + "."):
+                yield from walk(child, child_path)
+            else:
+                yield child_path, child
+
+    yield from walk(model, "")
+
+
+# --- the predicted checkpoint layout ---------------------------------------------------------------
+
+
+@dataclass
+class LayoutPredictor:
+    """Predicts the tensors of a checkpoint's files from its config: names as stored, dtypes, shapes."""
+
+    raw_config: Mapping[str, Any]
+    build: Callable[[Mapping[str, Any]], Any]  # config changes -> a meta model
+
+    @property
+    def weight_dtype(self) -> str:
+        dtype = self.raw_config.get("torch_dtype", self.raw_config.get("dtype"))
+        return TORCH_TO_SAFETENSORS[dtype]
+
+    def __call__(self, **config_changes: Any) -> list[StoredTensor]:
+        return predicted_tensors(self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype)
+
+
+def predicted_tensors(model, quantization: Mapping[str, Any] | None, weight_dtype: str) -> list[StoredTensor]:
+    """The tensors save_pretrained would write for this model, under the released quantization."""
+    import torch
+    from transformers.core_model_loading import revert_weight_conversion
+
+    state = model.state_dict()
+    # Tied weights are stored once: keep the first name of each shared tensor.
+    seen, unique = set(), {}
+    for key, tensor in state.items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            unique[key] = tensor
+    buffers = {
+        f"{path}.{name}" if path else name
+        for path, owner in model.named_modules()
+        for name, _ in owner.named_buffers(recurse=False)
+        if name not in owner._non_persistent_buffers_set
+    }
+    stored = revert_weight_conversion(model, unique)
+    modules = dict(model.named_modules())
+    quantized = _quantizer(quantization)
+    tensors = []
+    for key, tensor in stored.items():
+        shape = tuple(tensor.shape)
+        if key in buffers:
+            tensors.append(StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"))
+            continue
+        owner = modules.get(_owner_path(key, modules))
+        if quantized and quantized.applies(owner, key, shape):
+            tensors += quantized.tensors(key, shape)
+        else:
+            tensors.append(StoredTensor(key, weight_dtype, shape, "parameter"))
+    return tensors
+
+
+def _owner_path(key: str, modules: Mapping[str, Any]) -> str:
+    """The deepest module whose path prefixes the stored name (experts.E.gate_proj.weight -> experts)."""
+    parts = key.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        candidate = ".".join(parts[:cut])
+        if candidate in modules:
+            return candidate
+    return ""
+
+
+def _safetensors_dtype(torch_dtype) -> str:
+    return TORCH_TO_SAFETENSORS[str(torch_dtype).removeprefix("torch.")]
+
+
+class _BlockFP8:
+    """quant_method fp8 with weight_block_size: Linear and expert weights in F8_E4M3, F32 scales per block."""
+
+    def __init__(self, config: Mapping[str, Any]):
+        self.block = tuple(config.get("weight_block_size") or (128, 128))
+        self.skip = set(config.get("modules_to_not_convert") or ["lm_head"])
+
+    def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
+        import torch
+
+        if len(shape) != 2 or not key.endswith(".weight") or any(part in self.skip for part in key.split(".")):
+            return False
+        # Linear layers, and fused expert tensors stored one matrix per expert.
+        return isinstance(owner, torch.nn.Linear) or "Experts" in type(owner).__name__
+
+    def tensors(self, key: str, shape: tuple[int, ...]) -> list[StoredTensor]:
+        rows, cols = shape
+        scales = (math.ceil(rows / self.block[0]), math.ceil(cols / self.block[1]))
+        return [
+            StoredTensor(key, "F8_E4M3", shape, "parameter"),
+            StoredTensor(f"{key}_scale_inv", "F32", scales, "scale"),
+        ]
+
+
+QUANTIZERS = {"fp8": _BlockFP8}
+
+
+def _quantizer(config: Mapping[str, Any] | None):
+    if not config:
+        return None
+    method = config.get("quant_method")
+    if method not in QUANTIZERS:
+        raise AtlasError("config.json", "quantization_config.quant_method", f"{method!r} has no layout rule (known: {', '.join(QUANTIZERS)})")
+    return QUANTIZERS[method](config)
+
+
+def expand_stored_buffers(entries: list[Mapping[str, Any]], num_blocks: int) -> list[StoredTensor]:
+    """checkpoint.json's "stored_buffers": file entries the transformers model has no tensor for."""
+    tensors = []
+    for entry in entries:
+        names = [entry["name"].format(block=i) for i in range(num_blocks)] if "{block}" in entry["name"] else [entry["name"]]
+        tensors += [StoredTensor(n, entry["dtype"], tuple(entry["shape"]), entry.get("role", "buffer")) for n in names]
+    return tensors
+
+
+def layout_summary(tensors: list[StoredTensor]) -> dict[str, Any]:
+    """Totals of a predicted (or read) layout, in the same terms as checkpoint.json."""
+    by_dtype: Counter = Counter()
+    count_by_dtype: Counter = Counter()
+    for t in tensors:
+        by_dtype[t.dtype] += t.elements * DTYPE_BYTES[t.dtype]
+        count_by_dtype[t.dtype] += 1
+    return {
+        "tensors": len(tensors),
+        "tensors_by_dtype": dict(sorted(count_by_dtype.items())),
+        "bytes_by_dtype": dict(sorted(by_dtype.items())),
+        "payload_bytes": sum(by_dtype.values()),
+        "elements": sum(t.elements for t in tensors),
+        "weight_parameters": sum(t.elements for t in tensors if t.role in ("parameter", "buffer")),
+        "scale_elements": sum(t.elements for t in tensors if t.role == "scale"),
+        "other_elements": sum(t.elements for t in tensors if t.role not in ("parameter", "buffer", "scale")),
+    }

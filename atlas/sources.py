@@ -1,0 +1,82 @@
+"""Pinned source excerpts: the lines of the installed transformers that define each component.
+
+An excerpt records the package, its version, the file's path inside the package, the line range,
+the text and the text's sha256. ``verify`` re-reads the installed file independently of ``inspect``
+and fails when a hash no longer matches or the package is not at the pinned version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from atlas.errors import AtlasError
+
+LOCK_FILE = Path(__file__).resolve().parent.parent / "requirements.lock"
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@cache
+def pinned_version(package: str) -> str:
+    """The version requirements.lock pins a package at."""
+    for line in LOCK_FILE.read_text(encoding="utf-8").splitlines():
+        name, _, version = line.partition("==")
+        if re.sub(r"[-_.]+", "-", name).lower() == package.lower():
+            return version.strip()
+    raise AtlasError(LOCK_FILE, package, "not pinned")
+
+
+def _package_root(package: str) -> Path:
+    return Path(metadata.distribution(package).locate_file(package))
+
+
+def excerpt(obj: Any, package: str = "transformers") -> dict[str, Any]:
+    """The pinned excerpt of a class or function, decorators included (located on the unwrapped object)."""
+    target = inspect.unwrap(obj)
+    path = Path(inspect.getsourcefile(target)).resolve()
+    lines, start = inspect.getsourcelines(target)
+    text = "".join(lines)
+    return {
+        "package": package,
+        "version": metadata.version(package),
+        "path": path.relative_to(_package_root(package).resolve()).as_posix(),
+        "start": start,
+        "end": start + len(lines) - 1,
+        "qualname": getattr(target, "__qualname__", getattr(obj, "__name__", "")),
+        "sha256": sha256(text),
+        "text": text,
+    }
+
+
+def class_excerpts(cls: type) -> dict[str, dict[str, Any]]:
+    """A transformers class by its parts: where it is constructed and where it runs."""
+    parts = {}
+    for method in ("__init__", "forward"):
+        fn = cls.__dict__.get(method)
+        if fn is not None:
+            parts[method] = excerpt(fn)
+    return parts
+
+
+def verify(excerpts: list[dict[str, Any]]) -> None:
+    """Every excerpt's lines, read straight from the installed file, hash to what was recorded."""
+    for ex in excerpts:
+        where = f"{ex['package']}/{ex['path']}:{ex['start']}-{ex['end']}"
+        pinned = pinned_version(ex["package"])
+        if ex["version"] != pinned:
+            raise AtlasError(where, "version", f"excerpt taken from {ex['version']}, but {pinned} is pinned")
+        installed = metadata.version(ex["package"])
+        if installed != pinned:
+            raise AtlasError(where, "version", f"{installed} is installed, but {pinned} is pinned (run make env)")
+        file_lines = (_package_root(ex["package"]) / ex["path"]).read_text(encoding="utf-8").splitlines(keepends=True)
+        text = "".join(file_lines[ex["start"] - 1 : ex["end"]])
+        if sha256(text) != ex["sha256"]:
+            raise AtlasError(where, "sha256", "the installed file's lines no longer hash to the pinned excerpt")

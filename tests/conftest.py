@@ -1,0 +1,65 @@
+"""Shared fixtures: facts collected once per session, a site built once, a copy of the project for
+builds that must fail, and tiny real models for checkpoints the tests write."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "node_modules")
+
+
+def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "build.py", *args], cwd=project, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def collected():
+    """Facts of every family, collected once (the expensive part is importing torch and transformers)."""
+    from atlas.facts import collect
+
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = collect(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def kimi(collected):
+    return collected("kimi_k2").facts
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The whole atlas, built once by the real command line into a temporary folder."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    result = run_build(ROOT, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def project_copy(tmp_path) -> Path:
+    """A copy of the project a test may break without touching the real one."""
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+        elif source.exists():
+            shutil.copy2(source, tmp_path / part)
+    return tmp_path
+
+
+def tree_rows(node):
+    yield node
+    for child in node["children"]:
+        yield from tree_rows(child)
