@@ -59,7 +59,26 @@ def block_kind_accounting(blocks, kinds: list[BlockKind], block_path: str) -> li
     return rows
 
 
-def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def routed_expert_parameters(block) -> tuple[int, int]:
+    """(parameters of the routed experts, how many experts) in a block; (0, 0) in a dense block."""
+    for module in block.modules():
+        if "Experts" in type(module).__name__:
+            n_experts = getattr(module, "num_experts", None) or len(list(module.children()))
+            return count(module, "parameter"), n_experts
+    return 0, 0
+
+
+def active_parameters(total: int, blocks, top_k: int | None) -> int:
+    """Parameters one token runs through: all of them, less the routed experts it is not sent to."""
+    idle = 0
+    for block in blocks:
+        expert_params, n_experts = routed_expert_parameters(block)
+        if n_experts and top_k:
+            idle += expert_params * (n_experts - top_k) // n_experts
+    return total - idle
+
+
+def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], blocks=(), top_k: int | None = None) -> dict[str, Any]:
     """The model's top-level rows: every module outside the block list, and the blocks by kind."""
     rows = []
     for path, module in _top_level_modules(model, block_path):
@@ -74,6 +93,7 @@ def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]]) -
         "parameters": parameters,
         "stored_buffers": stored_buffers,
         "total": parameters + stored_buffers,
+        "active": active_parameters(parameters + stored_buffers, blocks, top_k),
     }
 
 

@@ -47,6 +47,12 @@ def test_total_weight_parameters(kimi):
     assert model["parameters"] == expected - model["stored_buffers"]
 
 
+def test_active_parameters(kimi):
+    # A token runs through 8 of the 384 routed experts in each of the 60 MoE blocks.
+    idle_experts_per_block = (EXPERTS - 8) * 3 * d * EXPERT_FFN
+    assert kimi["accounting"]["model"]["active"] == 1_026_408_232_448 - 60 * idle_experts_per_block
+
+
 def test_block_kinds(kimi):
     kinds = {k["label"]: k for k in kimi["block_kinds"]}
     assert set(kinds) == {"dense block", "MoE block"}
