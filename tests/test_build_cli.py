@@ -1,0 +1,72 @@
+"""The command line as a user runs it: listing, unknown names, failing checks, atomic writes, determinism."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+from pathlib import Path
+
+from atlas import families
+from tests.conftest import ROOT, run_build
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_list_names_every_family_module():
+    result = run_build(ROOT, "--list")
+    assert result.returncode == 0
+    modules = sorted(p.stem for p in (ROOT / "atlas" / "families").glob("*.py") if not p.name.startswith("_"))
+    assert result.stdout.split() == modules == families.names()
+
+
+def test_unknown_family_is_one_line_naming_the_known_ones(tmp_path):
+    result = run_build(ROOT, "--family", "kimi_k3", "--out", str(tmp_path / "site"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: unknown family 'kimi_k3'; known families: {', '.join(families.names())}"
+    ]
+    assert not (tmp_path / "site").exists()
+
+
+def test_one_expert_more_fails_the_build_and_keeps_the_previous_site(project_copy):
+    site = project_copy / "site"
+    first = run_build(project_copy, "--family", "kimi_k2")
+    assert first.returncode == 0, first.stderr
+    before = snapshot(site)
+
+    config_path = project_copy / "atlas" / "checkpoints" / "moonshotai" / "Kimi-K2-Instruct" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["n_routed_experts"] += 1
+    config_path.write_text(json.dumps(config, indent=2))
+
+    second = run_build(project_copy, "--family", "kimi_k2")
+    assert second.returncode == 1
+    # One expert more is 3 × 7,168 × 2,048 more FP8 weights in each of the 60 MoE blocks; the
+    # first figure the check compares is BF16 (one more router row of 7,168, 2 bytes, per block).
+    assert second.stderr.splitlines() == [
+        "error: atlas/checkpoints/moonshotai/Kimi-K2-Instruct/checkpoint.json: safetensors.bytes_by_dtype.BF16: "
+        "the checkpoint holds 5,029,941,936 bytes, the model and config predict 5,030,802,096 (+860,160 bytes)",
+        "the site in site was left as it was",
+    ]
+    assert 60 * 7168 * 2 == 860_160
+    assert snapshot(site) == before
+
+
+def test_two_builds_are_byte_identical(built_site, tmp_path):
+    again = tmp_path / "again"
+    result = run_build(ROOT, "--out", str(again))
+    assert result.returncode == 0, result.stderr
+    comparison = filecmp.dircmp(built_site, again)
+    assert snapshot(built_site) == snapshot(again), comparison.report()
+
+
+def test_building_one_family_keeps_the_others(built_site, tmp_path):
+    import shutil
+
+    out = tmp_path / "site"
+    shutil.copytree(built_site, out)
+    result = run_build(ROOT, "--family", "kimi_k2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert snapshot(out) == snapshot(built_site)
