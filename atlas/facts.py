@@ -122,6 +122,10 @@ def _add_standard_names(facts: dict[str, Any], family, config, model) -> None:
         first = line["path"] not in seen and not line["text"].startswith(")")
         seen.add(line["path"])
         line["values"] = hosted.get(line["path"], []) if first else []
+    # The notes' code relies on the identities: a broken one is reported as itself, not as a notes failure.
+    from atlas.check import check_preview
+
+    check_preview(family.name, facts["preview"])
     facts["notes"] = notes.family_notes(family, facts, run)
 
 
