@@ -116,6 +116,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model) -> None:
         facts["preview"]["conditions"],
         standard.host_classes(model, resolution),
     )
+    facts["config"]["explained"] = standard.explain_config(facts["config"]["raw"])
     hosted = standard.hosted_values(resolution)
     seen: set[str] = set()
     for line in facts["printout"]:

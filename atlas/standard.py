@@ -158,9 +158,12 @@ class Read:
     element: int | None = None
     split_heads: bool = False
     flatten_tokens: bool = False  # the module sees batch × seq as one axis: unflatten it
+    from_block: bool = False  # ``module`` is relative to the block, not the host (a post-norm beside the attention)
 
     def words(self) -> str:
         where = "the module's own" if not self.module else f"the child module {self.module}'s"
+        if self.from_block:
+            where = f"the block's child module {self.module}'s" if self.module else "the block's own"
         if self.kind in ("output", "input"):
             text = f"{where} {self.kind}"
             if self.element is not None:
@@ -188,16 +191,22 @@ class Read:
 OVERRIDE_FORMAT = re.compile(r"^(?P<module>[A-Za-z0-9_.]*?)\.?(?P<kind>input|output)(?:\[(?P<element>\d+)\])?$")
 
 
+BLOCK_PREFIX = "layers[i]."
+
+
 def parse_override(text: str) -> Read:
     """A family's override, written as "<module path relative to the host>.<input|output>[element]".
 
-    "shared_experts.output" is the shared expert's output; "output[0]" is the host's own first output.
+    "shared_experts.output" is the shared expert's output; "output[0]" is the host's own first output;
+    a path that starts with "layers[i]." is relative to the block instead ("layers[i].post_attention_layernorm.output"
+    for an attention whose contribution is post-normed beside it).
     """
-    match = OVERRIDE_FORMAT.match(text)
+    from_block = text.startswith(BLOCK_PREFIX)
+    match = OVERRIDE_FORMAT.match(text.removeprefix(BLOCK_PREFIX))
     if not match:
-        raise ValueError(f"{text!r} is not '<child module>.input|output[element]'")
+        raise ValueError(f"{text!r} is not '[layers[i].]<child module>.input|output[element]'")
     element = match.group("element")
-    return Read(match.group("kind"), match.group("module"), int(element) if element is not None else None)
+    return Read(match.group("kind"), match.group("module"), int(element) if element is not None else None, from_block=from_block)
 
 
 # --- roles: finding modules generically ------------------------------------------------------------
@@ -409,14 +418,16 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             override = parse_override(overrides[value.name])
             # An override names a module that must exist at this block; where it does not, the value
             # is missing there (a mixture's module on a dense block, say).
-            read = override if _join(host, override.module) in roles.modules else None
-            missing = missing if read is None else None
+            base = block if override.from_block else host
+            read = override if _join(base, override.module) in roles.modules else None
+            missing = (missing or f"block {index} has no module {override.module}") if read is None else None
         if host is None:
             read, missing = None, f"block {index} has no {value.host.rpartition('.')[2]}"
         if read is None:
             placements.append(Placement(value, None, None, missing))
             continue
-        module = _join(host, read.module) if read.kind in ("output", "input", "expert_slots") else host
+        base = block if read.from_block else host
+        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots") else host
         placements.append(Placement(value, read, module, None, needs_eager))
     return placements
 
@@ -547,3 +558,69 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)
     return hosted
+
+
+# --- config keys, explained ------------------------------------------------------------------------
+
+CONFIG_KEYS: dict[str, str] = {
+    "architectures": "The model class the checkpoint was saved from",
+    "attention_bias": "Whether the attention projections add a bias",
+    "attention_dropout": "Dropout on the attention pattern during training (0 at inference)",
+    "auto_map": "Where the checkpoint's own remote code defines its classes; transformers' native classes ignore it",
+    "aux_loss_alpha": "Weight of the load-balancing loss used in training; no effect on a forward pass",
+    "bos_token_id": "The id of the beginning-of-sequence token",
+    "eos_token_id": "The id (or ids) of the end-of-sequence token",
+    "pad_token_id": "The id of the padding token",
+    "ep_size": "Expert-parallel degree of the original training code; no effect on the model's shape",
+    "first_k_dense_replace": "How many leading blocks keep a dense MLP instead of the mixture of experts",
+    "hidden_act": "The activation function inside every MLP and expert",
+    "hidden_size": "The width of the residual stream",
+    "initializer_range": "Standard deviation of the random initialization (training only)",
+    "intermediate_size": "The hidden width of a dense block's MLP",
+    "kv_lora_rank": "Width of the per-token latent that keys and values are expanded from",
+    "max_position_embeddings": "The longest context the rotary settings are laid out for",
+    "model_type": "The configuration type; transformers maps it to its classes",
+    "moe_intermediate_size": "The hidden width of each routed or shared expert",
+    "moe_layer_freq": "Every how many blocks a mixture replaces the dense MLP (after the dense first blocks)",
+    "n_group": "Groups the routed experts are split into for selection",
+    "n_routed_experts": "Routed experts per mixture block",
+    "n_shared_experts": "Shared experts per mixture block, run for every token (fused into one MLP of that many times the width)",
+    "norm_topk_prob": "Whether the chosen experts' weights are renormalized to sum to one before scaling",
+    "num_attention_heads": "Query heads per attention",
+    "num_experts_per_tok": "Routed experts each token is sent to",
+    "num_hidden_layers": "Decoder blocks",
+    "num_key_value_heads": "Key and value heads per attention (fewer than query heads under grouped-query attention)",
+    "num_nextn_predict_layers": "Multi-token-prediction blocks stored after the last layer; transformers builds none",
+    "pretraining_tp": "Tensor-parallel degree used in pretraining; no effect here",
+    "q_lora_rank": "Width of the per-token latent that queries are expanded from",
+    "qk_nope_head_dim": "Per-head query and key width that carries no rotary position",
+    "qk_rope_head_dim": "Per-head query and key width that is rotated (the key part shared by all heads)",
+    "quantization_config": "How the released files store the weights (format and block size of the scales)",
+    "rms_norm_eps": "The epsilon inside every RMSNorm",
+    "rope_theta": "Base of the rotary frequencies",
+    "rope_scaling": "The context-extension rule applied to the rotary frequencies (YaRN here) and its settings",
+    "routed_scaling_factor": "What the chosen experts' weights are multiplied by after renormalizing",
+    "scoring_func": "How the router turns logits into scores (sigmoid here)",
+    "seq_aux": "Whether training's balancing loss was computed per sequence; no effect on a forward pass",
+    "tie_word_embeddings": "Whether the output head reuses the embedding table's weights",
+    "topk_group": "How many expert groups stay candidates for each token",
+    "topk_method": "The original code's name for its expert-selection rule (noaux_tc: scores plus a selection bias)",
+    "torch_dtype": "The dtype the weights were saved in, before quantization",
+    "dtype": "The dtype the weights were saved in",
+    "transformers_version": "The transformers version that wrote the config",
+    "use_cache": "Whether generation keeps a key/value cache by default",
+    "v_head_dim": "Per-head value width",
+    "vocab_size": "Rows of the embedding table and outputs of the head",
+    "head_dim": "Per-head width of queries, keys and values",
+    "rope_parameters": "The rotary settings: base, type and any context-extension values",
+    "sliding_window": "How many past positions a sliding-window attention block sees",
+    "layer_types": "The attention kind of each block, in order",
+    "num_local_experts": "Routed experts per mixture block",
+    "num_experts": "Routed experts per mixture block",
+    "rope_interleave": "Whether the stored rotary dimensions come in interleaved pairs",
+}
+
+
+def explain_config(raw: Mapping[str, Any]) -> dict[str, str | None]:
+    """Each key of a released config.json in a few words (None for a key the atlas has no words for yet)."""
+    return {key: CONFIG_KEYS.get(key) for key in raw}

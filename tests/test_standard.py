@@ -144,3 +144,10 @@ def test_overrides_are_parsed(text, kind, module, element):
 def test_a_malformed_override_is_refused():
     with pytest.raises(ValueError):
         standard.parse_override("shared_experts")
+
+
+@pytest.mark.parametrize("name", ["kimi_k2", "deepseek_v3"])
+def test_every_raw_config_key_is_explained(collected, name):
+    config = collected(name).facts["config"]
+    assert list(config["explained"]) == list(config["raw"])
+    assert [k for k, words in config["explained"].items() if not words] == []

@@ -119,3 +119,28 @@ def test_grouped_experts_hide_the_slots():
     assert t.layers[1].mlp.routed_output.shape == (1, 7, 32)
     with pytest.raises(atlas.MissingValue, match='experts_implementation="eager"'):
         t.layers[1].mlp.expert_outputs
+
+
+def test_a_block_relative_override_reaches_a_post_norm_beside_the_attention():
+    # Gemma 2 norms each sublayer's output before adding it: the contribution is the post-norm's output.
+    config = transformers.Gemma2Config(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = transformers.Gemma2ForCausalLM(config).eval()
+    model.set_attn_implementation("eager")
+    overrides = {
+        "attention_output": "layers[i].post_attention_layernorm.output",
+        "mlp_output": "layers[i].post_feedforward_layernorm.output",
+    }
+    with torch.no_grad(), atlas.trace(model, overrides) as t:
+        model(IDS)
+    with torch.no_grad(), atlas.trace(model, {}) as generic:
+        model(IDS)
+    for i, layer in enumerate(t.layers):
+        torch.testing.assert_close(layer.input + layer.self_attn.attention_output + layer.mlp.mlp_output, layer.output)
+        wrong = generic.layers[i]
+        assert (wrong.input + wrong.self_attn.attention_output + wrong.mlp.mlp_output - wrong.output).abs().max() > 1e-3
+    read = t.resolution.at("attention_output", 0).read
+    assert read.words() == "the block's child module post_attention_layernorm's output"
