@@ -358,6 +358,8 @@ def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -
             read = parse_override(overrides[value.name])
             module = read.module
         missing = None
+        if roles.head is None and value.name in ("logits", "lm_head_output", "next_token_probs"):
+            read, module = Read("output", None), None  # a base model returns hidden states, not logits
         if read.kind in ("output", "input") and read.module is None:
             read, module, missing = None, None, f"the model has no module in the role of {value.name}"
         placements.append(Placement(value, read, module, missing))

@@ -263,7 +263,7 @@ _ACTIVE: list[Trace] = []
 
 @contextmanager
 def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
-    """Capture every standard value of the forward passes run inside the block.
+    """Capture every standard value of the forward pass run inside the block (the last one, if several).
 
     ``overrides`` replaces the family's declared overrides ({"routed_output": "shared_experts.output"});
     by default they come from the covered family whose model class this is.
@@ -275,9 +275,8 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     if _ACTIVE:
         raise RuntimeError("atlas.trace blocks do not nest")
     config = model.config
-    resolution = standard.resolve(
-        model, config.num_hidden_layers, family_overrides(model) if overrides is None else overrides
-    )
+    layers = config.get_text_config().num_hidden_layers  # a wrapper (vision + text) counts its text blocks
+    resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
     has_experts = any(b.experts for b in resolution.roles.blocks)
     implementations = {
         "attention": config._attn_implementation,

@@ -116,3 +116,19 @@ def test_wrong_override_fails_the_build_naming_the_identity(project_copy, tmp_pa
     assert "identity mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output" in result.stderr
     assert "max abs residual" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_a_shape_off_its_layout_fails_naming_the_value(preview):
+    import copy
+
+    from atlas.check import check_preview
+    from atlas.errors import AtlasError
+
+    doctored = copy.deepcopy(preview)
+    doctored["shapes"]["attention_keys"]["1"] = [1, 1, 31, 24]  # one shared key head instead of the layout's 4
+    with pytest.raises(AtlasError, match=r"shape of attention_keys at block 1: the preview run gave \[1, 1, 31, 24\], the layout Keys says \[1, 4, 31, 24\]"):
+        check_preview("kimi_k2", doctored)
+    doctored = copy.deepcopy(preview)
+    doctored["identities"][0].update(holds=False, max_abs_residual=0.5)
+    with pytest.raises(AtlasError, match=r"identity layers\[i\]\.input \+ self_attn\.attention_output \+ mlp\.mlp_output == layer_output"):
+        check_preview("kimi_k2", doctored)

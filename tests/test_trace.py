@@ -144,3 +144,14 @@ def test_a_block_relative_override_reaches_a_post_norm_beside_the_attention():
         assert (wrong.input + wrong.self_attn.attention_output + wrong.mlp.mlp_output - wrong.output).abs().max() > 1e-3
     read = t.resolution.at("attention_output", 0).read
     assert read.words() == "the block's child module post_attention_layernorm's output"
+
+
+def test_a_base_model_without_head_reports_no_logits():
+    model = tiny_llama().model  # LlamaModel: hidden states out, no head
+    model.set_attn_implementation("eager")
+    with torch.no_grad(), atlas.trace(model) as t:
+        model(input_ids=IDS)
+    assert t.final_norm_output.shape == (1, 7, 32)
+    assert t.input_ids.shape == (1, 7)
+    with pytest.raises(atlas.MissingValue, match="no module in the role of logits"):
+        t.logits
