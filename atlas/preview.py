@@ -271,6 +271,16 @@ def captured_shapes(preview: PreviewRun) -> dict[str, dict[str, list]]:
             for name, by in sorted(shapes.items())}
 
 
+def missing_on_the_run(preview: PreviewRun) -> dict[str, dict[str, str]]:
+    """Values the tiny model's blocks lack, with the reason: {name: {block: reason}}."""
+    missing: dict[str, dict[str, str]] = {}
+    for index, placements in enumerate(preview.eager.resolution.blocks):
+        for p in placements:
+            if p.read is None:
+                missing.setdefault(p.value.name, {})[str(index)] = p.missing
+    return missing
+
+
 def uncaptured(preview: PreviewRun) -> list[str]:
     """Values the resolver placed on the tiny model that the eager run did not capture (must be none)."""
     t = preview.eager
@@ -349,6 +359,7 @@ def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
         "selection_changed_by_bias": selection_changes(preview),
         "sizes": tiny_sizes(preview),
         "shapes": captured_shapes(preview),
+        "missing": missing_on_the_run(preview),
         "uncaptured": uncaptured(preview),
         "tensors": preview_tensors(preview),
     }

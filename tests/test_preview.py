@@ -63,6 +63,7 @@ def test_every_value_captured_in_its_layout_shape(preview):
     assert s["logits"] == {"model": [1, 31, 256]}
     for name in ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output"):
         assert sorted(s[name]) == ["1", "2"], name  # missing at block 0, present at the mixture blocks
+        assert list(preview["missing"][name]) == ["0"] and "not a mixture" in preview["missing"][name]["0"]
     assert preview["uncaptured"] == []
 
 
