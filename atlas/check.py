@@ -21,6 +21,10 @@ def check(collected: Collected) -> None:
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
     sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
+    if "preview" in facts:
+        check_preview(name, facts["preview"])
+        check_support(name, facts["support"])
+        check_notes(facts["notes"])
 
 
 # --- parameter accounting --------------------------------------------------------------------------
@@ -102,3 +106,59 @@ def check_local_headers(directory: str, layout: list, read: list) -> None:
     if missing:
         more = f" and {len(missing) - 1:,} more" if len(missing) > 1 else ""
         raise AtlasError(directory, missing[0], f"predicted but in no file{more}")
+
+
+# --- standard names and the preview run ------------------------------------------------------------
+
+PREVIEW_BYTES = 1_000_000  # the preview data a page embeds, at most
+
+
+def check_preview(family: str, preview: dict[str, Any]) -> None:
+    """Every identity holds within its tolerance; every captured value has its layout's shape at the
+    tiny sizes; every value the resolver placed was captured; the data stays small."""
+    import json
+
+    from atlas.standard import BY_NAME, resolve_dims
+
+    for ident in preview["identities"]:
+        if not ident["holds"]:
+            where = f" (blocks {ident['blocks']})" if ident["blocks"] is not None else ""
+            raise AtlasError(
+                family, f"identity {ident['statement']}",
+                f"broken on the preview run{where}: max abs residual {ident['max_abs_residual']:.3g} exceeds the tolerance {ident['tolerance']:g}",
+            )
+    sizes = preview["sizes"]
+    for name, by_block in preview["shapes"].items():
+        layout = BY_NAME[name].layout
+        if layout == "scalar":
+            continue
+        want = resolve_dims(layout, sizes)
+        for block, shape in by_block.items():
+            if shape != want:
+                raise AtlasError(family, f"shape of {name} at {'the model' if block == 'model' else 'block ' + block}",
+                                 f"the preview run gave {shape}, the layout {layout} says {want}")
+    if preview["uncaptured"]:
+        raise AtlasError(family, "preview run", f"placed but never captured: {preview['uncaptured'][0]}")
+    changed = preview.get("selection_changed_by_bias") or {}
+    if changed and not any(changed.values()):
+        raise AtlasError(family, "preview run", "the seeded router bias changes no token's experts: the run would not show the bias at work")
+    size = len(json.dumps(preview["tensors"]))
+    if size > PREVIEW_BYTES:
+        raise AtlasError(family, "preview tensors", f"{grouped(size)} bytes of preview data, more than {grouped(PREVIEW_BYTES)}")
+
+
+def check_support(family: str, support: dict[str, Any]) -> None:
+    """Every standard name appears once, on its host."""
+    from atlas.standard import VOCABULARY
+
+    listed = [(h["host"], v["name"]) for h in support["hosts"] for v in h["values"]]
+    expected = [(v.host, v.name) for v in VOCABULARY]
+    if sorted(listed) != sorted(expected):
+        missing = sorted(set(expected) - set(listed))
+        raise AtlasError(family, "support", f"standard values not listed: {missing}")
+
+
+def check_notes(notes: dict[str, Any]) -> None:
+    for number, block in enumerate(notes["blocks"], 1):
+        if not block["ran"]:
+            raise AtlasError(block["file"], f"python block {number}", "did not run")

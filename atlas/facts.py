@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import introspect, params, sources
+from atlas import introspect, params, sources, standard
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
 from atlas.families import load
 from atlas.params import LayoutPredictor, expand_stored_buffers, layout_summary
@@ -96,9 +96,38 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
+    _add_standard_names(facts, family, config, model)
     if local is not None:
         return Collected(facts, local["layout"], local["read"])
     return Collected(facts, layout)
+
+
+def _add_standard_names(facts: dict[str, Any], family, config, model) -> None:
+    """support(), the preview run and the notes; the printout lines gain the values their module hosts."""
+    from atlas import notes, preview
+
+    resolution = standard.resolve(model, config.num_hidden_layers, family.standard_overrides)
+    run = preview.preview_run(family.name)
+    facts["preview"] = preview.preview_facts(run, family)
+    facts["support"] = standard.support_facts(
+        resolution,
+        standard.checkpoint_sizes(config),
+        facts["block_kinds"],
+        facts["preview"]["conditions"],
+        standard.host_classes(model, resolution),
+    )
+    facts["config"]["explained"] = standard.explain_config(facts["config"]["raw"])
+    hosted = standard.hosted_values(resolution)
+    seen: set[str] = set()
+    for line in facts["printout"]:
+        first = line["path"] not in seen and not line["text"].startswith(")")
+        seen.add(line["path"])
+        line["values"] = hosted.get(line["path"], []) if first else []
+    # The notes' code relies on the identities: a broken one is reported as itself, not as a notes failure.
+    from atlas.check import check_preview
+
+    check_preview(family.name, facts["preview"])
+    facts["notes"] = notes.family_notes(family, facts, run)
 
 
 def _attention_module(block):

@@ -47,6 +47,16 @@ class Family:
     # Tensors the checkpoint files hold that the transformers model does not (an MTP block, say):
     # a function of the raw config.json that returns them, in file naming.
     stored_extras: Callable[[Mapping[str, Any]], list[StoredTensor]] | None = None
+    # Standard names the generic resolver (atlas.standard) places wrongly on this family, as
+    # {name: "<module relative to the host>.<input|output>[element]"}; e.g. {"routed_output": "experts.output"}.
+    standard_overrides: Mapping[str, str] = field(default_factory=dict)
+    # The tiny preview config: a function of the pinned transformers config that returns the values
+    # to change (atlas.preview applies them; None takes atlas.preview's generic rule).
+    preview: Callable[[Any], dict[str, Any]] | None = None
+    # Identities of the preview run (atlas.preview ids) that do not hold by design here: {id: why}.
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+    # The notes files (atlas/families/<name>.md) of the family page, in order; empty: <name>.md.
+    notes: tuple[str, ...] = ()
     # Filled in by the registry from the module: never set these by hand.
     name: str = ""
     doc: str = ""

@@ -20,4 +20,6 @@ FAMILY = DEEPSEEK_V3.but(
     ),
     tags=("Latent attention", "Mixture of experts", "Shared expert", "Dense first blocks"),
     checkpoint="moonshotai/Kimi-K2-Instruct",
+    # what loading a K2 checkpoint needs first, then DeepSeek-V3's notes (their numbers are this checkpoint's)
+    notes=("kimi_k2", "deepseek_v3"),
 )

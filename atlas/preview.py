@@ -1,0 +1,377 @@
+"""The preview run: the family's own transformers class, tiny and seeded, traced on a fixed prompt.
+
+The tiny config is derived from the pinned one by rule: the same block kinds in the same pattern
+(DeepSeek-style "first k blocks dense" keeps its k dense blocks and adds two mixture blocks), the same
+routing rule, expert groups, top-k ratio and scaling factor, the same rotary (YaRN) settings, and small
+widths. Weights come from a fixed seed, the router's selection bias included, so the experts picked
+differ from a plain top-k of the scores. The prompt is tokenized as UTF-8 bytes (the tiny vocabulary
+is the 256 byte values), so no tokenizer is needed.
+
+The model runs twice under ``atlas.trace``: once under the implementations transformers picks by
+default (sdpa attention, grouped_mm experts) and once under eager attention and experts. A value the
+eager run captures and the default run does not is conditional on eager. The identities a page
+states are measured on the eager run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+SEED = 20250711
+PROMPT = "Every layer adds to the stream."
+TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
+MAX_AXIS = 64  # preview tensors keep at most this many entries per axis (evenly strided)
+
+TINY = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "num_attention_heads": 4,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+    "vocab_size": 256,
+}
+TINY_TOP_K = 2
+
+
+def tiny_values(config) -> dict[str, Any]:
+    """The config values the preview changes, by the generic rule (a family's ``preview`` adds to it)."""
+    values: dict[str, Any] = {k: v for k, v in TINY.items() if getattr(config, k, None) is not None}
+    heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
+    if kv_heads:
+        values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
+    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim"):
+        values["head_dim"] = 16
+    first_dense = getattr(config, "first_k_dense_replace", None)
+    values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
+    experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
+    if experts_key and getattr(config, "num_experts_per_tok", None):
+        # the same share of experts per token: top_k / experts stays the pinned ratio
+        experts = round(TINY_TOP_K * getattr(config, experts_key) / config.num_experts_per_tok)
+        values[experts_key] = experts
+        values["num_experts_per_tok"] = TINY_TOP_K
+    values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
+    for token in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        if hasattr(config, token):
+            values[token] = None
+    return values
+
+
+def tiny_config(family, pinned_config):
+    """The tiny config: the pinned config with the generic rule's and the family's changes applied."""
+    values = tiny_values(pinned_config)
+    if family.preview is not None:
+        values.update(family.preview(pinned_config))
+    raw = pinned_config.to_dict()
+    for derived in ("model_type", "transformers_version", "architectures", "head_dim", "num_local_experts", "qk_head_dim"):
+        if derived not in values:
+            raw.pop(derived, None)
+    raw.update(values)
+    return type(pinned_config)(**raw)
+
+
+def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
+    ids = list(prompt.encode("utf-8"))
+    return ids, [chr(b) if 32 < b < 127 else ("␣" if b == 32 else f"<{b}>") for b in ids]
+
+
+def build_preview_model(family, config, seed: int = SEED):
+    """The family's model class at the tiny config, weights from ``seed``, in eval mode."""
+    import torch
+    import transformers
+
+    model_class = getattr(transformers, family.model_class)
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for module in model.modules():
+            bias = getattr(module, "e_score_correction_bias", None)
+            if bias is not None:
+                # a selection bias of the scores' own size, so the chosen experts change for some tokens
+                bias.copy_(torch.randn(bias.shape, generator=generator) * 0.05)
+    return model
+
+
+@dataclass
+class PreviewRun:
+    family: str
+    config: Any  # the tiny transformers config
+    model: Any  # the tiny model, left under eager attention and experts
+    ids: Any  # (1, seq) prompt ids
+    tokens: list[int]
+    labels: list[str]
+    default: Any  # atlas.trace.Trace under the default implementations
+    eager: Any  # atlas.trace.Trace under eager attention and experts
+    default_implementations: dict[str, str | None]
+
+
+@cache
+def preview_run(name: str) -> PreviewRun:
+    """The family's preview run (once per process: the notes and the facts share it)."""
+    from atlas.checkpoint import load_pinned, transformers_config
+    from atlas.families import load
+
+    family = load(name)
+    return run(family, transformers_config(family, load_pinned(family.checkpoint)))
+
+
+def run(family, pinned_config) -> PreviewRun:
+    import torch
+
+    from atlas.trace import trace
+
+    overrides = dict(family.standard_overrides)
+    config = tiny_config(family, pinned_config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
+    try:
+        model = build_preview_model(family, config)
+        tokens, labels = prompt_tokens()
+        ids = torch.tensor([tokens])
+        mask = torch.ones_like(ids)
+        with torch.no_grad():
+            with trace(model, overrides) as default:
+                model(ids, attention_mask=mask)
+            model.set_attn_implementation("eager")
+            if default.implementations["experts"] is not None:
+                model.set_experts_implementation("eager")
+            with trace(model, overrides) as eager:
+                model(ids, attention_mask=mask)
+    finally:
+        torch.set_num_threads(threads)
+    return PreviewRun(family.name, config, model, ids, tokens, labels, default, eager, default.implementations)
+
+
+# --- conditions ------------------------------------------------------------------------------------
+
+
+def conditions(preview: PreviewRun) -> dict[str, str]:
+    """Values the eager run captured at some block and the default run did not: name -> condition."""
+    found = {}
+    for (name, index), _ in preview.eager.captured.items():
+        if (name, index) in preview.default.captured or name in found:
+            continue
+        knob = preview.eager.resolution.at(name, index).needs_eager
+        what = {"attention": "eager attention only", "experts": "eager experts only"}.get(knob, "eager implementations only")
+        setting = {"attention": "attn_implementation", "experts": "experts_implementation"}.get(knob)
+        default = preview.default_implementations.get(knob) if knob else None
+        found[name] = f'{what} ({setting}="eager"; the default, {default}, does not expose it)' if setting else what
+    return found
+
+
+# --- identities ------------------------------------------------------------------------------------
+
+
+def _max_abs(tensor) -> float:
+    return float(tensor.detach().abs().max()) if tensor.numel() else 0.0
+
+
+def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None) -> tuple[list[dict], list[dict]]:
+    """Every identity a page states, measured on the eager run: (identities, not applicable)."""
+    import torch
+
+    t = preview.eager
+    config = preview.config
+    blocks = range(len(t.layers))
+    moe = [i for i in blocks if t.has("routed_output", i)]
+    declared = dict(not_applicable or {})
+    measured: list[dict] = []
+    skipped: list[dict] = []
+
+    def identity(ident: str, statement: str, where: list[int] | None, residual_of, why_not: str | None = None):
+        why_not = declared.get(ident, why_not)
+        if why_not or (where is not None and not where):
+            skipped.append({"id": ident, "statement": statement, "why": why_not or "no block has the values"})
+            return
+        residuals = [residual_of(i) for i in where] if where is not None else [residual_of(None)]
+        worst = max(residuals)
+        measured.append({
+            "id": ident,
+            "statement": statement,
+            "blocks": where,
+            "max_abs_residual": float(f"{worst:.3g}"),
+            "tolerance": TOLERANCE,
+            "holds": worst <= TOLERANCE,
+        })
+
+    L = t.layers
+    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
+             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
+             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", moe,
+             lambda i: _max_abs(L[i].mlp.routed_output + L[i].mlp.shared_expert_output - L[i].mlp.mlp_output),
+             None if moe else "no block is a mixture of experts")
+    identity("expert_slots", "mlp.expert_outputs summed over the routing slots == mlp.routed_output", moe,
+             lambda i: _max_abs(L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output),
+             None if moe else "no block is a mixture of experts")
+    factor = getattr(config, "routed_scaling_factor", None)
+    if getattr(config, "norm_topk_prob", False):
+        target = factor if factor is not None else 1.0
+        words = f"routed_scaling_factor ({factor})" if factor is not None else "1"
+        identity("expert_weights_sum", f"mlp.expert_weights sum to {words} at every token", moe,
+                 lambda i: _max_abs(L[i].mlp.expert_weights.sum(dim=-1) - target),
+                 None if moe else "no block is a mixture of experts")
+    elif moe:
+        skipped.append({"id": "expert_weights_sum", "statement": "mlp.expert_weights sum to a fixed total at every token",
+                        "why": "the router does not renormalize the chosen weights (norm_topk_prob is off)"})
+    identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", list(blocks),
+             lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
+    identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", list(blocks),
+             lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
+    identity("embeddings", "token_embeddings == layers[0].input", None,
+             lambda _: _max_abs(t.token_embeddings - L[0].input))
+    softcap = getattr(config, "final_logit_softcapping", None)
+    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+             "the model softcaps the head's logits" if softcap else None)
+    return measured, skipped
+
+
+def selection_changes(preview: PreviewRun) -> dict[str, int]:
+    """Per mixture block: tokens whose chosen experts differ from a plain top-k of the sigmoid/softmax scores."""
+    import torch
+
+    changed = {}
+    for i, layer in enumerate(preview.eager.layers):
+        if not preview.eager.has("router_logits", i):
+            continue
+        k = layer.mlp.expert_indices.shape[-1]
+        plain = torch.topk(layer.mlp.router_logits, k, dim=-1).indices.sort(dim=-1).values  # monotone scores: same order
+        chosen = layer.mlp.expert_indices.sort(dim=-1).values
+        changed[str(i)] = int((plain != chosen).any(dim=-1).sum())
+    return changed
+
+
+# --- shapes ----------------------------------------------------------------------------------------
+
+
+def tiny_sizes(preview: PreviewRun) -> dict[str, int]:
+    from atlas.standard import checkpoint_sizes
+
+    sizes = checkpoint_sizes(preview.config)
+    batch, seq = preview.ids.shape
+    sizes.update(batch=int(batch), seq=int(seq), query=int(seq), key=int(seq))
+    return sizes
+
+
+def captured_shapes(preview: PreviewRun) -> dict[str, dict[str, list]]:
+    """Every captured value's shape on the eager run: {name: {block or "model": shape}}."""
+    shapes: dict[str, dict[str, list]] = {}
+    for (name, index), value in preview.eager.captured.items():
+        shape = list(value.shape) if hasattr(value, "shape") else [len(value)]
+        shapes.setdefault(name, {})["model" if index is None else str(index)] = shape
+    return {name: dict(sorted(by.items(), key=lambda kv: (kv[0] != "model", int(kv[0]) if kv[0] != "model" else 0)))
+            for name, by in sorted(shapes.items())}
+
+
+def missing_on_the_run(preview: PreviewRun) -> dict[str, dict[str, str]]:
+    """Values the tiny model's blocks lack, with the reason: {name: {block: reason}}."""
+    missing: dict[str, dict[str, str]] = {}
+    for index, placements in enumerate(preview.eager.resolution.blocks):
+        for p in placements:
+            if p.read is None:
+                missing.setdefault(p.value.name, {})[str(index)] = p.missing
+    return missing
+
+
+def uncaptured(preview: PreviewRun) -> list[str]:
+    """Values the resolver placed on the tiny model that the eager run did not capture (must be none)."""
+    t = preview.eager
+    gaps = []
+    for index, placements in [(None, t.resolution.model)] + list(enumerate(t.resolution.blocks)):
+        for p in placements:
+            if p.read is not None and (p.value.name, index) not in t.captured:
+                gaps.append(f"{p.value.name} at {'the model' if index is None else f'block {index}'} ({p.read.words()})")
+    return gaps
+
+
+# --- compact data ----------------------------------------------------------------------------------
+
+
+def compact(tensor, integer: bool = False) -> dict[str, Any]:
+    """A tensor as float16 values (or integers) in nested lists, long axes strided to MAX_AXIS entries."""
+    import torch
+
+    strides = []
+    for axis, size in enumerate(tensor.shape):
+        stride = math.ceil(size / MAX_AXIS)
+        strides.append(stride)
+        if stride > 1:
+            tensor = tensor.index_select(axis, torch.arange(0, size, stride))
+    if integer:
+        data = tensor.to(torch.int64).tolist()
+        return {"shape": list(tensor.shape), "dtype": "int64", "strides": strides, "data": data,
+                "min": int(tensor.min()), "max": int(tensor.max())}
+    half = tensor.detach().to(torch.float16).to(torch.float32)
+    data = _rounded(half.tolist())
+    return {"shape": list(half.shape), "dtype": "float16", "strides": strides, "data": data,
+            "min": float(f"{float(half.min()):.4g}"), "max": float(f"{float(half.max()):.4g}")}
+
+
+def _rounded(values):
+    if isinstance(values, list):
+        return [_rounded(v) for v in values]
+    return float(f"{values:.4g}")  # float16 holds about 3.3 significant digits
+
+
+def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
+    t = preview.eager
+    tensors = {"token_embeddings": compact(t.token_embeddings[0]), "next_token_probs": compact(t.next_token_probs[0])}
+    for i, layer in enumerate(t.layers):
+        tensors[f"layers.{i}.layer_output"] = compact(layer.layer_output[0])  # (seq, hidden)
+        tensors[f"layers.{i}.self_attn.attention_probabilities"] = compact(layer.self_attn.attention_probabilities[0])  # (heads, q, k)
+        tensors[f"layers.{i}.mlp.mlp_output"] = compact(layer.mlp.mlp_output[0])
+        if t.has("router_logits", i):
+            tensors[f"layers.{i}.mlp.router_logits"] = compact(layer.mlp.router_logits[0])  # (seq, experts)
+            tensors[f"layers.{i}.mlp.expert_weights"] = compact(layer.mlp.expert_weights[0])  # (seq, top_k)
+            tensors[f"layers.{i}.mlp.expert_indices"] = compact(layer.mlp.expert_indices[0], integer=True)
+    return tensors
+
+
+def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
+    from atlas.standard import checkpoint_sizes
+
+    measured, skipped = identities(preview, dict(family.not_applicable))
+    sizes = checkpoint_sizes(preview.config)
+    return {
+        "description": (
+            f"A real forward pass of transformers' {type(preview.model).__name__} on CPU at a tiny config derived "
+            f"from the pinned one: {preview.config.num_hidden_layers} blocks in the same pattern of kinds, the same "
+            "routing and rotary settings, reduced widths. The weights are random (seeded), not the checkpoint's; "
+            "the prompt is read as UTF-8 bytes."
+        ),
+        "seed": SEED,
+        "prompt": PROMPT,
+        "tokens": preview.tokens,
+        "token_labels": preview.labels,
+        "config": {"num_hidden_layers": preview.config.num_hidden_layers, **sizes, **_tiny_raw(preview.config)},
+        "implementations": {"default": preview.default_implementations, "eager": preview.eager.implementations},
+        "conditions": conditions(preview),
+        "identities": measured,
+        "not_applicable": skipped,
+        "selection_changed_by_bias": selection_changes(preview),
+        "sizes": tiny_sizes(preview),
+        "shapes": captured_shapes(preview),
+        "missing": missing_on_the_run(preview),
+        "uncaptured": uncaptured(preview),
+        "tensors": preview_tensors(preview),
+    }
+
+
+TINY_RAW_KEYS = (
+    "first_k_dense_replace", "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "n_group",
+    "topk_group", "routed_scaling_factor", "norm_topk_prob", "n_shared_experts", "moe_intermediate_size", "q_lora_rank",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave", "rope_parameters",
+    "initializer_range",
+)
+
+
+def _tiny_raw(config) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in TINY_RAW_KEYS if getattr(config, k, None) is not None}

@@ -1,0 +1,628 @@
+"""Standard names: one vocabulary of activations across families, and where each family hosts them.
+
+The vocabulary says what a value is (its name, its host, its layout type with symbolic dims, one line
+of description). The resolver says where a given model holds it: it finds modules by their role
+(embedding, block list, final norm, head, attention, MLP, router, experts, shared expert, the two
+norms) from names and classes every transformers family shares, and a family module declares
+overrides only where that generic rule cannot tell (``Family.standard_overrides``).
+
+Each resolved value carries a ``Read``: the mechanism that captures it (a module's input or output,
+the arguments or results of the attention function, the input of the eager attention's softmax, the
+per-slot outputs of a registered experts function, the model's call arguments, or a derivation).
+The words on the page ("the child module norm's output") are generated from the ``Read``, so they
+cannot disagree with what ``atlas.trace`` does.
+
+No torch here: the vocabulary and the words are plain data; only ``resolve`` walks a model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# --- layouts ---------------------------------------------------------------------------------------
+
+# Each layout type names its dims; the dims resolve per checkpoint from the standardized sizes
+# (batch and seq stay symbolic: they are the call's, not the checkpoint's). The attention pattern's
+# query and key axes are both positions of the call.
+LAYOUTS: dict[str, tuple[str, ...]] = {
+    "Tokens": ("batch", "seq"),
+    "Residual": ("batch", "seq", "hidden_size"),
+    "Logits": ("batch", "seq", "vocab_size"),
+    "NextTokenProbs": ("batch", "vocab_size"),
+    "Queries": ("batch", "num_heads", "seq", "qk_head_dim"),
+    "Keys": ("batch", "num_kv_heads", "seq", "qk_head_dim"),
+    "Values": ("batch", "num_kv_heads", "seq", "head_dim"),
+    "Pattern": ("batch", "num_heads", "query", "key"),
+    "HeadOutputs": ("batch", "seq", "num_heads", "head_dim"),
+    "Neurons": ("batch", "seq", "intermediate_size"),
+    "RouterLogits": ("batch", "seq", "num_experts"),
+    "ExpertWeights": ("batch", "seq", "top_k"),
+    "ExpertIndices": ("batch", "seq", "top_k"),
+    "ExpertOutputs": ("batch", "seq", "top_k", "hidden_size"),
+    "scalar": (),
+}
+
+CALL_DIMS = {"batch", "seq", "query", "key"}  # sizes of the call, not of the checkpoint
+
+
+def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
+    """A layout's dims at given sizes: symbolic call dims stay names, the others become numbers.
+
+    ``sizes`` maps dim names to numbers (the standardized sizes plus num_experts and top_k, or the
+    tiny run's sizes including batch and seq). A dim the sizes lack stays symbolic.
+    """
+    return [sizes.get(d, d) if (d not in CALL_DIMS or d in sizes) else d for d in LAYOUTS[layout]]
+
+
+def checkpoint_sizes(config) -> dict[str, int | None]:
+    """The sizes layouts resolve with, from a transformers config: the standardized sizes, the
+    number of routed experts and the experts per token (None where the family has no such size)."""
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
+    rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
+    experts = next((getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
+    return {
+        "hidden_size": config.hidden_size,
+        "num_heads": heads,
+        "num_kv_heads": getattr(config, "num_key_value_heads", None) or heads,
+        "head_dim": head_dim,
+        "qk_head_dim": (rope + nope) if (rope and nope) else head_dim,
+        "vocab_size": config.vocab_size,
+        "intermediate_size": getattr(config, "intermediate_size", None),
+        "num_experts": experts,
+        "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
+    }
+
+
+# --- the vocabulary --------------------------------------------------------------------------------
+
+HOSTS = ("model", "layers[i]", "layers[i].self_attn", "layers[i].mlp")
+
+
+@dataclass(frozen=True)
+class StandardValue:
+    name: str
+    host: str  # one of HOSTS
+    layout: str  # a key of LAYOUTS
+    description: str
+    mixture: bool = False  # exists only where the MLP is a mixture of experts
+
+
+VOCABULARY: tuple[StandardValue, ...] = (
+    # model
+    StandardValue("logits", "model", "Logits", "What the model returns as logits, after anything it applies past the head"),
+    StandardValue("token_embeddings", "model", "Residual", "The embedding table's rows for the input tokens: the stream before block 0"),
+    StandardValue("final_norm_output", "model", "Residual", "The stream after the last norm: what the head reads"),
+    StandardValue("lm_head_output", "model", "Logits", "The head's own output, before any softcap or scale the model adds"),
+    StandardValue("next_token_probs", "model", "NextTokenProbs", "The softmax of the logits at the last position: the next-token distribution"),
+    StandardValue("input_ids", "model", "Tokens", "The token ids of the call"),
+    StandardValue("attention_mask", "model", "Tokens", "The padding mask of the call: 1 for a real token, 0 for padding"),
+    StandardValue("input_size", "model", "scalar", "The call's (batch, seq) pair"),
+    # layers[i]
+    StandardValue("layer_input", "layers[i]", "Residual", "The residual stream as the block receives it"),
+    StandardValue("attention_norm_output", "layers[i]", "Residual", "The stream normalized for the attention"),
+    StandardValue("layer_mid", "layers[i]", "Residual", "The stream between the sublayers: input plus the attention's contribution"),
+    StandardValue("mlp_norm_output", "layers[i]", "Residual", "The stream normalized for the MLP"),
+    StandardValue("mlp_input", "layers[i]", "Residual", "The tensor the MLP is called on"),
+    StandardValue("layer_output", "layers[i]", "Residual", "The residual stream the block hands on (the tensor, even where the block returns a tuple)"),
+    # layers[i].self_attn
+    StandardValue("attention_queries", "layers[i].self_attn", "Queries", "Queries per head as the attention function receives them, rotary applied"),
+    StandardValue("attention_keys", "layers[i].self_attn", "Keys", "Keys per key head as the attention function receives them, rotary applied"),
+    StandardValue("attention_values", "layers[i].self_attn", "Values", "Values per key head as the attention function receives them"),
+    StandardValue("attention_scores", "layers[i].self_attn", "Pattern", "Scaled query-key products with the mask added, before the softmax"),
+    StandardValue("attention_probabilities", "layers[i].self_attn", "Pattern", "The softmax of the scores: how much each query position takes from each key position"),
+    StandardValue("attention_head_outputs", "layers[i].self_attn", "HeadOutputs", "Each head's mix of values, as the attention function returns it"),
+    StandardValue("attention_premix", "layers[i].self_attn", "HeadOutputs", "All heads' outputs as the output projection receives them, split by head"),
+    StandardValue("attention_output", "layers[i].self_attn", "Residual", "The attention's contribution to the residual stream"),
+    # layers[i].mlp
+    StandardValue("mlp_activation", "layers[i].mlp", "Neurons", "The activation function's output inside a dense MLP"),
+    StandardValue("mlp_neurons", "layers[i].mlp", "Neurons", "What the down projection receives: act(gate) × up where the MLP is gated"),
+    StandardValue("mlp_output", "layers[i].mlp", "Residual", "The MLP's contribution to the residual stream"),
+    StandardValue("router_logits", "layers[i].mlp", "RouterLogits", "One logit per routed expert, before the router's scoring function", mixture=True),
+    StandardValue("expert_weights", "layers[i].mlp", "ExpertWeights", "The factor each chosen expert's output is multiplied by", mixture=True),
+    StandardValue("expert_indices", "layers[i].mlp", "ExpertIndices", "Which expert each routing slot sends the token to", mixture=True),
+    StandardValue("expert_outputs", "layers[i].mlp", "ExpertOutputs", "Each routing slot's expert output, already multiplied by its weight", mixture=True),
+    StandardValue("routed_output", "layers[i].mlp", "Residual", "The routed experts' weighted sum", mixture=True),
+    StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
+)
+
+BY_NAME = {v.name: v for v in VOCABULARY}
+
+# Short names the capture API also answers to (``t.layers[1].input`` is ``layer_input``).
+ALIASES = {"input": "layer_input", "output": "layer_output"}
+
+
+def standard_value(name: str) -> StandardValue:
+    return BY_NAME[ALIASES.get(name, name)]
+
+
+# --- how a value is read ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Read:
+    """The mechanism that captures one value, relative to its host module.
+
+    kind: "output" | "input" (a module's, ``module`` relative to the host, "" for the host itself;
+    ``element`` picks from a tuple; ``split_heads`` splits the last axis by head) ·
+    "attention_args" | "attention_result" (the attention function's arguments or results, by element) ·
+    "attention_softmax_input" (the input of the softmax inside the eager attention function) ·
+    "expert_slots" (per routing slot, from the registered experts function) · "call_argument" (a named
+    argument of the model's call) · "derived" (computed from other values: ``module`` says how).
+    """
+
+    kind: str
+    module: str = ""
+    element: int | None = None
+    split_heads: bool = False
+    flatten_tokens: bool = False  # the module sees batch × seq as one axis: unflatten it
+    from_block: bool = False  # ``module`` is relative to the block, not the host (a post-norm beside the attention)
+
+    def words(self) -> str:
+        where = "the module's own" if not self.module else f"the child module {self.module}'s"
+        if self.from_block:
+            where = f"the block's child module {self.module}'s" if self.module else "the block's own"
+        if self.kind in ("output", "input"):
+            text = f"{where} {self.kind}"
+            if self.element is not None:
+                text += f", element {self.element}"
+            if self.split_heads:
+                text += ", split by head"
+            if self.flatten_tokens:
+                text += ", rows unflattened to batch × seq"
+            return text
+        if self.kind == "attention_args":
+            return f"inside the forward: the arguments of the attention function, element {self.element}"
+        if self.kind == "attention_result":
+            return f"inside the forward: the output of the attention function, element {self.element}"
+        if self.kind == "attention_softmax_input":
+            return "inside the attention function: the input of its softmax"
+        if self.kind == "expert_slots":
+            return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
+        if self.kind == "call_argument":
+            return f"the model's call argument {self.module}"
+        if self.kind == "derived":
+            return f"derived: {self.module}"
+        raise ValueError(self.kind)
+
+
+OVERRIDE_FORMAT = re.compile(r"^(?P<module>[A-Za-z0-9_.]*?)\.?(?P<kind>input|output)(?:\[(?P<element>\d+)\])?$")
+
+
+BLOCK_PREFIX = "layers[i]."
+
+
+def parse_override(text: str) -> Read:
+    """A family's override, written as "<module path relative to the host>.<input|output>[element]".
+
+    "shared_experts.output" is the shared expert's output; "output[0]" is the host's own first output;
+    a path that starts with "layers[i]." is relative to the block instead ("layers[i].post_attention_layernorm.output"
+    for an attention whose contribution is post-normed beside it).
+    """
+    from_block = text.startswith(BLOCK_PREFIX)
+    match = OVERRIDE_FORMAT.match(text.removeprefix(BLOCK_PREFIX))
+    if not match:
+        raise ValueError(f"{text!r} is not '[layers[i].]<child module>.input|output[element]'")
+    element = match.group("element")
+    return Read(match.group("kind"), match.group("module"), int(element) if element is not None else None, from_block=from_block)
+
+
+# --- roles: finding modules generically ------------------------------------------------------------
+
+ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
+MLP_NAMES = ("mlp", "feed_forward", "block_sparse_moe", "moe", "ffn")
+ATTENTION_NORM_NAMES = ("input_layernorm", "ln_1", "attention_norm", "pre_attention_layernorm", "self_attn_layer_norm")
+# Order matters: where a block has both, pre_feedforward_layernorm is the MLP's norm and
+# post_attention_layernorm a post-norm of the attention (Gemma 2 and 3).
+MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2", "ffn_norm", "pre_mlp_layernorm")
+FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
+ROUTER_NAMES = ("gate", "router")
+EXPERTS_NAMES = ("experts",)
+SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
+ACTIVATION_NAMES = ("act_fn", "act", "activation_fn")
+DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h")
+OUTPUT_PROJ_NAMES = ("o_proj", "c_proj", "out_proj", "dense", "o")
+
+
+def _child(module, names: tuple[str, ...]) -> str | None:
+    children = dict(module.named_children())
+    return next((n for n in names if n in children), None)
+
+
+def _is_norm(module) -> bool:
+    return "norm" in type(module).__name__.lower()
+
+
+@dataclass
+class BlockRoles:
+    """The modules of one block by role, as child names (None where the block has no such module)."""
+
+    attention: str | None
+    mlp: str | None
+    attention_norm: str | None
+    mlp_norm: str | None
+    mlp_class: str | None
+    # inside the attention / the MLP, relative to them
+    output_proj: str | None
+    activation: str | None
+    down_proj: str | None
+    router: str | None
+    experts: str | None
+    shared_expert: str | None
+
+
+@dataclass
+class Roles:
+    """Where a model keeps each role, as module paths from the model's root."""
+
+    embedding: str
+    block_list: str
+    final_norm: str | None
+    head: str | None
+    blocks: list[BlockRoles] = field(default_factory=list)
+    modules: frozenset[str] = frozenset()  # every module path, so overrides can be checked
+
+
+def _path_of(model, target) -> str | None:
+    return next((path for path, m in model.named_modules() if m is target), None)
+
+
+def block_roles(block) -> BlockRoles:
+    attention = _child(block, ATTENTION_NAMES)
+    mlp = _child(block, MLP_NAMES)
+    norms = [n for n, m in block.named_children() if _is_norm(m)]
+    attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)
+    mlp_norm = _child(block, MLP_NORM_NAMES) or (norms[1] if len(norms) > 1 else None)
+    attn_module = getattr(block, attention) if attention else None
+    mlp_module = getattr(block, mlp) if mlp else None
+    experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
+    router = _child(mlp_module, ROUTER_NAMES) if experts else None
+    return BlockRoles(
+        attention=attention,
+        mlp=mlp,
+        attention_norm=attention_norm,
+        mlp_norm=mlp_norm,
+        mlp_class=type(mlp_module).__name__ if mlp_module is not None else None,
+        output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
+        # A mixture's own activation and down projection live inside each expert, not on the block's MLP.
+        activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) if mlp_module is not None else None),
+        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) if mlp_module is not None else None),
+        router=router,
+        experts=experts,
+        shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
+    )
+
+
+def find_roles(model, num_layers: int) -> Roles:
+    """The roles of a causal language model's modules, by the generic rules."""
+    from atlas.introspect import find_block_list
+
+    block_path, blocks = find_block_list(model, num_layers)
+    embedding = _path_of(model, model.get_input_embeddings())
+    head_module = model.get_output_embeddings()
+    head = _path_of(model, head_module) if head_module is not None else None
+    parent_path = block_path.rpartition(".")[0]
+    parent = model.get_submodule(parent_path) if parent_path else model
+    final = _child(parent, FINAL_NORM_NAMES) or next((n for n, m in parent.named_children() if _is_norm(m)), None)
+    return Roles(
+        embedding=embedding,
+        block_list=block_path,
+        final_norm=f"{parent_path}.{final}" if (final and parent_path) else final,
+        head=head,
+        blocks=[block_roles(b) for b in blocks],
+        modules=frozenset(path for path, _ in model.named_modules()),
+    )
+
+
+# --- the generic rule: value -> Read at one block --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One value resolved at one block (or on the model): how it is read and the module it is read at.
+
+    ``read`` is None where the value is missing; ``missing`` then says why.
+    """
+
+    value: StandardValue
+    read: Read | None
+    module: str | None  # path from the model's root of the module whose hook captures it
+    missing: str | None = None
+    # "attention" | "experts": the implementation knob the value's capture depends on, if any
+    needs_eager: str | None = None
+
+
+def _join(*parts: str | None) -> str:
+    return ".".join(p for p in parts if p)
+
+
+def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -> list[Placement]:
+    rules: dict[str, tuple[Read, str | None]] = {
+        "logits": (Read("output", "", element=0), ""),
+        "token_embeddings": (Read("output", roles.embedding), roles.embedding),
+        "final_norm_output": (Read("output", roles.final_norm), roles.final_norm),
+        "lm_head_output": (Read("output", roles.head), roles.head),
+        "next_token_probs": (Read("derived", "softmax of logits at the last position"), ""),
+        "input_ids": (Read("call_argument", "input_ids"), ""),
+        "attention_mask": (Read("call_argument", "attention_mask"), ""),
+        "input_size": (Read("derived", "the shape of input_ids"), ""),
+    }
+    placements = []
+    for value in VOCABULARY:
+        if value.host != "model":
+            continue
+        read, module = rules[value.name]
+        if overrides and value.name in overrides:
+            read = parse_override(overrides[value.name])
+            module = read.module
+        missing = None
+        if roles.head is None and value.name in ("logits", "lm_head_output", "next_token_probs"):
+            read, module = Read("output", None), None  # a base model returns hidden states, not logits
+        if read.kind in ("output", "input") and read.module is None:
+            read, module, missing = None, None, f"the model has no module in the role of {value.name}"
+        placements.append(Placement(value, read, module, missing))
+    return placements
+
+
+def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | None = None) -> list[Placement]:
+    """Every layers[i] / self_attn / mlp value at block ``index``: its Read, or why it is missing there."""
+    b = roles.blocks[index]
+    block = f"{roles.block_list}.{index}"
+    attn = _join(block, b.attention) if b.attention else None
+    mlp = _join(block, b.mlp) if b.mlp else None
+    host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp}
+
+    mixture_words = f"block {index}'s MLP ({b.mlp_class}) is not a mixture of experts"
+    dense_words = f"block {index}'s MLP ({b.mlp_class}) is a mixture: each expert has its own neurons"
+    rules: dict[str, tuple[Read | None, str | None, str | None]] = {}
+
+    def rule(name, read, missing=None, needs_eager=None):
+        rules[name] = (read, missing, needs_eager)
+
+    rule("layer_input", Read("input", "", element=0))
+    rule("layer_output", Read("output", "", element=0))
+    rule("attention_norm_output", Read("output", b.attention_norm) if b.attention_norm else None,
+         f"block {index} has no norm before its attention")
+    rule("layer_mid", Read("input", b.mlp_norm, element=0) if b.mlp_norm else None,
+         f"block {index} has no norm before its MLP to read the stream at")
+    rule("mlp_norm_output", Read("output", b.mlp_norm) if b.mlp_norm else None, f"block {index} has no norm before its MLP")
+    rule("mlp_input", Read("input", b.mlp, element=0) if b.mlp else None, f"block {index} has no MLP")
+    for name, element in (("attention_queries", 1), ("attention_keys", 2), ("attention_values", 3)):
+        rule(name, Read("attention_args", element=element))
+    rule("attention_scores", Read("attention_softmax_input"), needs_eager="attention")
+    rule("attention_probabilities", Read("attention_result", element=1), needs_eager="attention")
+    rule("attention_head_outputs", Read("attention_result", element=0))
+    rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
+         f"block {index}'s attention has no output projection")
+    rule("attention_output", Read("output", "", element=0))
+    rule("mlp_activation", Read("output", b.activation) if b.activation else None,
+         dense_words if b.experts else f"block {index}'s MLP has no activation module")
+    rule("mlp_neurons", Read("input", b.down_proj, element=0) if b.down_proj else None,
+         dense_words if b.experts else f"block {index}'s MLP has no down projection")
+    rule("mlp_output", Read("output", "", element=0))
+    rule("router_logits", Read("output", b.router, element=0, flatten_tokens=True) if b.router else None, mixture_words)
+    rule("expert_indices", Read("input", b.experts, element=1, flatten_tokens=True) if b.experts else None, mixture_words)
+    rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
+    rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
+    rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
+    rule("shared_expert_output", Read("output", b.shared_expert) if b.shared_expert else None,
+         mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
+
+    placements = []
+    for value in VOCABULARY:
+        if value.host == "model":
+            continue
+        host = host_paths[value.host]
+        read, missing, needs_eager = rules[value.name]
+        if overrides and value.name in overrides and host is not None:
+            override = parse_override(overrides[value.name])
+            # An override names a module that must exist at this block; where it does not, the value
+            # is missing there (a mixture's module on a dense block, say).
+            base = block if override.from_block else host
+            read = override if _join(base, override.module) in roles.modules else None
+            missing = (missing or f"block {index} has no module {override.module}") if read is None else None
+        if host is None:
+            read, missing = None, f"block {index} has no {value.host.rpartition('.')[2]}"
+        if read is None:
+            placements.append(Placement(value, None, None, missing))
+            continue
+        base = block if read.from_block else host
+        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots") else host
+        placements.append(Placement(value, read, module, None, needs_eager))
+    return placements
+
+
+@dataclass
+class Resolution:
+    """A model's standard values: the model-level placements and, per block, the block-level ones."""
+
+    roles: Roles
+    model: list[Placement]
+    blocks: list[list[Placement]]
+
+    def at(self, name: str, index: int | None = None) -> Placement:
+        name = ALIASES.get(name, name)
+        placements = self.model if index is None else self.blocks[index]
+        return next(p for p in placements if p.value.name == name)
+
+
+def resolve(model, num_layers: int, overrides: Mapping[str, str] | None = None) -> Resolution:
+    """Every standard value placed on ``model``'s modules: generic roles, then the family's overrides."""
+    roles = find_roles(model, num_layers)
+    return Resolution(
+        roles,
+        model_placements(roles, overrides),
+        [block_placements(roles, i, overrides) for i in range(len(roles.blocks))],
+    )
+
+
+# --- the support table -----------------------------------------------------------------------------
+
+
+def _generic_path(path: str | None, block_list: str, index: int) -> str | None:
+    """model.layers.3.mlp -> model.layers.{i}.mlp (the block's own number made symbolic)."""
+    prefix = f"{block_list}.{index}"
+    if path is None or not (path == prefix or path.startswith(prefix + ".")):
+        return path
+    return f"{block_list}.{{i}}" + path[len(prefix):]
+
+
+def _block_words(indices: list[int], kinds: list[dict[str, Any]]) -> str | None:
+    """'MoE blocks only' where the blocks present are exactly some kinds (None where all blocks)."""
+    every = sorted(i for k in kinds for i in k["indices"])
+    if indices == every:
+        return None
+    labels = [k["label"] for k in kinds if set(k["indices"]) <= set(indices)]
+    covered = sorted(i for k in kinds if k["label"] in labels for i in k["indices"])
+    if labels and covered == indices:
+        return " and ".join(f"{label}s" for label in labels) + " only"
+    return "some blocks only"
+
+
+def support_facts(
+    resolution: Resolution,
+    sizes: Mapping[str, Any],
+    kinds: list[dict[str, Any]],
+    conditions: Mapping[str, str],
+    classes: Mapping[str, str],
+) -> dict[str, Any]:
+    """facts["support"]: the standard values by host, at the checkpoint's sizes, with where each is read,
+    its condition, and the blocks that have it (the others say why not)."""
+    roles = resolution.roles
+    hosts = []
+    for host in HOSTS:
+        values = []
+        path = ""
+        if host == "layers[i]":
+            path = f"{roles.block_list}.{{i}}"
+        elif host != "model":
+            role = "attention" if host.endswith("self_attn") else "mlp"
+            child = next((getattr(b, role) for b in roles.blocks if getattr(b, role)), None)
+            path = f"{roles.block_list}.{{i}}.{child}"
+        for value in VOCABULARY:
+            if value.host != host:
+                continue
+            if host == "model":
+                p = resolution.at(value.name)
+                present, missing, first = None, {}, p
+            else:
+                placed = [resolution.at(value.name, i) for i in range(len(roles.blocks))]
+                present = [i for i, p in enumerate(placed) if p.read is not None]
+                missing = {str(i): p.missing for i, p in enumerate(placed) if p.read is None}
+                first = placed[present[0]] if present else placed[0]
+            words = [conditions[value.name]] if value.name in conditions else []
+            if present is not None:
+                scope = _block_words(present, kinds) if present else "no block"
+                if scope:
+                    words.append(scope)
+            values.append({
+                "name": value.name,
+                "layout": value.layout,
+                "dims": list(LAYOUTS[value.layout]),
+                "shape": resolve_dims(value.layout, sizes),
+                "description": value.description,
+                "read_at": first.read.words() if first.read else None,
+                "module": _generic_path(first.module, roles.block_list, present[0]) if (first.read and present) else first.module,
+                "condition": "; ".join(words) or None,
+                "blocks": present,
+                "missing": missing,
+            })
+        hosts.append({"host": host, "path": path, "class": classes.get(host, ""), "values": values})
+    return {"hosts": hosts, "layouts": {name: list(dims) for name, dims in LAYOUTS.items()}, "sizes": dict(sizes)}
+
+
+def host_classes(model, resolution: Resolution) -> dict[str, str]:
+    """Each host's class, e.g. "DeepseekV3MLP / DeepseekV3MoE" where block kinds differ."""
+    roles = resolution.roles
+    found: dict[str, list[str]] = {"model": [type(model).__name__]}
+    for i, b in enumerate(roles.blocks):
+        block = model.get_submodule(f"{roles.block_list}.{i}")
+        for host, child in (("layers[i]", ""), ("layers[i].self_attn", b.attention), ("layers[i].mlp", b.mlp)):
+            if child is None:
+                continue
+            name = type(block.get_submodule(child) if child else block).__name__
+            if name not in found.setdefault(host, []):
+                found[host].append(name)
+    return {host: " / ".join(names) for host, names in found.items()}
+
+
+def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
+    """Module path -> the standard values it hosts (the model, each block, its attention and its MLP)."""
+    roles = resolution.roles
+    hosted: dict[str, list[str]] = {"": [p.value.name for p in resolution.model if p.read is not None]}
+    for i, placements in enumerate(resolution.blocks):
+        block = f"{roles.block_list}.{i}"
+        b = roles.blocks[i]
+        paths = {"layers[i]": block, "layers[i].self_attn": _join(block, b.attention), "layers[i].mlp": _join(block, b.mlp)}
+        for p in placements:
+            if p.read is not None:
+                hosted.setdefault(paths[p.value.host], []).append(p.value.name)
+    return hosted
+
+
+# --- config keys, explained ------------------------------------------------------------------------
+
+CONFIG_KEYS: dict[str, str] = {
+    "architectures": "The model class the checkpoint was saved from",
+    "attention_bias": "Whether the attention projections add a bias",
+    "attention_dropout": "Dropout on the attention pattern during training (0 at inference)",
+    "auto_map": "Where the checkpoint's own remote code defines its classes; transformers' native classes ignore it",
+    "aux_loss_alpha": "Weight of the load-balancing loss used in training; no effect on a forward pass",
+    "bos_token_id": "The id of the beginning-of-sequence token",
+    "eos_token_id": "The id (or ids) of the end-of-sequence token",
+    "pad_token_id": "The id of the padding token",
+    "ep_size": "Expert-parallel degree of the original training code; no effect on the model's shape",
+    "first_k_dense_replace": "How many leading blocks keep a dense MLP instead of the mixture of experts",
+    "hidden_act": "The activation function inside every MLP and expert",
+    "hidden_size": "The width of the residual stream",
+    "initializer_range": "Standard deviation of the random initialization (training only)",
+    "intermediate_size": "The hidden width of a dense block's MLP",
+    "kv_lora_rank": "Width of the per-token latent that keys and values are expanded from",
+    "max_position_embeddings": "The longest context the rotary settings are laid out for",
+    "model_type": "The configuration type; transformers maps it to its classes",
+    "moe_intermediate_size": "The hidden width of each routed or shared expert",
+    "moe_layer_freq": "Every how many blocks a mixture replaces the dense MLP (after the dense first blocks)",
+    "n_group": "Groups the routed experts are split into for selection",
+    "n_routed_experts": "Routed experts per mixture block",
+    "n_shared_experts": "Shared experts per mixture block, run for every token (fused into one MLP of that many times the width)",
+    "norm_topk_prob": "Whether the chosen experts' weights are renormalized to sum to one before scaling",
+    "num_attention_heads": "Query heads per attention",
+    "num_experts_per_tok": "Routed experts each token is sent to",
+    "num_hidden_layers": "Decoder blocks",
+    "num_key_value_heads": "Key and value heads per attention (fewer than query heads under grouped-query attention)",
+    "num_nextn_predict_layers": "Multi-token-prediction blocks stored after the last layer; transformers builds none",
+    "pretraining_tp": "Tensor-parallel degree used in pretraining; no effect here",
+    "q_lora_rank": "Width of the per-token latent that queries are expanded from",
+    "qk_nope_head_dim": "Per-head query and key width that carries no rotary position",
+    "qk_rope_head_dim": "Per-head query and key width that is rotated (the key part shared by all heads)",
+    "quantization_config": "How the released files store the weights (format and block size of the scales)",
+    "rms_norm_eps": "The epsilon inside every RMSNorm",
+    "rope_theta": "Base of the rotary frequencies",
+    "rope_scaling": "The context-extension rule applied to the rotary frequencies (YaRN here) and its settings",
+    "routed_scaling_factor": "What the chosen experts' weights are multiplied by after renormalizing",
+    "scoring_func": "How the router turns logits into scores (sigmoid here)",
+    "seq_aux": "Whether training's balancing loss was computed per sequence; no effect on a forward pass",
+    "tie_word_embeddings": "Whether the output head reuses the embedding table's weights",
+    "topk_group": "How many expert groups stay candidates for each token",
+    "topk_method": "The original code's name for its expert-selection rule (noaux_tc: scores plus a selection bias)",
+    "torch_dtype": "The dtype the weights were saved in, before quantization",
+    "dtype": "The dtype the weights were saved in",
+    "transformers_version": "The transformers version that wrote the config",
+    "use_cache": "Whether generation keeps a key/value cache by default",
+    "v_head_dim": "Per-head value width",
+    "vocab_size": "Rows of the embedding table and outputs of the head",
+    "head_dim": "Per-head width of queries, keys and values",
+    "rope_parameters": "The rotary settings: base, type and any context-extension values",
+    "sliding_window": "How many past positions a sliding-window attention block sees",
+    "layer_types": "The attention kind of each block, in order",
+    "num_local_experts": "Routed experts per mixture block",
+    "num_experts": "Routed experts per mixture block",
+    "rope_interleave": "Whether the stored rotary dimensions come in interleaved pairs",
+}
+
+
+def explain_config(raw: Mapping[str, Any]) -> dict[str, str | None]:
+    """Each key of a released config.json in a few words (None for a key the atlas has no words for yet)."""
+    return {key: CONFIG_KEYS.get(key) for key in raw}

@@ -1,0 +1,325 @@
+"""The capture API: standard values from any forward pass of a covered model.
+
+    with atlas.trace(model) as t:
+        model(ids)
+    t.layers[1].mlp.routed_output      # (batch, seq, hidden_size)
+    t.logits
+
+It never edits transformers' source. It uses three public mechanisms:
+- forward hooks on the modules the resolver (``atlas.standard``) places values at;
+- an attention function registered under a name of its own in transformers' ``AttentionInterface``
+  and, with the mask function of the model's own implementation, in ``AttentionMaskInterface`` (a
+  name missing there makes the model build no causal mask at all). The function hands every call on
+  to the model's own implementation and keeps its arguments and results; under eager attention it
+  also keeps the input of the softmax (the masked scores);
+- an experts function registered in ``ExpertsInterface`` that hands every call on to the model's own
+  experts implementation; under eager experts it also runs transformers' batched experts code one
+  routing slot at a time to keep each slot's weighted output.
+
+Values a run cannot see (the scores under sdpa, a mixture value on a dense block) are not guessed:
+asking for one raises ``MissingValue`` with the reason.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
+
+from atlas import standard
+
+TRACE_NAME = "atlas_trace"  # the implementation name registered while a trace is active
+
+
+class MissingValue(AttributeError):
+    """A standard value this run did not capture, with the reason."""
+
+
+class Host:
+    """The values of one host (the model, a block, its attention or its MLP) as attributes."""
+
+    def __init__(self, trace: "Trace", host: str, index: int | None):
+        self._trace, self._host, self._index = trace, host, index
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        name = standard.ALIASES.get(name, name)
+        if name not in standard.BY_NAME or standard.BY_NAME[name].host != self._host:
+            raise AttributeError(f"{self._label()} has no standard value {name!r}")
+        return self._trace.value(name, self._index)
+
+    def _label(self) -> str:
+        return self._host.replace("[i]", f"[{self._index}]") if self._index is not None else self._host
+
+
+class Block(Host):
+    def __init__(self, trace: "Trace", index: int):
+        super().__init__(trace, "layers[i]", index)
+        self.self_attn = Host(trace, "layers[i].self_attn", index)
+        self.mlp = Host(trace, "layers[i].mlp", index)
+
+
+class Trace(Host):
+    """What one traced forward pass captured, by standard name."""
+
+    def __init__(self, resolution: standard.Resolution, implementations: dict[str, str | None]):
+        super().__init__(self, "model", None)
+        self.resolution = resolution
+        self.implementations = implementations  # {"attention": "sdpa", "experts": "grouped_mm"}
+        self.captured: dict[tuple[str, int | None], Any] = {}
+        self.layers = [Block(self, i) for i in range(len(resolution.blocks))]
+
+    def value(self, name: str, index: int | None = None):
+        placement = self.resolution.at(name, index)
+        where = f"layers[{index}]" if index is not None else "model"
+        if placement.read is None:
+            raise MissingValue(f"{where} has no {name}: {placement.missing}")
+        if (name, index) not in self.captured:
+            raise MissingValue(f"{where}.{name} was not captured on this run{self.missing_reason(placement)}")
+        return self.captured[(name, index)]
+
+    def missing_reason(self, placement: standard.Placement) -> str:
+        knob = placement.needs_eager
+        if knob and self.implementations.get(knob) != "eager":
+            setting = {"attention": "attn_implementation", "experts": "experts_implementation"}[knob]
+            return f": it needs {setting}=\"eager\" (this run used {self.implementations.get(knob)!r})"
+        return ""
+
+    def has(self, name: str, index: int | None = None) -> bool:
+        return (standard.ALIASES.get(name, name), index) in self.captured
+
+
+# --- the mechanisms ---------------------------------------------------------------------------------
+
+
+def call_argument(module, args: tuple, kwargs: dict, position: int):
+    """The ``position``-th argument of a call, whether it was passed by position or by name."""
+    if position < len(args):
+        return args[position]
+    names = [n for n in inspect.signature(module.forward).parameters if n != "self"]
+    return kwargs.get(names[position]) if position < len(names) else None
+
+
+def pick(value, element: int | None):
+    if element is None:
+        return value
+    if isinstance(value, (tuple, list)) or hasattr(value, "to_tuple"):
+        return value[element]
+    return value if element == 0 else None  # a block that returns a plain tensor: element 0 is it
+
+
+def _keep(tensor):
+    return tensor.detach().clone() if hasattr(tensor, "detach") else tensor
+
+
+class _Capture:
+    """The state hooks and registered functions write into while a trace is active."""
+
+    def __init__(self, model, trace: Trace):
+        self.model, self.trace = model, trace
+        self.batch_seq: tuple[int, int] | None = None
+        self.attention_index: dict[int, int] = {}  # id(attention module) -> block index
+        self.experts_index: dict[int, int] = {}  # id(experts module) -> block index
+
+    def store(self, name: str, index: int | None, tensor) -> None:
+        if tensor is not None:
+            self.trace.captured[(name, index)] = _keep(tensor)
+
+    def shaped(self, read: standard.Read, tensor, module=None):
+        """The tensor in its layout: rows unflattened to (batch, seq), the last axis split by head."""
+        if tensor is None or not hasattr(tensor, "shape"):
+            return tensor
+        if read.flatten_tokens and self.batch_seq and tensor.shape[0] == self.batch_seq[0] * self.batch_seq[1]:
+            tensor = tensor.unflatten(0, self.batch_seq)
+        if read.split_heads and module is not None:
+            tensor = tensor.unflatten(-1, (num_heads(module), -1))
+        return tensor
+
+    # forward hooks ------------------------------------------------------------------------------
+
+    def root_pre_hook(self, module, args, kwargs):
+        ids = call_argument(module, args, kwargs, 0)
+        embeds = kwargs.get("inputs_embeds")
+        shape = tuple(ids.shape) if ids is not None else tuple(embeds.shape[:2])
+        self.batch_seq = (int(shape[0]), int(shape[1]))
+        self.store("input_ids", None, ids)
+        self.store("attention_mask", None, kwargs.get("attention_mask", call_argument(module, args, kwargs, 1)))
+        self.trace.captured[("input_size", None)] = self.batch_seq
+
+    def module_hook(self, reads: list[tuple[str, int | None, standard.Read, Any]]):
+        def hook(module, args, kwargs, output):
+            for name, index, read, host_module in reads:
+                if read.kind == "input":
+                    tensor = call_argument(module, args, kwargs, read.element or 0)
+                else:
+                    tensor = pick(output, read.element)
+                self.store(name, index, self.shaped(read, tensor, host_module))
+            if module is self.model:
+                logits = self.trace.captured.get(("logits", None))
+                if logits is not None:
+                    import torch
+
+                    self.store("next_token_probs", None, torch.softmax(logits[:, -1].float(), dim=-1))
+
+        return hook
+
+    # the registered attention function -------------------------------------------------------
+
+    def attention(self, original: str | None):
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        def traced_attention(module, query, key, value, attention_mask, *args, **kwargs):
+            index = self.attention_index.get(id(module))
+            eager = original in (None, "eager")
+            implementation = (
+                eager_attention_function(module) if eager else ALL_ATTENTION_FUNCTIONS.get_interface(original, None)
+            )
+            if index is None:  # an attention the resolver did not place (a vision tower, say)
+                return implementation(module, query, key, value, attention_mask, *args, **kwargs)
+            self.store("attention_queries", index, query)
+            self.store("attention_keys", index, key)
+            self.store("attention_values", index, value)
+            if eager:
+                with softmax_inputs() as scores:
+                    result = implementation(module, query, key, value, attention_mask, *args, **kwargs)
+                self.store("attention_scores", index, scores[0] if scores else None)
+            else:
+                result = implementation(module, query, key, value, attention_mask, *args, **kwargs)
+            self.store("attention_head_outputs", index, result[0])
+            self.store("attention_probabilities", index, result[1])
+            return result
+
+        return traced_attention
+
+    # the registered experts function -----------------------------------------------------------
+
+    def experts(self, original: str | None):
+        from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS, batched_mm_experts_forward
+
+        def traced_experts(module, hidden_states, top_k_index, top_k_weights, *args, **kwargs):
+            eager = original in (None, "eager")
+            own = inspect.unwrap(type(module).forward)  # the class's own loop over experts
+            implementation = own if eager else ALL_EXPERTS_FUNCTIONS.get_interface(original, own)
+            result = implementation(module, hidden_states, top_k_index, top_k_weights, *args, **kwargs)
+            index = self.experts_index.get(id(module))
+            if eager and index is not None:
+                import torch
+
+                # transformers' batched experts code, one routing slot at a time: slot k's weighted output
+                slots = [
+                    batched_mm_experts_forward(module, hidden_states, top_k_index[:, k : k + 1], top_k_weights[:, k : k + 1])
+                    for k in range(top_k_index.shape[-1])
+                ]
+                stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
+                self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
+            return result
+
+        return traced_experts
+
+
+def num_heads(attention) -> int:
+    return getattr(attention, "num_heads", None) or attention.config.num_attention_heads
+
+
+def eager_attention_function(attention):
+    """The eager attention function of the attention's own modeling file (every family defines one)."""
+    return sys.modules[type(attention).__module__].eager_attention_forward
+
+
+@contextmanager
+def softmax_inputs() -> Iterator[list]:
+    """Keep the input of every softmax called inside the block: the eager attention's masked scores."""
+    import torch.nn.functional as F
+
+    kept: list = []
+    softmax = F.softmax
+
+    def keeping(input, *args, **kwargs):
+        kept.append(input)
+        return softmax(input, *args, **kwargs)
+
+    F.softmax = keeping
+    try:
+        yield kept
+    finally:
+        F.softmax = softmax
+
+
+def family_overrides(model) -> Mapping[str, str]:
+    """The overrides a covered family declares for this model's class (the first family, by name)."""
+    from atlas import families
+
+    for name in families.names():
+        family = families.load(name)
+        if family.model_class == type(model).__name__:
+            return family.standard_overrides
+    return {}
+
+
+_ACTIVE: list[Trace] = []
+
+
+@contextmanager
+def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
+    """Capture every standard value of the forward pass run inside the block (the last one, if several).
+
+    ``overrides`` replaces the family's declared overrides ({"routed_output": "shared_experts.output"});
+    by default they come from the covered family whose model class this is.
+    """
+    from transformers import AttentionInterface
+    from transformers.integrations.moe import ExpertsInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    if _ACTIVE:
+        raise RuntimeError("atlas.trace blocks do not nest")
+    config = model.config
+    layers = config.get_text_config().num_hidden_layers  # a wrapper (vision + text) counts its text blocks
+    resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
+    has_experts = any(b.experts for b in resolution.roles.blocks)
+    implementations = {
+        "attention": config._attn_implementation,
+        "experts": getattr(config, "_experts_implementation", None) if has_experts else None,
+    }
+    result = Trace(resolution, implementations)
+    capture = _Capture(model, result)
+
+    reads: dict[str, list] = {}
+    for index, placements in [(None, resolution.model)] + list(enumerate(resolution.blocks)):
+        for p in placements:
+            if p.read is None or p.read.kind not in ("input", "output"):
+                continue
+            host_module = model.get_submodule(p.module.rpartition(".")[0]) if p.read.split_heads else None
+            reads.setdefault(p.module, []).append((p.value.name, index, p.read, host_module))
+    for index, block in enumerate(resolution.roles.blocks):
+        prefix = f"{resolution.roles.block_list}.{index}"
+        if block.attention:
+            capture.attention_index[id(model.get_submodule(f"{prefix}.{block.attention}"))] = index
+        if block.experts:
+            capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
+
+    handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
+    for path in sorted(reads):
+        module = model.get_submodule(path)
+        handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))
+    AttentionInterface._global_mapping[TRACE_NAME] = capture.attention(implementations["attention"])
+    mask = ALL_MASK_ATTENTION_FUNCTIONS._global_mapping.get(implementations["attention"] or "eager")
+    if mask is not None:
+        AttentionMaskInterface._global_mapping[TRACE_NAME] = mask
+    ExpertsInterface._global_mapping[TRACE_NAME] = capture.experts(implementations["experts"])
+    _ACTIVE.append(result)
+    try:
+        model.set_attn_implementation(TRACE_NAME)
+        if has_experts:
+            model.set_experts_implementation(TRACE_NAME)
+        yield result
+    finally:
+        model.set_attn_implementation(implementations["attention"])
+        if has_experts:
+            model.set_experts_implementation(implementations["experts"])
+        for handle in handles:
+            handle.remove()
+        for mapping in (AttentionInterface._global_mapping, AttentionMaskInterface._global_mapping, ExpertsInterface._global_mapping):
+            mapping.pop(TRACE_NAME, None)
+        _ACTIVE.clear()
