@@ -14,7 +14,8 @@ from typing import Any
 from atlas import introspect, params, sources
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
 from atlas.families import load
-from atlas.params import LayoutPredictor, expand_stored_buffers, layout_summary
+from atlas.errors import AtlasError
+from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
 SCHEMA = 1
@@ -134,12 +135,31 @@ def _predicted_layout(family, checkpoint, model=None) -> list:
         changed = family.but(config_overrides={**family.config_overrides, **changes})
         return build_on_meta(changed, transformers_config(changed, checkpoint))
 
-    predict = LayoutPredictor(checkpoint.config, build)
+    predict = LayoutPredictor(checkpoint.config, build, _stored_rules(checkpoint))
     tensors = predict()
-    tensors += expand_stored_buffers(checkpoint.pinned.get("stored_buffers", []), checkpoint.config["num_hidden_layers"])
+    entries = checkpoint.pinned.get("stored_buffers", [])
+    if entries:
+        # The configuration class knows the block count whatever config.json calls it (n_layer, ...).
+        config = model.config if model is not None else transformers_config(family, checkpoint)
+        tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
         tensors += family.stored_extras(checkpoint.config, predict)
     return tensors
+
+
+def _stored_rules(checkpoint) -> StoredRules:
+    """checkpoint.json's rules for how the files store the model (all optional), each checked for type."""
+    pinned, where = checkpoint.pinned, checkpoint.pinned_path
+    dtype = pinned.get("weight_dtype")
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise AtlasError(where, "weight_dtype", f"{dtype!r} is not a safetensors dtype ({', '.join(DTYPE_BYTES)})")
+    tied = pinned.get("tied_stored", [])
+    if not isinstance(tied, list) or not all(isinstance(n, str) for n in tied):
+        raise AtlasError(where, "tied_stored", "must be a list of tensor names")
+    prefix = pinned.get("prefix_removed", "")
+    if not isinstance(prefix, str):
+        raise AtlasError(where, "prefix_removed", "must be a string such as 'transformer.'")
+    return StoredRules(dtype, tuple(tied), prefix, str(where))
 
 
 def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
@@ -172,9 +192,17 @@ def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
 
 
 def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:
+    pinned = checkpoint.require("safetensors")
+    if not isinstance(pinned, dict):
+        raise AtlasError(checkpoint.pinned_path, "safetensors", "must be an object of header figures ({} when none is known)")
+    predicted = layout_summary(layout)
+    figures = params.figure_rows(predicted, pinned, str(checkpoint.pinned_path))
     return {
-        "predicted": layout_summary(layout),
-        "pinned": checkpoint.require("safetensors"),
+        "predicted": predicted,
+        "pinned": pinned,
+        # Every figure beside its pinned value; "checked" is false where checkpoint.json pins none.
+        "figures": figures,
+        "not_checked": [row["figure"] for row in figures if not row["checked"]],
         "pinned_file": f"atlas/checkpoints/{checkpoint.repo}/checkpoint.json",
         "sample": _layout_sample(layout),
         "local": local["facts"] if local else None,
