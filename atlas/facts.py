@@ -37,7 +37,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     model = build_on_meta(family, config)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
-    kinds = introspect.block_kinds(blocks, getattr(config, "layer_types", None))
+    kinds = introspect.block_kinds(blocks, _layer_types(config))
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention = _attention_module(blocks[0])
 
@@ -100,6 +100,17 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     if local is not None:
         return Collected(facts, local["layout"], local["read"])
     return Collected(facts, layout)
+
+
+def _layer_types(config) -> list[str] | None:
+    """The attention type of every block: config.layer_types where the config lists them; otherwise a
+    sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
+    listed = getattr(config, "layer_types", None)
+    if listed:
+        return list(listed)
+    if getattr(config, "sliding_window", None):
+        return ["sliding_attention"] * config.num_hidden_layers
+    return None
 
 
 def _attention_module(block):

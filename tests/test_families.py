@@ -62,8 +62,13 @@ def test_mistral(collected):
     V, d, L, H, KV, hd, F = 32000, 4096, 32, 32, 8, 128, 14336
     total = 2 * V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
     assert model_total(f) == stored(f)["weight_parameters"] == total
-    # The sliding window is a mask, not a tensor: every block is the same kind.
-    assert len(f["block_kinds"]) == 1
+    # The sliding window is a mask, not a tensor, and it bounds every layer: one kind, sliding.
+    assert [(k["attention_type"], k["count"]) for k in f["block_kinds"]] == [("sliding_attention", L)]
+
+
+def test_families_without_a_window_have_no_attention_type(collected):
+    for name in ("llama", "mixtral", "olmo2"):
+        assert [k["attention_type"] for k in collected(name).facts["block_kinds"]] == [None]
 
 
 # --- Mixtral 8x7B ---------------------------------------------------------------------------------
