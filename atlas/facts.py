@@ -34,7 +34,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     family = load(name)
     checkpoint = load_pinned(family.checkpoint)
     config = transformers_config(family, checkpoint)
-    model = build_on_meta(family, config)
+    model = build_on_meta(family, config, checkpoint.config_path)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
     kinds = introspect.block_kinds(blocks, _layer_types(config))
@@ -144,7 +144,7 @@ def _predicted_layout(family, checkpoint, model=None) -> list:
         if model is not None and not changes:
             return model
         changed = family.but(config_overrides={**family.config_overrides, **changes})
-        return build_on_meta(changed, transformers_config(changed, checkpoint))
+        return build_on_meta(changed, transformers_config(changed, checkpoint), checkpoint.config_path)
 
     predict = LayoutPredictor(checkpoint.config, build, _stored_rules(checkpoint))
     tensors = predict()

@@ -373,3 +373,70 @@ def test_a_new_family_needs_only_its_module_notes_and_checkpoint_folder(project_
     assert facts["checkpoint"]["repo"] == "example/llama-twin"
     assert facts["accounting"]["model"]["total"] == model_total(collected("llama").facts)
     assert "llama_twin" in (out / "index.html").read_text()
+
+
+# --- a local MXFP4 checkpoint, written here by hand in the released file's layout -----------------
+
+
+def _tiny_gpt_oss(directory: Path, break_scales: bool = False) -> None:
+    """A two-block gpt-oss checkpoint with the released naming: BF16 everywhere, MXFP4 expert matrices."""
+    import torch
+    from safetensors.torch import save_file
+
+    d, F, E, V, H, KV, hd, L = 64, 64, 4, 128, 2, 1, 32, 2
+    raw = json.loads((ROOT / "atlas/checkpoints/openai/gpt-oss-20b/config.json").read_text())
+    raw.update(
+        hidden_size=d, intermediate_size=F, num_local_experts=E, vocab_size=V, num_attention_heads=H,
+        num_key_value_heads=KV, head_dim=hd, num_hidden_layers=L, layer_types=raw["layer_types"][:L],
+        num_experts_per_tok=2, experts_per_token=2, torch_dtype="bfloat16", pad_token_id=None,
+    )
+    bf16 = lambda *shape: torch.zeros(shape, dtype=torch.bfloat16)  # noqa: E731
+    u8 = lambda *shape: torch.zeros(shape, dtype=torch.uint8)  # noqa: E731
+    tensors = {"model.embed_tokens.weight": bf16(V, d), "model.norm.weight": bf16(d), "lm_head.weight": bf16(V, d)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        tensors.update({
+            p + "input_layernorm.weight": bf16(d), p + "post_attention_layernorm.weight": bf16(d),
+            p + "self_attn.sinks": bf16(H),
+            p + "self_attn.q_proj.weight": bf16(H * hd, d), p + "self_attn.q_proj.bias": bf16(H * hd),
+            p + "self_attn.k_proj.weight": bf16(KV * hd, d), p + "self_attn.k_proj.bias": bf16(KV * hd),
+            p + "self_attn.v_proj.weight": bf16(KV * hd, d), p + "self_attn.v_proj.bias": bf16(KV * hd),
+            p + "self_attn.o_proj.weight": bf16(d, H * hd), p + "self_attn.o_proj.bias": bf16(d),
+            p + "mlp.router.weight": bf16(E, d), p + "mlp.router.bias": bf16(E),
+            # [experts, out, in / 32, 16] bytes and [experts, out, in / 32] exponents
+            p + "mlp.experts.gate_up_proj_blocks": u8(E, 2 * F, d // 32, 16),
+            p + "mlp.experts.gate_up_proj_scales": u8(E, 2 * F, d // 32 + (1 if break_scales else 0)),
+            p + "mlp.experts.gate_up_proj_bias": bf16(E, 2 * F),
+            p + "mlp.experts.down_proj_blocks": u8(E, d, F // 32, 16),
+            p + "mlp.experts.down_proj_scales": u8(E, d, F // 32),
+            p + "mlp.experts.down_proj_bias": bf16(E, d),
+        })
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(raw))
+    save_file(tensors, str(directory / "model.safetensors"))
+
+
+def test_a_local_mxfp4_checkpoint_matches_tensor_by_tensor(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt")
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 0, result.stderr
+    local = json.loads((tmp_path / "site/gpt_oss/facts.json").read_text())["checkpoint_check"]["local"]
+    assert local["summary"]["tensors"] == 3 + 2 * 19
+
+
+def test_a_local_mxfp4_checkpoint_with_wrong_scales_fails(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt", break_scales=True)
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 1
+    assert "model.safetensors: model.layers.0.mlp.experts.gate_up_proj_scales: shape [4, 128, 3], predicted [4, 128, 2]" in result.stderr
+
+
+def test_a_local_config_the_model_class_rejects_is_one_error(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt/config.json").read_text())
+    config["pad_token_id"] = config["vocab_size"]  # no such row in the embedding
+    (tmp_path / "ckpt/config.json").write_text(json.dumps(config))
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 1
+    assert f"error: {tmp_path / 'ckpt/config.json'}: GptOssForCausalLM cannot be built from it" in result.stderr
+    assert "Traceback" not in result.stderr
