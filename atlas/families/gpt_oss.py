@@ -5,7 +5,8 @@ as config.layer_types lists. Every attention has a learned sink per head: an ext
 softmax's denominator but has no value, so a head can put weight on "nothing". The projections carry
 biases, and so do the router and the experts. The MLP is a mixture of experts: the router picks the
 num_experts_per_tok largest logits and softmaxes only those; each expert computes a clamped SwiGLU
-variant, (up + 1) * gate * sigmoid(alpha * gate) with gate and up clipped to swiglu_limit.
+variant, (up + 1) * gate * sigmoid(alpha * gate), after capping gate from above and clipping up on both
+sides at swiglu_limit.
 
 The released files store the experts' weight matrices in MXFP4 (four-bit values in blocks of 32 with
 one shared power-of-two scale); everything else is stored in bfloat16.
