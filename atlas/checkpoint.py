@@ -77,11 +77,19 @@ def transformers_config(family: Family, checkpoint: PinnedCheckpoint):
         raise AtlasError(checkpoint.config_path, None, f"{family.config_class} rejects it: {e}") from None
 
 
-def build_on_meta(family: Family, config):
-    """The family's transformers model with every tensor on the meta device: shapes without memory."""
+def build_on_meta(family: Family, config, source: Path | str | None = None):
+    """The family's transformers model with every tensor on the meta device: shapes without memory.
+
+    ``source`` is the config file the values came from: a model class that rejects them is one error
+    naming it, not a traceback.
+    """
     import torch
     import transformers
 
     model_class = getattr(transformers, family.model_class)
-    with torch.device("meta"):
-        return model_class(config)
+    try:
+        with torch.device("meta"):
+            return model_class(config)
+    except (AssertionError, ValueError, TypeError, RuntimeError, IndexError) as e:
+        where = source or f"atlas/checkpoints/{family.checkpoint}/config.json"
+        raise AtlasError(where, None, f"{family.model_class} cannot be built from it: {e or type(e).__name__}") from None

@@ -14,7 +14,8 @@ from typing import Any
 from atlas import introspect, params, sources, standard
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
 from atlas.families import load
-from atlas.params import LayoutPredictor, expand_stored_buffers, layout_summary
+from atlas.errors import AtlasError
+from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
 SCHEMA = 1
@@ -33,10 +34,10 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     family = load(name)
     checkpoint = load_pinned(family.checkpoint)
     config = transformers_config(family, checkpoint)
-    model = build_on_meta(family, config)
+    model = build_on_meta(family, config, checkpoint.config_path)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
-    kinds = introspect.block_kinds(blocks, getattr(config, "layer_types", None))
+    kinds = introspect.block_kinds(blocks, _layer_types(config))
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention = _attention_module(blocks[0])
 
@@ -71,7 +72,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "attention_class": type(attention).__name__ if attention is not None else None,
         },
         "config": {
-            "standardized": _standardized_sizes(config, attention),
+            "standardized": _standardized_sizes(config),
             "raw": checkpoint.config,
         },
         "attention": _attention_facts(attention),
@@ -130,23 +131,28 @@ def _add_standard_names(facts: dict[str, Any], family, config, model) -> None:
     facts["notes"] = notes.family_notes(family, facts, run)
 
 
+def _layer_types(config) -> list[str] | None:
+    """The attention type of every block: config.layer_types where the config lists them; otherwise a
+    sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
+    listed = getattr(config, "layer_types", None)
+    if listed:
+        return list(listed)
+    if getattr(config, "sliding_window", None):
+        return ["sliding_attention"] * config.num_hidden_layers
+    return None
+
+
 def _attention_module(block):
     return next((m for name, m in block.named_children() if "attn" in name or "attention" in name), None)
 
 
-def _standardized_sizes(config, attention) -> dict[str, int | None]:
+def _standardized_sizes(config) -> dict[str, int | None]:
     """The sizes every family names the same way (a family's own config may call them otherwise)."""
-    head_dim = getattr(attention, "v_head_dim", None) or getattr(attention, "head_dim", None)
-    return {
-        "num_layers": config.num_hidden_layers,
-        "hidden_size": config.hidden_size,
-        "num_heads": config.num_attention_heads,
-        "num_kv_heads": getattr(config, "num_key_value_heads", None) or config.num_attention_heads,
-        "head_dim": head_dim,
-        "qk_head_dim": getattr(attention, "qk_head_dim", None) or head_dim,
-        "vocab_size": config.vocab_size,
-        "intermediate_size": getattr(config, "intermediate_size", None),
-    }
+    sizes = standard.checkpoint_sizes(config)
+    return {"num_layers": config.num_hidden_layers, **{k: sizes[k] for k in STANDARDIZED if k in sizes}}
+
+
+STANDARDIZED = ("hidden_size", "num_heads", "num_kv_heads", "head_dim", "qk_head_dim", "vocab_size", "intermediate_size")
 
 
 def _attention_facts(attention) -> dict[str, Any]:
@@ -161,14 +167,33 @@ def _predicted_layout(family, checkpoint, model=None) -> list:
         if model is not None and not changes:
             return model
         changed = family.but(config_overrides={**family.config_overrides, **changes})
-        return build_on_meta(changed, transformers_config(changed, checkpoint))
+        return build_on_meta(changed, transformers_config(changed, checkpoint), checkpoint.config_path)
 
-    predict = LayoutPredictor(checkpoint.config, build)
+    predict = LayoutPredictor(checkpoint.config, build, _stored_rules(checkpoint))
     tensors = predict()
-    tensors += expand_stored_buffers(checkpoint.pinned.get("stored_buffers", []), checkpoint.config["num_hidden_layers"])
+    entries = checkpoint.pinned.get("stored_buffers", [])
+    if entries:
+        # The configuration class knows the block count whatever config.json calls it (n_layer, ...).
+        config = model.config if model is not None else transformers_config(family, checkpoint)
+        tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
         tensors += family.stored_extras(checkpoint.config, predict)
     return tensors
+
+
+def _stored_rules(checkpoint) -> StoredRules:
+    """checkpoint.json's rules for how the files store the model (all optional), each checked for type."""
+    pinned, where = checkpoint.pinned, checkpoint.pinned_path
+    dtype = pinned.get("weight_dtype")
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise AtlasError(where, "weight_dtype", f"{dtype!r} is not a safetensors dtype ({', '.join(DTYPE_BYTES)})")
+    tied = pinned.get("tied_stored", [])
+    if not isinstance(tied, list) or not all(isinstance(n, str) for n in tied):
+        raise AtlasError(where, "tied_stored", "must be a list of tensor names")
+    prefix = pinned.get("prefix_removed", "")
+    if not isinstance(prefix, str):
+        raise AtlasError(where, "prefix_removed", "must be a string such as 'transformer.'")
+    return StoredRules(dtype, tuple(tied), prefix, str(where))
 
 
 def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
@@ -201,9 +226,17 @@ def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
 
 
 def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:
+    pinned = checkpoint.require("safetensors")
+    if not isinstance(pinned, dict):
+        raise AtlasError(checkpoint.pinned_path, "safetensors", "must be an object of header figures ({} when none is known)")
+    predicted = layout_summary(layout)
+    figures = params.figure_rows(predicted, pinned, str(checkpoint.pinned_path))
     return {
-        "predicted": layout_summary(layout),
-        "pinned": checkpoint.require("safetensors"),
+        "predicted": predicted,
+        "pinned": pinned,
+        # Every figure beside its pinned value; "checked" is false where checkpoint.json pins none.
+        "figures": figures,
+        "not_checked": [row["figure"] for row in figures if not row["checked"]],
         "pinned_file": f"atlas/checkpoints/{checkpoint.repo}/checkpoint.json",
         "sample": _layout_sample(layout),
         "local": local["facts"] if local else None,

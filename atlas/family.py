@@ -21,6 +21,8 @@ class StoredTensor:
     dtype: str  # safetensors dtype string: "BF16", "F8_E4M3", "F32", ...
     shape: tuple[int, ...]
     role: str  # "parameter" | "buffer" (persistent, counted as a weight) | "scale" | "rotary" (not weights)
+    # Weight values packed in one stored element: 2 where two 4-bit values share a byte (MXFP4 blocks).
+    values_per_element: int = 1
 
     @property
     def elements(self) -> int:
@@ -28,6 +30,11 @@ class StoredTensor:
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def values(self) -> int:
+        """The weight values the tensor holds: its elements, unpacked."""
+        return self.elements * self.values_per_element
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ two meet at the checkpoint check: the predicted files must equal the pinned head
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -81,10 +83,19 @@ def active_parameters(total: int, blocks, top_k: int | None) -> int:
 def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], blocks=(), top_k: int | None = None) -> dict[str, Any]:
     """The model's top-level rows: every module outside the block list, and the blocks by kind."""
     rows = []
+    owners: dict[int, str] = {}  # parameter id -> the row that counted it (tied weights count once)
     for path, module in _top_level_modules(model, block_path):
-        n_params, n_buffers = count(module, "parameter"), count(module, "buffer")
-        if n_params or n_buffers:
-            rows.append({"path": path, "class": type(module).__name__, "parameters": n_params, "stored_buffers": n_buffers})
+        n_buffers = count(module, "buffer")
+        new = [p for p in module.parameters() if id(p) not in owners]
+        tied = [p for p in module.parameters() if id(p) in owners]
+        if new or tied or n_buffers:
+            row = {"path": path, "class": type(module).__name__, "parameters": sum(p.numel() for p in new), "stored_buffers": n_buffers}
+            if tied:
+                # A module whose weight is another's (a tied output head): shown, counted where it was first seen.
+                row["tied_parameters"] = sum(p.numel() for p in tied)
+                row["tied_to"] = owners[id(tied[0])]
+            rows.append(row)
+        owners.update((id(p), path) for p in new)
     parameters = count(model, "parameter")
     stored_buffers = count(model, "buffer")
     return {
@@ -116,34 +127,60 @@ def _top_level_modules(model, block_path: str):
 # --- the predicted checkpoint layout ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StoredRules:
+    """What checkpoint.json says about how the released files store the model, beyond its config.
+
+    weight_dtype: the dtype of the unquantized weights where config.json names none (or names another);
+    tied_stored: tied tensors the files nevertheless write out under their own name (a tied head the
+    export saved twice); prefix_removed: a module prefix the files' names lack (weights saved from the
+    base model, GPT-2's ``transformer.``).
+    """
+
+    weight_dtype: str | None = None
+    tied_stored: tuple[str, ...] = ()
+    prefix_removed: str = ""
+    source: str = "checkpoint.json"  # the file the rules come from, for error messages
+
+
 @dataclass
 class LayoutPredictor:
     """Predicts the tensors of a checkpoint's files from its config: names as stored, dtypes, shapes."""
 
     raw_config: Mapping[str, Any]
     build: Callable[[Mapping[str, Any]], Any]  # config changes -> a meta model
+    rules: StoredRules = StoredRules()
 
     @property
     def weight_dtype(self) -> str:
+        if self.rules.weight_dtype:
+            return self.rules.weight_dtype
         dtype = self.raw_config.get("torch_dtype", self.raw_config.get("dtype"))
         return TORCH_TO_SAFETENSORS[dtype]
 
     def __call__(self, **config_changes: Any) -> list[StoredTensor]:
-        return predicted_tensors(self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype)
+        return predicted_tensors(
+            self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype, self.rules
+        )
 
 
-def predicted_tensors(model, quantization: Mapping[str, Any] | None, weight_dtype: str) -> list[StoredTensor]:
+def predicted_tensors(
+    model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules = StoredRules()
+) -> list[StoredTensor]:
     """The tensors save_pretrained would write for this model, under the released quantization."""
-    import torch
     from transformers.core_model_loading import revert_weight_conversion
 
-    state = model.state_dict()
-    # Tied weights are stored once: keep the first name of each shared tensor.
+    # keep_vars: the state's tensors are the model's own, so tied ones are one object under two names.
+    state = model.state_dict(keep_vars=True)
+    # Tied weights are stored once: keep the first name of each shared tensor (unless the files say otherwise).
     seen, unique = set(), {}
     for key, tensor in state.items():
-        if id(tensor) not in seen:
+        if id(tensor) not in seen or key in rules.tied_stored:
             seen.add(id(tensor))
-            unique[key] = tensor
+            unique[key] = tensor.detach()
+    for key in rules.tied_stored:
+        if key not in state:
+            raise AtlasError(rules.source, "tied_stored", f"{key!r} is no tensor of {type(model).__name__}")
     buffers = {
         f"{path}.{name}" if path else name
         for path, owner in model.named_modules()
@@ -164,6 +201,10 @@ def predicted_tensors(model, quantization: Mapping[str, Any] | None, weight_dtyp
             tensors += quantized.tensors(key, shape)
         else:
             tensors.append(StoredTensor(key, weight_dtype, shape, "parameter"))
+    if rules.prefix_removed:
+        if not any(t.name.startswith(rules.prefix_removed) for t in tensors):
+            raise AtlasError(rules.source, "prefix_removed", f"no tensor name starts with {rules.prefix_removed!r}")
+        tensors = [dataclasses.replace(t, name=t.name.removeprefix(rules.prefix_removed)) for t in tensors]
     return tensors
 
 
@@ -205,7 +246,38 @@ class _BlockFP8:
         ]
 
 
-QUANTIZERS = {"fp8": _BlockFP8}
+class _MXFP4:
+    """quant_method mxfp4 (gpt-oss): the routed experts' weight matrices as 4-bit values in blocks of 32.
+
+    transformers holds an expert projection as [experts, in, out]; the files store it transposed and
+    packed: ``<name>_blocks`` U8 [experts, out, in / 32, 16] (two 4-bit values a byte, 32 a block) and
+    ``<name>_scales`` U8 [experts, out, in / 32] (one power-of-two exponent a block). Biases and every
+    module in modules_to_not_convert keep the unquantized dtype.
+    """
+
+    BLOCK = 32  # values per block, sharing one scale
+    VALUES_PER_BYTE = 2
+
+    def __init__(self, config: Mapping[str, Any]):
+        self.skip = list(config.get("modules_to_not_convert") or [])
+
+    def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
+        if owner is None or "Experts" not in type(owner).__name__ or len(shape) != 3 or key.endswith("_bias"):
+            return False
+        return not any(fnmatch.fnmatchcase(key, pattern) or fnmatch.fnmatchcase(key, pattern + ".*") for pattern in self.skip)
+
+    def tensors(self, key: str, shape: tuple[int, ...]) -> list[StoredTensor]:
+        experts, inputs, outputs = shape
+        if inputs % self.BLOCK:
+            raise AtlasError("config.json", "quantization_config", f"{key}: {inputs} inputs do not split into MXFP4 blocks of {self.BLOCK}")
+        blocks = inputs // self.BLOCK
+        return [
+            StoredTensor(f"{key}_blocks", "U8", (experts, outputs, blocks, self.BLOCK // self.VALUES_PER_BYTE), "parameter", self.VALUES_PER_BYTE),
+            StoredTensor(f"{key}_scales", "U8", (experts, outputs, blocks), "scale"),
+        ]
+
+
+QUANTIZERS = {"fp8": _BlockFP8, "mxfp4": _MXFP4}
 
 
 def _quantizer(config: Mapping[str, Any] | None):
@@ -239,7 +311,50 @@ def layout_summary(tensors: list[StoredTensor]) -> dict[str, Any]:
         "bytes_by_dtype": dict(sorted(by_dtype.items())),
         "payload_bytes": sum(by_dtype.values()),
         "elements": sum(t.elements for t in tensors),
-        "weight_parameters": sum(t.elements for t in tensors if t.role in ("parameter", "buffer")),
+        "weight_parameters": sum(t.values for t in tensors if t.role in ("parameter", "buffer")),
         "scale_elements": sum(t.elements for t in tensors if t.role == "scale"),
         "other_elements": sum(t.elements for t in tensors if t.role not in ("parameter", "buffer", "scale")),
     }
+
+
+# --- the figures a checkpoint.json may pin ---------------------------------------------------------
+
+# Keys of checkpoint.json's "safetensors": the figures compared with the prediction, and descriptive ones.
+COMPARED_FIGURES = ("tensors", "tensors_by_dtype", "bytes_by_dtype", "payload_bytes", "weight_parameters", "index_total_size")
+DESCRIPTIVE_FIGURES = ("shards", "file_bytes", "index_total_size_counts")
+INDEX_COUNTS = ("payload bytes", "2 bytes per element")
+
+
+def figure_rows(predicted: Mapping[str, Any], pinned: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """Every figure the prediction gives, beside the pinned value where checkpoint.json has one (else None).
+
+    Rows the checkpoint does not pin stay on the page as not checked; they never pass silently as checked.
+    """
+    unknown = sorted(set(pinned) - set(COMPARED_FIGURES) - set(DESCRIPTIVE_FIGURES))
+    if unknown:
+        raise AtlasError(where, f"safetensors.{unknown[0]}", f"is not a known figure ({', '.join(COMPARED_FIGURES + DESCRIPTIVE_FIGURES)})")
+    for key in COMPARED_FIGURES:
+        value = pinned.get(key)
+        if key.endswith("_by_dtype"):
+            if value is not None and not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
+                raise AtlasError(where, f"safetensors.{key}", "must map dtypes to whole numbers")
+        elif value is not None and not isinstance(value, int):
+            raise AtlasError(where, f"safetensors.{key}", f"must be a whole number, not {value!r}")
+    rows = [{"key": "tensors", "figure": "tensors", "predicted": predicted["tensors"], "pinned": pinned.get("tensors")}]
+    for key, label in (("tensors_by_dtype", "{} tensors"), ("bytes_by_dtype", "{} bytes")):
+        given = pinned.get(key)
+        for dtype in sorted(set(predicted[key]) | set(given or {})):
+            rows.append({
+                "key": f"{key}.{dtype}", "figure": label.format(dtype),
+                "predicted": predicted[key].get(dtype, 0), "pinned": None if given is None else given.get(dtype, 0),
+            })
+    rows.append({"key": "payload_bytes", "figure": "payload bytes", "predicted": predicted["payload_bytes"], "pinned": pinned.get("payload_bytes")})
+    rows.append({"key": "weight_parameters", "figure": "weight parameters", "predicted": predicted["weight_parameters"], "pinned": pinned.get("weight_parameters")})
+    counts = pinned.get("index_total_size_counts", "payload bytes")
+    if counts not in INDEX_COUNTS:
+        raise AtlasError(where, "safetensors.index_total_size_counts", f"{counts!r} is not one of {', '.join(map(repr, INDEX_COUNTS))}")
+    index = predicted["payload_bytes"] if counts == "payload bytes" else 2 * predicted["elements"]
+    rows.append({"key": "index_total_size", "figure": f"index total_size ({counts})", "predicted": index, "pinned": pinned.get("index_total_size")})
+    for row in rows:
+        row["checked"] = row["pinned"] is not None
+    return rows

@@ -38,6 +38,12 @@ TINY = {
     "vocab_size": 256,
 }
 TINY_TOP_K = 2
+TINY_SLIDING_WINDOW = 8
+
+
+def _period(pattern: list) -> int:
+    """The shortest p with pattern[i] == pattern[i % p] for every i."""
+    return next(p for p in range(1, len(pattern) + 1) if all(x == pattern[i % p] for i, x in enumerate(pattern)))
 
 
 def tiny_values(config) -> dict[str, Any]:
@@ -50,6 +56,14 @@ def tiny_values(config) -> dict[str, Any]:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types:
+        # One whole period of the attention pattern (5 local then 1 global on Gemma 3), at least 3 blocks.
+        period = _period(list(layer_types))
+        values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
+        values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    if getattr(config, "sliding_window", None):
+        values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
     if experts_key and getattr(config, "num_experts_per_tok", None):
         # the same share of experts per token: top_k / experts stays the pinned ratio
@@ -206,9 +220,14 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
     identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
-    identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", moe,
-             lambda i: _max_abs(L[i].mlp.routed_output + L[i].mlp.shared_expert_output - L[i].mlp.mlp_output),
-             None if moe else "no block is a mixture of experts")
+    shared = [i for i in moe if t.has("shared_expert_output", i)]
+    if shared or not moe:
+        identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
+                 lambda i: _max_abs(L[i].mlp.routed_output + L[i].mlp.shared_expert_output - L[i].mlp.mlp_output),
+                 None if moe else "no block is a mixture of experts")
+    else:  # a mixture without a shared expert: the routed experts are the whole MLP output
+        identity("mixture_sum", "mlp.routed_output == mlp.mlp_output (no shared expert)", moe,
+                 lambda i: _max_abs(L[i].mlp.routed_output - L[i].mlp.mlp_output))
     identity("expert_slots", "mlp.expert_outputs summed over the routing slots == mlp.routed_output", moe,
              lambda i: _max_abs(L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output),
              None if moe else "no block is a mixture of experts")
@@ -234,13 +253,21 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     return measured, skipped
 
 
+def _has_selection_bias(model, index: int) -> bool:
+    """Whether block ``index``'s router adds a selection bias to the scores it picks experts by."""
+    from atlas.introspect import find_block_list
+
+    _, blocks = find_block_list(model, model.config.num_hidden_layers)
+    return any(getattr(m, "e_score_correction_bias", None) is not None for m in blocks[index].modules())
+
+
 def selection_changes(preview: PreviewRun) -> dict[str, int]:
     """Per mixture block: tokens whose chosen experts differ from a plain top-k of the sigmoid/softmax scores."""
     import torch
 
     changed = {}
     for i, layer in enumerate(preview.eager.layers):
-        if not preview.eager.has("router_logits", i):
+        if not preview.eager.has("router_logits", i) or not _has_selection_bias(preview.model, i):
             continue
         k = layer.mlp.expert_indices.shape[-1]
         plain = torch.topk(layer.mlp.router_logits, k, dim=-1).indices.sort(dim=-1).values  # monotone scores: same order

@@ -70,10 +70,17 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "head_dim": head_dim,
         "qk_head_dim": (rope + nope) if (rope and nope) else head_dim,
         "vocab_size": config.vocab_size,
-        "intermediate_size": getattr(config, "intermediate_size", None),
+        "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
         "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
     }
+
+
+def _intermediate_size(config) -> int | None:
+    size = getattr(config, "intermediate_size", None)
+    if size is None and hasattr(config, "n_inner"):  # GPT-2's config: None means four times the width
+        size = config.n_inner or 4 * config.hidden_size
+    return size
 
 
 # --- the vocabulary --------------------------------------------------------------------------------
@@ -217,6 +224,7 @@ ATTENTION_NORM_NAMES = ("input_layernorm", "ln_1", "attention_norm", "pre_attent
 # Order matters: where a block has both, pre_feedforward_layernorm is the MLP's norm and
 # post_attention_layernorm a post-norm of the attention (Gemma 2 and 3).
 MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2", "ffn_norm", "pre_mlp_layernorm")
+MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
 ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
@@ -243,6 +251,10 @@ class BlockRoles:
     mlp: str | None
     attention_norm: str | None
     mlp_norm: str | None
+    # Norms applied to a sublayer's output before the add (Gemma 2/3's sandwich, OLMo 2's post-norms):
+    # there the sublayer's contribution to the stream is the post-norm's output.
+    attention_post_norm: str | None
+    mlp_post_norm: str | None
     mlp_class: str | None
     # inside the attention / the MLP, relative to them
     output_proj: str | None
@@ -272,9 +284,15 @@ def _path_of(model, target) -> str | None:
 def block_roles(block) -> BlockRoles:
     attention = _child(block, ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
-    norms = [n for n, m in block.named_children() if _is_norm(m)]
+    mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
+    # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
+    # then it is the attention's post-norm (Gemma 2/3, OLMo 2).
+    attention_post_norm = "post_attention_layernorm" if mlp_post_norm and _child(block, ("post_attention_layernorm",)) else None
+    post_norms = {attention_post_norm, mlp_post_norm}
+    norms = [n for n, m in block.named_children() if _is_norm(m) and n not in post_norms]
     attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)
-    mlp_norm = _child(block, MLP_NORM_NAMES) or (norms[1] if len(norms) > 1 else None)
+    mlp_norm = next((n for n in MLP_NORM_NAMES if n in dict(block.named_children()) and n not in post_norms), None)
+    mlp_norm = mlp_norm or (norms[1] if len(norms) > 1 else None)
     attn_module = getattr(block, attention) if attention else None
     mlp_module = getattr(block, mlp) if mlp else None
     experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
@@ -284,6 +302,8 @@ def block_roles(block) -> BlockRoles:
         mlp=mlp,
         attention_norm=attention_norm,
         mlp_norm=mlp_norm,
+        attention_post_norm=attention_post_norm,
+        mlp_post_norm=mlp_post_norm,
         mlp_class=type(mlp_module).__name__ if mlp_module is not None else None,
         output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
         # A mixture's own activation and down projection live inside each expert, not on the block's MLP.
@@ -385,8 +405,9 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("layer_output", Read("output", "", element=0))
     rule("attention_norm_output", Read("output", b.attention_norm) if b.attention_norm else None,
          f"block {index} has no norm before its attention")
-    rule("layer_mid", Read("input", b.mlp_norm, element=0) if b.mlp_norm else None,
-         f"block {index} has no norm before its MLP to read the stream at")
+    # The stream after the attention add enters the MLP's norm, or the MLP itself where there is none.
+    rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
+         f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")
     rule("mlp_norm_output", Read("output", b.mlp_norm) if b.mlp_norm else None, f"block {index} has no norm before its MLP")
     rule("mlp_input", Read("input", b.mlp, element=0) if b.mlp else None, f"block {index} has no MLP")
     for name, element in (("attention_queries", 1), ("attention_keys", 2), ("attention_values", 3)):
@@ -396,12 +417,12 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("attention_head_outputs", Read("attention_result", element=0))
     rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
          f"block {index}'s attention has no output projection")
-    rule("attention_output", Read("output", "", element=0))
+    rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))
     rule("mlp_activation", Read("output", b.activation) if b.activation else None,
          dense_words if b.experts else f"block {index}'s MLP has no activation module")
     rule("mlp_neurons", Read("input", b.down_proj, element=0) if b.down_proj else None,
          dense_words if b.experts else f"block {index}'s MLP has no down projection")
-    rule("mlp_output", Read("output", "", element=0))
+    rule("mlp_output", Read("output", b.mlp_post_norm, from_block=True) if b.mlp_post_norm else Read("output", "", element=0))
     rule("router_logits", Read("output", b.router, element=0, flatten_tokens=True) if b.router else None, mixture_words)
     rule("expert_indices", Read("input", b.experts, element=1, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)

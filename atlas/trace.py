@@ -184,7 +184,7 @@ class _Capture:
             if eager:
                 with softmax_inputs() as scores:
                     result = implementation(module, query, key, value, attention_mask, *args, **kwargs)
-                self.store("attention_scores", index, scores[0] if scores else None)
+                self.store("attention_scores", index, _without_sink(module, key, scores[0]) if scores else None)
             else:
                 result = implementation(module, query, key, value, attention_mask, *args, **kwargs)
             self.store("attention_head_outputs", index, result[0])
@@ -226,6 +226,19 @@ def num_heads(attention) -> int:
 def eager_attention_function(attention):
     """The eager attention function of the attention's own modeling file (every family defines one)."""
     return sys.modules[type(attention).__module__].eager_attention_forward
+
+
+def _without_sink(module, key, softmax_input):
+    """The masked scores, where attention sinks (gpt-oss) join the softmax as one more column.
+
+    There the softmax input is [scores, sink] minus each row's max m. The sink logit s is the module's
+    own parameter, so m = s - last column, and the scores are the other columns plus m.
+    """
+    sinks = getattr(module, "sinks", None)
+    if sinks is None or softmax_input.shape[-1] != key.shape[-2] + 1:
+        return softmax_input
+    row_max = sinks.reshape(1, -1, 1, 1).to(softmax_input.dtype) - softmax_input[..., -1:]  # (B, nh, T, 1)
+    return softmax_input[..., :-1] + row_max
 
 
 @contextmanager

@@ -121,8 +121,10 @@ def test_grouped_experts_hide_the_slots():
         t.layers[1].mlp.expert_outputs
 
 
-def test_a_block_relative_override_reaches_a_post_norm_beside_the_attention():
+def test_post_norms_are_found_generically_and_overrides_still_win():
     # Gemma 2 norms each sublayer's output before adding it: the contribution is the post-norm's output.
+    # The generic roles find the post-norms (the block has post_feedforward_layernorm); an override can
+    # still point elsewhere, here at the attention's raw output, and the block sum then breaks.
     config = transformers.Gemma2Config(
         vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=8, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -130,20 +132,16 @@ def test_a_block_relative_override_reaches_a_post_norm_beside_the_attention():
     torch.manual_seed(0)
     model = transformers.Gemma2ForCausalLM(config).eval()
     model.set_attn_implementation("eager")
-    overrides = {
-        "attention_output": "layers[i].post_attention_layernorm.output",
-        "mlp_output": "layers[i].post_feedforward_layernorm.output",
-    }
-    with torch.no_grad(), atlas.trace(model, overrides) as t:
+    with torch.no_grad(), atlas.trace(model, {}) as t:
         model(IDS)
-    with torch.no_grad(), atlas.trace(model, {}) as generic:
+    with torch.no_grad(), atlas.trace(model, {"attention_output": "output[0]"}) as raw:
         model(IDS)
     for i, layer in enumerate(t.layers):
         torch.testing.assert_close(layer.input + layer.self_attn.attention_output + layer.mlp.mlp_output, layer.output)
-        wrong = generic.layers[i]
+        wrong = raw.layers[i]
         assert (wrong.input + wrong.self_attn.attention_output + wrong.mlp.mlp_output - wrong.output).abs().max() > 1e-3
-    read = t.resolution.at("attention_output", 0).read
-    assert read.words() == "the block's child module post_attention_layernorm's output"
+    assert t.resolution.at("attention_output", 0).read.words() == "the block's child module post_attention_layernorm's output"
+    assert t.resolution.at("mlp_norm_output", 0).read.words() == "the child module pre_feedforward_layernorm's output"
 
 
 def test_a_base_model_without_head_reports_no_logits():

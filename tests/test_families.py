@@ -1,0 +1,442 @@
+"""The eleven families beyond DeepSeek-V3 (and Qwen3's small sibling), each against a hand derivation.
+
+Every expected figure below is derived here from the sizes in the family's config.json, written out by
+hand; none is copied from the facts under test. The registry tests at the end hold the rule that adding a
+family touches exactly its module, its notes and its checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from atlas import families
+from atlas.errors import AtlasError
+from tests.conftest import ROOT, run_build, tree_rows
+
+
+def model_total(facts):
+    return facts["accounting"]["model"]["total"]
+
+
+def stored(facts):
+    return facts["checkpoint_check"]["predicted"]
+
+
+def gqa_attention(d, heads, kv_heads, head_dim, bias=False):
+    """q, k, v, o projections of grouped-query attention (+ their biases where the family has them)."""
+    weights = d * heads * head_dim + 2 * d * kv_heads * head_dim + heads * head_dim * d
+    biases = heads * head_dim + 2 * kv_heads * head_dim + d if bias else 0
+    return weights + biases
+
+
+def swiglu(d, ffn):
+    return 3 * d * ffn  # gate, up, down
+
+
+# --- Llama 3.1 8B ---------------------------------------------------------------------------------
+
+
+def test_llama(collected):
+    f = collected("llama").facts
+    V, d, L, H, KV, hd, F = 128256, 4096, 32, 32, 8, 128, 14336
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = 2 * V * d + d + L * block  # untied head: embedding and lm_head both stored
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["tensors"] == 2 + 1 + L * 9
+    assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * total}
+    assert [k["label"] for k in f["block_kinds"]] == ["transformer block"]
+    assert f["config"]["standardized"]["num_kv_heads"] == KV
+    assert f["checkpoint_check"]["not_checked"], "no header totals are pinned: the page must say so"
+
+
+# --- Mistral 7B -----------------------------------------------------------------------------------
+
+
+def test_mistral(collected):
+    f = collected("mistral").facts
+    V, d, L, H, KV, hd, F = 32000, 4096, 32, 32, 8, 128, 14336
+    total = 2 * V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    # The sliding window is a mask, not a tensor, and it bounds every layer: one kind, sliding.
+    assert [(k["attention_type"], k["count"]) for k in f["block_kinds"]] == [("sliding_attention", L)]
+
+
+def test_families_without_a_window_have_no_attention_type(collected):
+    for name in ("llama", "mixtral", "olmo2"):
+        assert [k["attention_type"] for k in collected(name).facts["block_kinds"]] == [None]
+
+
+# --- Mixtral 8x7B ---------------------------------------------------------------------------------
+
+
+def test_mixtral(collected):
+    f = collected("mixtral").facts
+    V, d, L, H, KV, hd, F, E, K = 32000, 4096, 32, 32, 8, 128, 14336, 8, 2
+    experts = E * swiglu(d, F)
+    block = gqa_attention(d, H, KV, hd) + experts + E * d + 2 * d  # + the router, no bias, no shared expert
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    # One tensor per expert and projection under Mixtral's own names.
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 2 + 1 + E * 3)
+    names = {t["name"] for t in f["checkpoint_check"]["sample"]}
+    assert "model.layers.0.block_sparse_moe.experts.0.w1.weight" in names
+    assert "model.layers.0.block_sparse_moe.gate.weight" in names
+
+
+# --- Qwen3-8B and Qwen3-0.6B ----------------------------------------------------------------------
+
+
+def qwen3_block(d, H, KV, hd, F):
+    return gqa_attention(d, H, KV, hd) + 2 * hd + swiglu(d, F) + 2 * d  # + q_norm, k_norm over head_dim
+
+
+def test_qwen3_8b(collected):
+    f = collected("qwen3").facts
+    V, d, L, H, KV, hd, F = 151936, 4096, 36, 32, 8, 128, 12288
+    total = 2 * V * d + d + L * qwen3_block(d, H, KV, hd, F)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    attention = next(c for c in f["accounting"]["block_kinds"][0]["tree"]["children"] if c["name"] == "self_attn")
+    norms = {c["name"]: c["parameters"] for c in attention["children"] if c["name"] in ("q_norm", "k_norm")}
+    assert norms == {"q_norm": hd, "k_norm": hd}
+
+
+def test_qwen3_0_6b_ties_the_head_in_the_model_and_stores_it_in_the_file(collected):
+    f = collected("qwen3_0_6b").facts
+    V, d, L, H, KV, hd, F = 151936, 1024, 28, 16, 8, 128, 3072
+    model = V * d + d + L * qwen3_block(d, H, KV, hd, F)  # tied: one vocabulary matrix
+    assert model_total(f) == model
+    rows = {r["path"]: r for r in f["accounting"]["model"]["rows"]}
+    assert rows["lm_head"]["parameters"] == 0
+    assert (rows["lm_head"]["tied_parameters"], rows["lm_head"]["tied_to"]) == (V * d, "model.embed_tokens")
+    # checkpoint.json's tied_stored: the released file writes the head a second time.
+    assert stored(f)["weight_parameters"] == model + V * d
+    assert stored(f)["tensors"] == 2 + 1 + L * 11
+
+
+def test_qwen3_siblings_share_one_declaration():
+    big, small = families.load("qwen3"), families.load("qwen3_0_6b")
+    assert (big.model_class, big.config_class) == (small.model_class, small.config_class)
+    assert big.checkpoint != small.checkpoint
+
+
+# --- Qwen3-30B-A3B --------------------------------------------------------------------------------
+
+
+def test_qwen3_moe(collected):
+    f = collected("qwen3_moe").facts
+    V, d, L, H, KV, hd, E, K, Fe = 151936, 2048, 48, 32, 4, 128, 128, 8, 768
+    block = gqa_attention(d, H, KV, hd) + 2 * hd + E * swiglu(d, Fe) + E * d + 2 * d
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, Fe)
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 2 + 2 + 1 + E * 3)
+
+
+# --- Gemma 2 9B and Gemma 3 1B --------------------------------------------------------------------
+
+
+def test_gemma2_alternates_sliding_and_global_blocks(collected):
+    f = collected("gemma2").facts
+    V, d, L, H, KV, hd, F = 256000, 3584, 42, 16, 8, 256, 14336
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 4 * d  # sandwich: four norms a block
+    total = V * d + d + L * block  # tied head (tie_word_embeddings defaults to true)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    kinds = {k["attention_type"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds == {"sliding_attention": list(range(0, L, 2)), "full_attention": list(range(1, L, 2))}
+    assert [r["per_instance"] for r in f["accounting"]["block_kinds"]] == [block, block]
+
+
+def test_gemma3_five_local_blocks_to_one_global(collected):
+    f = collected("gemma3").facts
+    V, d, L, H, KV, hd, F = 262144, 1152, 26, 4, 1, 256, 6912
+    block = gqa_attention(d, H, KV, hd) + 2 * hd + swiglu(d, F) + 4 * d
+    total = V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    global_blocks = [i for i in range(L) if i % 6 == 5]  # sliding_window_pattern 6
+    kinds = {k["attention_type"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds["full_attention"] == global_blocks
+    assert kinds["sliding_attention"] == [i for i in range(L) if i not in global_blocks]
+    assert f["model"]["class"] == "Gemma3ForCausalLM"
+
+
+# --- GPT-2 ----------------------------------------------------------------------------------------
+
+
+def test_gpt2(collected):
+    f = collected("gpt2").facts
+    V, P, d, L = 50257, 1024, 768, 12
+    block = (
+        2 * d  # ln_1
+        + d * 3 * d + 3 * d  # c_attn: fused q, k, v
+        + d * d + d  # attn.c_proj
+        + 2 * d  # ln_2
+        + d * 4 * d + 4 * d  # mlp.c_fc
+        + 4 * d * d + d  # mlp.c_proj
+    )
+    total = V * d + P * d + L * block + 2 * d  # wte, wpe, blocks, ln_f; the head is wte
+    assert model_total(f) == total
+    masks = L * P * P  # h.N.attn.bias, [1, 1, n_positions, n_positions], stored F32
+    assert stored(f)["weight_parameters"] == total + masks
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * (total + masks)}
+    assert stored(f)["tensors"] == 2 + L * 12 + 2 + L
+    names = {t["name"] for t in f["checkpoint_check"]["sample"]}
+    assert {"wte.weight", "h.0.attn.c_attn.weight", "h.0.attn.bias", "ln_f.weight"} <= names
+    assert not any(n.startswith("transformer.") or n.startswith("lm_head") for n in names)
+    conv = [n for n in tree_rows(f["accounting"]["block_kinds"][0]["tree"]) if n["name"] == "c_attn"][0]
+    assert conv["class"] == "Conv1D" and conv["tensors"][0]["shape"] == [d, 3 * d]
+
+
+# --- Phi-3 mini -----------------------------------------------------------------------------------
+
+
+def test_phi3_fused_projections(collected):
+    f = collected("phi3").facts
+    V, d, L, H, KV, hd, F = 32064, 3072, 32, 32, 32, 96, 8192
+    block = d * (H + 2 * KV) * hd + H * hd * d + d * 2 * F + F * d + 2 * d  # qkv_proj, o_proj, gate_up_proj, down_proj
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    sample = {t["name"]: t["shape"] for t in f["checkpoint_check"]["sample"]}
+    assert sample["model.layers.0.self_attn.qkv_proj.weight"] == [(H + 2 * KV) * hd, d]
+    assert sample["model.layers.0.mlp.gate_up_proj.weight"] == [2 * F, d]
+
+
+# --- OLMo 2 7B ------------------------------------------------------------------------------------
+
+
+def test_olmo2_post_norms_and_full_width_qk_norms(collected):
+    f = collected("olmo2").facts
+    V, d, L, H, hd, F = 100352, 4096, 32, 32, 128, 11008
+    block = gqa_attention(d, H, H, hd) + 2 * H * hd + swiglu(d, F) + 2 * d
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    children = [c["name"] for c in f["accounting"]["block_kinds"][0]["tree"]["children"]]
+    assert "input_layernorm" not in children
+    assert {"post_attention_layernorm", "post_feedforward_layernorm"} <= set(children)
+
+
+# --- gpt-oss-20b ----------------------------------------------------------------------------------
+
+
+def test_gpt_oss_accounting_and_mxfp4_layout(collected):
+    f = collected("gpt_oss").facts
+    V, d, L, H, KV, hd, E, K, F = 201088, 2880, 24, 64, 8, 64, 32, 4, 2880
+    attention = gqa_attention(d, H, KV, hd, bias=True) + H  # + one sink per head
+    expert = d * 2 * F + 2 * F + F * d + d  # gate_up_proj and down_proj, each with its bias
+    block = attention + E * d + E + E * expert + 2 * d  # router weight and bias, experts, two norms
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * expert
+    # MXFP4: the expert matrices as 4-bit values, two a byte, one U8 scale per block of 32.
+    quantized = L * E * (d * 2 * F + F * d)
+    assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * (total - quantized), "U8": quantized // 2 + quantized // 32}
+    assert stored(f)["scale_elements"] == quantized // 32
+    sample = {t["name"]: t for t in f["checkpoint_check"]["sample"]}
+    blocks = sample["model.layers.0.mlp.experts.gate_up_proj_blocks"]
+    assert (blocks["dtype"], blocks["shape"]) == ("U8", [E, 2 * F, d // 32, 16])
+    assert sample["model.layers.0.mlp.experts.down_proj_scales"]["shape"] == [E, d, F // 32]
+    assert sample["model.layers.0.mlp.experts.gate_up_proj_bias"]["dtype"] == "BF16"
+    assert sample["model.layers.0.self_attn.sinks"]["dtype"] == "BF16"
+    # The one pinned figure, the index's total_size, is checked; the rest are shown as not checked.
+    checked = [r for r in f["checkpoint_check"]["figures"] if r["checked"]]
+    assert [r["key"] for r in checked] == ["index_total_size"]
+    assert checked[0]["predicted"] == 2 * (total - quantized) + quantized // 2 + quantized // 32
+    kinds = {k["attention_type"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds == {"sliding_attention": list(range(0, L, 2)), "full_attention": list(range(1, L, 2))}
+
+
+def test_a_pinned_figure_that_disagrees_fails_the_check(collected):
+    from atlas.check import check_checkpoint_totals
+
+    check = json.loads(json.dumps(collected("gpt_oss").facts["checkpoint_check"]))
+    row = next(r for r in check["figures"] if r["checked"])
+    row["pinned"] += 1
+    with pytest.raises(AtlasError, match=r"gpt-oss-20b/checkpoint.json: safetensors.index_total_size"):
+        check_checkpoint_totals(check)
+
+
+# --- the checkpoint rules: bad input is one clear error ------------------------------------------
+
+
+def _rules(pinned):
+    from atlas.checkpoint import PinnedCheckpoint
+    from atlas.facts import _stored_rules
+
+    return _stored_rules(PinnedCheckpoint("org/repo", Path("atlas/checkpoints/org/repo"), {}, pinned))
+
+
+@pytest.mark.parametrize(
+    "pinned, field",
+    [({"weight_dtype": "bf16"}, "weight_dtype"), ({"tied_stored": "lm_head.weight"}, "tied_stored"), ({"prefix_removed": 1}, "prefix_removed")],
+)
+def test_bad_stored_rules_name_file_and_field(pinned, field):
+    with pytest.raises(AtlasError) as e:
+        _rules(pinned)
+    assert str(e.value).startswith(f"atlas/checkpoints/org/repo/checkpoint.json: {field}: ")
+
+
+def test_unknown_or_malformed_figures_are_rejected(collected):
+    from atlas.params import figure_rows
+
+    predicted = collected("llama").facts["checkpoint_check"]["predicted"]
+    with pytest.raises(AtlasError, match="safetensors.total_bytes: is not a known figure"):
+        figure_rows(predicted, {"total_bytes": 1}, "checkpoint.json")
+    with pytest.raises(AtlasError, match="safetensors.tensors: must be a whole number"):
+        figure_rows(predicted, {"tensors": "291"}, "checkpoint.json")
+
+
+def test_a_tied_stored_name_the_model_lacks_fails_the_build(project_copy):
+    pinned = project_copy / "atlas/checkpoints/Qwen/Qwen3-0.6B/checkpoint.json"
+    data = json.loads(pinned.read_text())
+    data["tied_stored"] = ["lm_head.weights"]
+    pinned.write_text(json.dumps(data))
+    result = run_build(project_copy, "--family", "qwen3_0_6b", "--out", str(project_copy / "site"))
+    assert result.returncode == 1
+    assert "Qwen3-0.6B/checkpoint.json: tied_stored: 'lm_head.weights' is no tensor of Qwen3ForCausalLM" in result.stderr
+
+
+# --- the registry: a family is its module, its notes and its checkpoint folder, nothing else ------
+
+FAMILIES = families.names()
+OUTSIDE = [p for p in (ROOT / "atlas").rglob("*") if p.is_file() and "families" not in p.parts and "checkpoints" not in p.parts]
+OUTSIDE += [ROOT / "build.py", ROOT / "Makefile", ROOT / "pyproject.toml"]
+OUTSIDE += [p for folder in ("templates", "static") for p in (ROOT / folder).rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_has_its_module_notes_and_checkpoint_folder(name):
+    family = families.load(name)
+    assert (ROOT / "atlas/families" / f"{name}.py").is_file()
+    notes = ROOT / "atlas/families" / f"{name}.md"
+    assert notes.is_file() and notes.read_text().strip(), f"{name} has no notes ({notes.name})"
+    folder = ROOT / "atlas/checkpoints" / family.checkpoint
+    for part in ("config.json", "checkpoint.json"):
+        assert (folder / part).is_file(), f"{name}: {folder / part} is missing"
+    pinned = json.loads((folder / "checkpoint.json").read_text())
+    assert pinned["repo"] == family.checkpoint and "revision" in pinned and "provenance" in pinned
+    assert family.title and family.vendor and family.summary and family.tags
+    assert re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", family.released)
+    # No figure typed in the summary (a name such as MXFP4 may hold a digit): the page computes figures.
+    assert not re.search(r"(?<![A-Za-z])\d", family.summary), "the summary types a number"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_no_file_outside_the_family_names_it(name):
+    """Nothing registers a family anywhere else: no quoted name, no import, no path outside its own files."""
+    pattern = re.compile(rf"""(['"]){re.escape(name)}\1|families[./]{re.escape(name)}\b""")
+    for path in OUTSIDE:
+        text = path.read_text(errors="replace")
+        assert not pattern.search(text), f"{path.relative_to(ROOT)} names the family {name!r}"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_collects_and_passes_its_checks(collected, name):
+    from atlas.check import check
+
+    family = collected(name)
+    check(family)
+    facts = family.facts
+    assert facts["family"]["name"] == name
+    assert len(facts["blocks"]) == facts["model"]["num_blocks"] == facts["config"]["standardized"]["num_layers"]
+    assert facts["excerpts"], "every family pins the source of its classes"
+
+
+def test_the_whole_atlas_builds_and_every_family_has_its_page(built_site):
+    for name in FAMILIES:
+        assert (built_site / name / "index.html").is_file()
+        facts = json.loads((built_site / name / "facts.json").read_text())
+        assert facts["family"]["name"] == name
+
+
+def test_a_new_family_needs_only_its_module_notes_and_checkpoint_folder(project_copy, collected):
+    """A family the tests never saw, added from the template: three files, and the build takes it."""
+    families_dir = project_copy / "atlas/families"
+    (families_dir / "llama_twin.py").write_text(
+        '"""A twin of Llama under another checkpoint folder."""\n\n'
+        "from atlas.families.llama import FAMILY as LLAMA\n\n"
+        'FAMILY = LLAMA.but(title="Llama twin", checkpoint="example/llama-twin")\n'
+    )
+    (families_dir / "llama_twin.md").write_text("# Before you run the twin\n\nNothing new.\n")
+    shutil.copytree(project_copy / "atlas/checkpoints/meta-llama/Llama-3.1-8B", project_copy / "atlas/checkpoints/example/llama-twin")
+    pinned = project_copy / "atlas/checkpoints/example/llama-twin/checkpoint.json"
+    pinned.write_text(pinned.read_text().replace('"meta-llama/Llama-3.1-8B"', '"example/llama-twin"'))
+    out = project_copy / "site"
+    result = run_build(project_copy, "--family", "llama_twin", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    facts = json.loads((out / "llama_twin" / "facts.json").read_text())
+    assert facts["checkpoint"]["repo"] == "example/llama-twin"
+    assert facts["accounting"]["model"]["total"] == model_total(collected("llama").facts)
+    assert "llama_twin" in (out / "index.html").read_text()
+
+
+# --- a local MXFP4 checkpoint, written here by hand in the released file's layout -----------------
+
+
+def _tiny_gpt_oss(directory: Path, break_scales: bool = False) -> None:
+    """A two-block gpt-oss checkpoint with the released naming: BF16 everywhere, MXFP4 expert matrices."""
+    import torch
+    from safetensors.torch import save_file
+
+    d, F, E, V, H, KV, hd, L = 64, 64, 4, 128, 2, 1, 32, 2
+    raw = json.loads((ROOT / "atlas/checkpoints/openai/gpt-oss-20b/config.json").read_text())
+    raw.update(
+        hidden_size=d, intermediate_size=F, num_local_experts=E, vocab_size=V, num_attention_heads=H,
+        num_key_value_heads=KV, head_dim=hd, num_hidden_layers=L, layer_types=raw["layer_types"][:L],
+        num_experts_per_tok=2, experts_per_token=2, torch_dtype="bfloat16", pad_token_id=None,
+    )
+    bf16 = lambda *shape: torch.zeros(shape, dtype=torch.bfloat16)  # noqa: E731
+    u8 = lambda *shape: torch.zeros(shape, dtype=torch.uint8)  # noqa: E731
+    tensors = {"model.embed_tokens.weight": bf16(V, d), "model.norm.weight": bf16(d), "lm_head.weight": bf16(V, d)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        tensors.update({
+            p + "input_layernorm.weight": bf16(d), p + "post_attention_layernorm.weight": bf16(d),
+            p + "self_attn.sinks": bf16(H),
+            p + "self_attn.q_proj.weight": bf16(H * hd, d), p + "self_attn.q_proj.bias": bf16(H * hd),
+            p + "self_attn.k_proj.weight": bf16(KV * hd, d), p + "self_attn.k_proj.bias": bf16(KV * hd),
+            p + "self_attn.v_proj.weight": bf16(KV * hd, d), p + "self_attn.v_proj.bias": bf16(KV * hd),
+            p + "self_attn.o_proj.weight": bf16(d, H * hd), p + "self_attn.o_proj.bias": bf16(d),
+            p + "mlp.router.weight": bf16(E, d), p + "mlp.router.bias": bf16(E),
+            # [experts, out, in / 32, 16] bytes and [experts, out, in / 32] exponents
+            p + "mlp.experts.gate_up_proj_blocks": u8(E, 2 * F, d // 32, 16),
+            p + "mlp.experts.gate_up_proj_scales": u8(E, 2 * F, d // 32 + (1 if break_scales else 0)),
+            p + "mlp.experts.gate_up_proj_bias": bf16(E, 2 * F),
+            p + "mlp.experts.down_proj_blocks": u8(E, d, F // 32, 16),
+            p + "mlp.experts.down_proj_scales": u8(E, d, F // 32),
+            p + "mlp.experts.down_proj_bias": bf16(E, d),
+        })
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(raw))
+    save_file(tensors, str(directory / "model.safetensors"))
+
+
+def test_a_local_mxfp4_checkpoint_matches_tensor_by_tensor(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt")
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 0, result.stderr
+    local = json.loads((tmp_path / "site/gpt_oss/facts.json").read_text())["checkpoint_check"]["local"]
+    assert local["summary"]["tensors"] == 3 + 2 * 19
+
+
+def test_a_local_mxfp4_checkpoint_with_wrong_scales_fails(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt", break_scales=True)
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 1
+    assert "model.safetensors: model.layers.0.mlp.experts.gate_up_proj_scales: shape [4, 128, 3], predicted [4, 128, 2]" in result.stderr
+
+
+def test_a_local_config_the_model_class_rejects_is_one_error(tmp_path):
+    _tiny_gpt_oss(tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt/config.json").read_text())
+    config["pad_token_id"] = config["vocab_size"]  # no such row in the embedding
+    (tmp_path / "ckpt/config.json").write_text(json.dumps(config))
+    result = run_build(ROOT, "--family", "gpt_oss", "--weights", str(tmp_path / "ckpt"), "--out", str(tmp_path / "site"))
+    assert result.returncode == 1
+    assert f"error: {tmp_path / 'ckpt/config.json'}: GptOssForCausalLM cannot be built from it" in result.stderr
+    assert "Traceback" not in result.stderr
