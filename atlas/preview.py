@@ -245,8 +245,12 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", list(blocks),
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
-    identity("embeddings", "token_embeddings == layers[0].input", None,
-             lambda _: _max_abs(t.token_embeddings - L[0].input))
+    if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
+        identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,
+                 lambda _: _max_abs(t.token_embeddings + t.position_embeddings - L[0].input))
+    else:
+        identity("embeddings", "token_embeddings == layers[0].input", None,
+                 lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
     identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
              "the model softcaps the head's logits" if softcap else None)

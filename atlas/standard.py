@@ -95,12 +95,16 @@ class StandardValue:
     layout: str  # a key of LAYOUTS
     description: str
     mixture: bool = False  # exists only where the MLP is a mixture of experts
+    # Added for families that have something the SPEC's core set lacks (GPT-2's learned positions):
+    # listed only on the models that have it.
+    extension: bool = False
 
 
 VOCABULARY: tuple[StandardValue, ...] = (
     # model
     StandardValue("logits", "model", "Logits", "What the model returns as logits, after anything it applies past the head"),
     StandardValue("token_embeddings", "model", "Residual", "The embedding table's rows for the input tokens: the stream before block 0"),
+    StandardValue("position_embeddings", "model", "Residual", "The learned position table's rows for the call's positions, added to the token embeddings before block 0", extension=True),
     StandardValue("final_norm_output", "model", "Residual", "The stream after the last norm: what the head reads"),
     StandardValue("lm_head_output", "model", "Logits", "The head's own output, before any softcap or scale the model adds"),
     StandardValue("next_token_probs", "model", "NextTokenProbs", "The softmax of the logits at the last position: the next-token distribution"),
@@ -225,6 +229,7 @@ ATTENTION_NORM_NAMES = ("input_layernorm", "ln_1", "attention_norm", "pre_attent
 # post_attention_layernorm a post-norm of the attention (Gemma 2 and 3).
 MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2", "ffn_norm", "pre_mlp_layernorm")
 MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
+POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
 ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
@@ -270,6 +275,7 @@ class Roles:
     """Where a model keeps each role, as module paths from the model's root."""
 
     embedding: str
+    position_embedding: str | None  # a learned position table (GPT-2's wpe); None where positions are rotary
     block_list: str
     final_norm: str | None
     head: str | None
@@ -326,8 +332,10 @@ def find_roles(model, num_layers: int) -> Roles:
     parent_path = block_path.rpartition(".")[0]
     parent = model.get_submodule(parent_path) if parent_path else model
     final = _child(parent, FINAL_NORM_NAMES) or next((n for n, m in parent.named_children() if _is_norm(m)), None)
+    positions = _child(parent, POSITION_EMBEDDING_NAMES)
     return Roles(
         embedding=embedding,
+        position_embedding=_join(parent_path, positions) if positions else None,
         block_list=block_path,
         final_norm=f"{parent_path}.{final}" if (final and parent_path) else final,
         head=head,
@@ -358,10 +366,16 @@ def _join(*parts: str | None) -> str:
     return ".".join(p for p in parts if p)
 
 
+MODEL_MISSING = {
+    "position_embeddings": "no learned position table: positions enter inside attention (rotary embeddings)",
+}
+
+
 def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -> list[Placement]:
     rules: dict[str, tuple[Read, str | None]] = {
         "logits": (Read("output", "", element=0), ""),
         "token_embeddings": (Read("output", roles.embedding), roles.embedding),
+        "position_embeddings": (Read("output", roles.position_embedding), roles.position_embedding),
         "final_norm_output": (Read("output", roles.final_norm), roles.final_norm),
         "lm_head_output": (Read("output", roles.head), roles.head),
         "next_token_probs": (Read("derived", "softmax of logits at the last position"), ""),
@@ -381,7 +395,7 @@ def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -
         if roles.head is None and value.name in ("logits", "lm_head_output", "next_token_probs"):
             read, module = Read("output", None), None  # a base model returns hidden states, not logits
         if read.kind in ("output", "input") and read.module is None:
-            read, module, missing = None, None, f"the model has no module in the role of {value.name}"
+            read, module, missing = None, None, MODEL_MISSING.get(value.name, f"the model has no module in the role of {value.name}")
         placements.append(Placement(value, read, module, missing))
     return placements
 
@@ -502,6 +516,12 @@ def _block_words(indices: list[int], kinds: list[dict[str, Any]]) -> str | None:
     return "some blocks only"
 
 
+def _present_anywhere(resolution: Resolution, value: StandardValue) -> bool:
+    if value.host == "model":
+        return resolution.at(value.name).read is not None
+    return any(resolution.at(value.name, i).read is not None for i in range(len(resolution.roles.blocks)))
+
+
 def support_facts(
     resolution: Resolution,
     sizes: Mapping[str, Any],
@@ -525,15 +545,19 @@ def support_facts(
         for value in VOCABULARY:
             if value.host != host:
                 continue
+            if value.extension and not _present_anywhere(resolution, value):
+                continue
             if host == "model":
                 p = resolution.at(value.name)
-                present, missing, first = None, {}, p
+                present, missing, first = None, ({"model": p.missing} if p.read is None else {}), p
             else:
                 placed = [resolution.at(value.name, i) for i in range(len(roles.blocks))]
                 present = [i for i, p in enumerate(placed) if p.read is not None]
                 missing = {str(i): p.missing for i, p in enumerate(placed) if p.read is None}
                 first = placed[present[0]] if present else placed[0]
             words = [conditions[value.name]] if value.name in conditions else []
+            if host == "model" and first.read is None:
+                words.append(first.missing)
             if present is not None:
                 scope = _block_words(present, kinds) if present else "no block"
                 if scope:

@@ -22,7 +22,4 @@ FAMILY = Family(
     checkpoint="openai-community/gpt2",
     model_class="GPT2LMHeadModel",
     config_class="GPT2Config",
-    not_applicable={
-        "embeddings": "the first block reads the token embedding plus the learned position embedding (wpe), not the token embedding alone",
-    },
 )
