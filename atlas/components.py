@@ -1,0 +1,1118 @@
+"""The pages' view of a family, as plain data computed from its facts.
+
+``site(facts)`` returns everything the templates lay out beyond the facts themselves:
+
+- ``nodes``: the component hierarchy, model › blocks › block kind › component › sub-component ›
+  tensor, one page each, with breadcrumbs, a description, the constructor call, equations (TeX, per
+  component kind, filled with the checkpoint's numbers), inputs and outputs with named dims, the
+  accounting table and the evidence (pinned excerpts, each with the claim it supports);
+- ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
+  each part naming the standard value it produces and the card a reader sees on hover;
+- ``search``: the words the index's search box matches for the family.
+
+Equations are written per component *kind* (RMSNorm, latent attention, grouped-query attention, a
+mixture of experts, a gated MLP, an embedding, a linear map …), never per family: the numbers come
+from the config and the accounting.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from atlas.math import stream
+from atlas.numbers import grouped
+
+# --------------------------------------------------------------------------------------------------
+# Config access
+
+
+class Sizes:
+    """The config values equations need, read from the released config (or its text_config)."""
+
+    def __init__(self, facts: dict[str, Any]):
+        self.raw = facts["config"]["raw"]
+        self.std = facts["config"]["standardized"]
+        self.attention = facts.get("attention", {})
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self.std and self.std[key] is not None:
+            return self.std[key]
+        if key in self.raw:
+            return self.raw[key]
+        text = self.raw.get("text_config")
+        if isinstance(text, dict) and key in text:
+            return text[key]
+        return default
+
+    def first(self, *keys: str, default: Any = None) -> Any:
+        for key in keys:
+            value = self.get(key)
+            if value is not None:
+                return value
+        return default
+
+
+def tex_num(n: Any) -> str:
+    """A number as TeX: integers grouped with thin commas, small floats kept as written."""
+    if isinstance(n, bool):
+        return str(n)
+    if isinstance(n, int):
+        return grouped(n).replace(",", "{,}")
+    if isinstance(n, float):
+        if n != 0 and abs(n) < 1e-3:
+            mantissa, exponent = f"{n:.0e}".split("e")
+            return (f"{mantissa} \\cdot " if mantissa != "1" else "") + f"10^{{{int(exponent)}}}"
+        return f"{n:g}"
+    return str(n)
+
+
+# --------------------------------------------------------------------------------------------------
+# Names and roles
+
+
+TITLES = {
+    "embed_tokens": "Token embedding",
+    "norm": "Final RMSNorm",
+    "lm_head": "Language-model head",
+    "input_layernorm": "Attention RMSNorm",
+    "post_attention_layernorm": "MLP RMSNorm",
+    "self_attn": "Attention",
+    "mlp": "MLP",
+    "q_a_proj": "Query down-projection",
+    "q_a_layernorm": "Query latent RMSNorm",
+    "q_b_proj": "Query up-projection",
+    "kv_a_proj_with_mqa": "Key–value down-projection",
+    "kv_a_layernorm": "Key–value latent RMSNorm",
+    "kv_b_proj": "Key–value up-projection",
+    "q_proj": "Query projection",
+    "k_proj": "Key projection",
+    "v_proj": "Value projection",
+    "o_proj": "Output projection",
+    "q_norm": "Query RMSNorm",
+    "k_norm": "Key RMSNorm",
+    "gate_proj": "Gate projection",
+    "up_proj": "Up projection",
+    "down_proj": "Down projection",
+    "act_fn": "Activation",
+    "gate": "Router",
+    "router": "Router",
+    "experts": "Routed experts",
+    "shared_experts": "Shared expert",
+    "shared_expert": "Shared expert",
+    "rotary_emb": "Rotary embedding",
+}
+
+
+def role(node: dict[str, Any]) -> str:
+    """The kind of component a tree node is, from its class and its children's names."""
+    cls = node["class"]
+    names = {c["name"] for c in node.get("children", [])}
+    if cls.endswith("DecoderLayer") or cls.endswith("Block"):
+        return "block"
+    if "RMSNorm" in cls:
+        return "rmsnorm"
+    if "LayerNorm" in cls:
+        return "layernorm"
+    if cls == "Embedding":
+        return "embedding"
+    if cls == "Linear":
+        return "linear"
+    if "Attention" in cls:
+        return "latent_attention" if "kv_a_proj_with_mqa" in names else "attention"
+    if "Router" in cls or (node["name"] == "gate" and cls != "Linear"):
+        return "router"
+    if cls.endswith("Experts"):
+        return "experts"
+    if "MoE" in cls or "SparseMoe" in cls or ("experts" in names and ("gate" in names or "router" in names)):
+        return "moe"
+    if "MLP" in cls and {"gate_proj", "up_proj", "down_proj"} <= names:
+        return "gated_mlp"
+    if "MLP" in cls:
+        return "mlp"
+    if "Activation" in cls or cls in {"SiLU", "GELU", "GELUActivation", "PytorchGELUTanh"}:
+        return "activation"
+    return "module"
+
+
+ROLE_TITLES = {
+    "latent_attention": "Latent attention",
+    "attention": "Attention",
+    "moe": "Mixture of experts",
+    "gated_mlp": "Gated MLP",
+    "router": "Router",
+    "experts": "Routed experts",
+}
+
+
+def title_of(node: dict[str, Any], parent_role: str | None = None) -> str:
+    r = role(node)
+    name = node["name"]
+    if name in ("self_attn", "mlp") and r in ROLE_TITLES:
+        return ROLE_TITLES[r]
+    if name == "post_attention_layernorm" and parent_role == "moe_block":
+        return "MoE RMSNorm"
+    if name == "mlp" and r == "gated_mlp":
+        return "Dense MLP"
+    return TITLES.get(name) or ROLE_TITLES.get(r) or name
+
+
+def _lower(title: str) -> str:
+    """'Latent attention' -> 'latent attention'; 'Gated MLP' -> 'gated MLP'."""
+    return " ".join(w if w.isupper() or any(ch.isupper() for ch in w[1:]) else w.lower() for w in title.split())
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+# --------------------------------------------------------------------------------------------------
+# Equations, per component kind. Each returns {"summary": [tex], "steps": [tex]}.
+
+def _q(t: str) -> str:
+    return stream("q", t)
+
+
+def _k(t: str) -> str:
+    return stream("k", t)
+
+
+def _v(t: str) -> str:
+    return stream("v", t)
+
+
+def _c(t: str) -> str:
+    return stream("c", t)
+
+
+def _act_tex(act: str) -> tuple[str, str]:
+    """(name, definition) of an activation function."""
+    act = (act or "silu").lower()
+    if act in ("silu", "swish"):
+        return r"\operatorname{SiLU}", r"\operatorname{SiLU}(g)=g\,\sigma(g)=\frac{g}{1+e^{-g}}"
+    if act.startswith("gelu"):
+        return r"\operatorname{GELU}", r"\operatorname{GELU}(g)=g\,\Phi(g)"
+    return r"\operatorname{" + act + "}", r"\operatorname{" + act + r"}(g)"
+
+
+def eq_rmsnorm(width: int, eps: float, x: str = "x", y: str = "y") -> dict[str, list[str]]:
+    return {
+        "summary": [rf"{y}=\frac{{{x}}}{{\sqrt{{\tfrac{{1}}{{{tex_num(width)}}}\sum_j {x}_j^2+{tex_num(eps)}}}}}\odot g"],
+        "steps": [
+            rf"{x}\leftarrow\operatorname{{float32}}({x})",
+            rf"\rho=\frac{{1}}{{{tex_num(width)}}}\sum_{{j=1}}^{{{tex_num(width)}}}{x}_j^2",
+            rf"\hat{{{x}}}={x}\,/\sqrt{{\rho+{tex_num(eps)}}}",
+            rf"{y}=g\odot\hat{{{x}}}\quad g\in\mathbb{{R}}^{{{tex_num(width)}}}\ \text{{learned}}",
+        ],
+    }
+
+
+def eq_linear(n_in: int, n_out: int, bias: bool, x: str = "x", y: str = "y") -> dict[str, list[str]]:
+    b = "+b" if bias else ""
+    return {
+        "summary": [rf"{y}={x}W^{{\top}}{b},\quad W\in\mathbb{{R}}^{{{tex_num(n_out)}\times{tex_num(n_in)}}}"],
+        "steps": [rf"{y}_i=\sum_{{j=1}}^{{{tex_num(n_in)}}}W_{{ij}}\,{x}_j{b.replace('b', 'b_i')}\quad i=1,\dots,{tex_num(n_out)}"],
+    }
+
+
+def eq_embedding(vocab: int, width: int) -> dict[str, list[str]]:
+    return {
+        "summary": [rf"x_0=E[I],\quad E\in\mathbb{{R}}^{{{tex_num(vocab)}\times{tex_num(width)}}}"],
+        "steps": [rf"x_{{0,t}}=E_{{I_t,:}}\quad\text{{row }}I_t\text{{ of the table, for each position }}t"],
+    }
+
+
+def eq_head(vocab: int, width: int) -> dict[str, list[str]]:
+    return {
+        "summary": [rf"z=\hat x_{{L}}W_{{\mathrm{{out}}}}^{{\top}},\quad W_{{\mathrm{{out}}}}\in\mathbb{{R}}^{{{tex_num(vocab)}\times{tex_num(width)}}}"],
+        "steps": [rf"z_{{t,v}}=\langle \hat x_{{L,t}},\,W_{{\mathrm{{out}},v}}\rangle\quad v=1,\dots,{tex_num(vocab)}"],
+    }
+
+
+def eq_activation(act: str) -> dict[str, list[str]]:
+    _, definition = _act_tex(act)
+    return {"summary": [definition], "steps": [definition]}
+
+
+def eq_gated_mlp(width: int, inner: int, act: str, out: str = "y") -> dict[str, list[str]]:
+    a, definition = _act_tex(act)
+    return {
+        "summary": [rf"{out}=\big({a}(xW_{{g}})\odot xW_{{u}}\big)W_{{d}},\quad {tex_num(width)}\to{tex_num(inner)}\to{tex_num(width)}"],
+        "steps": [
+            rf"g=xW_{{g}}\quad W_{{g}}\in\mathbb{{R}}^{{{tex_num(width)}\times{tex_num(inner)}}}",
+            rf"u=xW_{{u}}\quad W_{{u}}\in\mathbb{{R}}^{{{tex_num(width)}\times{tex_num(inner)}}}",
+            definition,
+            rf"h={a}(g)\odot u",
+            rf"{out}=hW_{{d}}\quad W_{{d}}\in\mathbb{{R}}^{{{tex_num(inner)}\times{tex_num(width)}}}",
+        ],
+    }
+
+
+def eq_latent_attention(s: Sizes) -> dict[str, list[str]]:
+    d = s.get("hidden_size")
+    heads = s.get("num_heads")
+    rq = s.get("q_lora_rank")
+    rkv = s.get("kv_lora_rank")
+    nope = s.get("qk_nope_head_dim")
+    rope = s.get("qk_rope_head_dim")
+    dv = s.get("v_head_dim")
+    scale = s.attention.get("scaling_rounded")
+    qC, qR, kC, kR = _q("q^{C}_h"), _q("q^{R}_h"), _k("k^{C}_h"), _k("k^{R}")
+    Qh, Kh, Vh = _q("Q_h"), _k("K_h"), _v("V_h")
+    R = _c(r"R_t")
+    cq, cq_hat, ckv, ckv_hat = _q("c^{Q}"), _q(r"\hat c^{Q}"), _k("c^{KV}"), _k(r"\hat c^{KV}")
+    o_last = _v(f"O_{{{heads}}}")
+    steps = []
+    if rq:
+        steps += [
+            rf"{cq}=xW_{{DQ}}\quad {tex_num(d)}\to{tex_num(rq)}",
+            rf"{cq_hat}=\operatorname{{RMSNorm}}({cq})",
+            rf"[{qC};\,{qR}]={cq_hat}W_{{UQ}}\quad {tex_num(rq)}\to{tex_num(heads)}\times({tex_num(nope)}+{tex_num(rope)})",
+        ]
+    else:
+        steps += [rf"[{qC};\,{qR}]=xW_{{Q}}\quad {tex_num(d)}\to{tex_num(heads)}\times({tex_num(nope)}+{tex_num(rope)})"]
+    steps += [
+        rf"{_q('q^{R}_{t,h}')}=\operatorname{{RoPE}}({_q('q^{R}_{t,h}')},{R})",
+        rf"[{ckv};\,{kR}]=xW_{{DKV}}\quad {tex_num(d)}\to{tex_num(rkv)}+{tex_num(rope)}",
+        rf"{_k('k^{R}_t')}=\operatorname{{RoPE}}({_k('k^{R}_t')},{R})\quad\text{{one rotary key shared by all heads}}",
+        rf"{ckv_hat}=\operatorname{{RMSNorm}}({ckv})",
+        rf"[{kC};\,{_v('v_h')}]={ckv_hat}W_{{UKV}}\quad {tex_num(rkv)}\to{tex_num(heads)}\times({tex_num(nope)}+{tex_num(dv)})",
+        rf"{Qh}=[{qC};\,{qR}],\quad {Kh}=[{kC};\,{kR}]\quad\in\mathbb{{R}}^{{{tex_num(nope + rope)}}}",
+        rf"S_h={tex_num(scale)}\,{Qh}{Kh}^{{\top}}+{_c('M')}\quad {_c('M')}_{{ts}}=-\infty\ \text{{for}}\ s>t",
+        rf"P_h=\operatorname{{softmax}}(S_h)",
+        rf"{_v('O_h')}=P_h{Vh}\quad\in\mathbb{{R}}^{{T\times{tex_num(dv)}}}",
+        rf"\Delta_{{\mathrm{{attn}}}}=[{_v('O_1')};\dots;{o_last}]W_{{O}}\quad {tex_num(heads * dv)}\to{tex_num(d)}",
+    ]
+    return {
+        "summary": [
+            rf"{Qh}=[{qC};\operatorname{{RoPE}}({qR})],\ {Kh}=[{kC};\operatorname{{RoPE}}({kR})],\ {Vh}\ \text{{from a }}{tex_num(rkv)}\text{{-wide latent}}",
+            rf"\Delta_{{\mathrm{{attn}}}}=\big[\operatorname{{softmax}}({tex_num(scale)}\,{Qh}{Kh}^{{\top}}+{_c('M')}){Vh}\big]_{{h=1}}^{{{tex_num(heads)}}}W_{{O}}",
+        ],
+        "steps": steps,
+    }
+
+
+def eq_attention(s: Sizes, names: set[str]) -> dict[str, list[str]]:
+    d = s.get("hidden_size")
+    heads = s.get("num_heads")
+    kv = s.get("num_kv_heads") or heads
+    hd = s.get("head_dim") or (d // heads if d and heads else None)
+    scale = s.attention.get("scaling_rounded")
+    scale_tex = tex_num(scale) if scale is not None else rf"1/\sqrt{{{tex_num(hd)}}}"
+    group = heads // kv if heads and kv else 1
+    Qh, Kh, Vh = _q("Q_h"), _k("K_{g(h)}"), _v("V_{g(h)}")
+    o_last = _v(f"O_{{{heads}}}")
+    steps = [
+        rf"{_q('Q')}=xW_{{Q}}\quad {tex_num(d)}\to{tex_num(heads)}\times{tex_num(hd)}",
+        rf"{_k('K')}=xW_{{K}}\quad {tex_num(d)}\to{tex_num(kv)}\times{tex_num(hd)}",
+        rf"{_v('V')}=xW_{{V}}\quad {tex_num(d)}\to{tex_num(kv)}\times{tex_num(hd)}",
+    ]
+    if "q_norm" in names:
+        steps.append(rf"{_q('Q_h')}=\operatorname{{RMSNorm}}({_q('Q_h')}),\ {_k('K_g')}=\operatorname{{RMSNorm}}({_k('K_g')})")
+    steps += [
+        rf"{_q('Q_{t,h}')}=\operatorname{{RoPE}}({_q('Q_{t,h}')},{_c('R_t')}),\ {_k('K_{t,g}')}=\operatorname{{RoPE}}({_k('K_{t,g}')},{_c('R_t')})",
+        rf"g(h)=\lceil h/{tex_num(group)}\rceil\quad\text{{{tex_num(group)} query heads share each key–value head}}"
+        if group > 1
+        else r"g(h)=h",
+        rf"S_h={scale_tex}\,{Qh}{Kh}^{{\top}}+{_c('M')}",
+        r"P_h=\operatorname{softmax}(S_h)",
+        rf"{_v('O_h')}=P_h{Vh}",
+        rf"\Delta_{{\mathrm{{attn}}}}=[{_v('O_1')};\dots;{o_last}]W_{{O}}\quad {tex_num(heads * hd)}\to{tex_num(d)}",
+    ]
+    return {
+        "summary": [
+            rf"\Delta_{{\mathrm{{attn}}}}=\big[\operatorname{{softmax}}({scale_tex}\,{Qh}{Kh}^{{\top}}+{_c('M')}){Vh}\big]_{{h=1}}^{{{tex_num(heads)}}}W_{{O}}"
+        ],
+        "steps": steps,
+    }
+
+
+def _routing(s: Sizes, router: dict[str, Any] | None) -> dict[str, Any]:
+    n = s.first("n_routed_experts", "num_local_experts", "num_experts")
+    k = s.first("num_experts_per_tok", "top_k")
+    scale = s.get("routed_scaling_factor")
+    scoring = s.get("scoring_func", "softmax")
+    bias = bool(router and any(t["name"] == "e_score_correction_bias" for t in router["tensors"]))
+    normalize = s.get("norm_topk_prob", True)
+    return {"n": n, "k": k, "scale": scale, "scoring": scoring, "bias": bias, "normalize": normalize}
+
+
+def eq_router(s: Sizes, router: dict[str, Any] | None) -> dict[str, list[str]]:
+    r = _routing(s, router)
+    n, k = tex_num(r["n"]), tex_num(r["k"])
+    score = r"\sigma(z)" if r["scoring"] == "sigmoid" else r"\operatorname{softmax}(z)"
+    pick = rf"\operatorname{{top}}_{{{k}}}(s+b)" if r["bias"] else rf"\operatorname{{top}}_{{{k}}}(s)"
+    scale = rf"{tex_num(r['scale'])}\," if r["scale"] not in (None, 1, 1.0) else ""
+    weight = (
+        rf"G_i={scale}\frac{{s_i}}{{\sum_{{j\in\mathcal{{E}}}}s_j}}\ \ (i\in\mathcal{{E}})"
+        if r["normalize"]
+        else rf"G_i={scale}s_i\ \ (i\in\mathcal{{E}})"
+    )
+    steps = [
+        rf"z=xW_{{r}}^{{\top}}\quad W_r\in\mathbb{{R}}^{{{n}\times{tex_num(s.get('hidden_size'))}}}",
+        rf"s={score}\in\mathbb{{R}}^{{{n}}}",
+        rf"\mathcal{{E}}={pick}",
+        weight,
+    ]
+    return {"summary": [rf"\mathcal{{E}}={pick}", weight], "steps": steps}
+
+
+def eq_experts(s: Sizes, inner: int) -> dict[str, list[str]]:
+    r = _routing(s, None)
+    d = s.get("hidden_size")
+    a, definition = _act_tex(s.get("hidden_act"))
+    return {
+        "summary": [
+            rf"E_i(x)=\big({a}(xW_{{g,i}})\odot xW_{{u,i}}\big)W_{{d,i}},\quad i=1,\dots,{tex_num(r['n'])}",
+            r"y^{\mathrm{routed}}=\sum_{i\in\mathcal{E}}G_i\,E_i(x)",
+        ],
+        "steps": [
+            rf"g=xW_{{g,i}},\ u=xW_{{u,i}}\quad {tex_num(d)}\to{tex_num(inner)}",
+            definition,
+            rf"E_i(x)=\big({a}(g)\odot u\big)W_{{d,i}}\quad {tex_num(inner)}\to{tex_num(d)}",
+            rf"y^{{\mathrm{{routed}}}}=\sum_{{i\in\mathcal{{E}}}}G_i\,E_i(x)\quad |\mathcal{{E}}|={tex_num(r['k'])}\text{{ of }}{tex_num(r['n'])}",
+        ],
+    }
+
+
+def eq_moe(s: Sizes, node: dict[str, Any]) -> dict[str, list[str]]:
+    kids = {c["name"]: c for c in node["children"]}
+    router = kids.get("gate") or kids.get("router")
+    r = _routing(s, router)
+    inner = s.first("moe_intermediate_size", "intermediate_size")
+    shared = kids.get("shared_experts") or kids.get("shared_expert")
+    route = eq_router(s, router)
+    experts = eq_experts(s, inner)
+    steps = [r"\text{Routing:}", *route["steps"], r"\text{Routed experts:}", *experts["steps"]]
+    summary = [*route["summary"], experts["summary"][1]]
+    if shared is not None:
+        shared_inner = _gated_inner(shared)
+        sh = eq_gated_mlp(s.get("hidden_size"), shared_inner, s.get("hidden_act"), out=r"y^{\mathrm{shared}}")
+        steps += [r"\text{Shared expert:}", *sh["steps"], r"\Delta_{\mathrm{ffn}}=y^{\mathrm{routed}}+y^{\mathrm{shared}}"]
+        summary.append(r"\Delta_{\mathrm{ffn}}=y^{\mathrm{routed}}+y^{\mathrm{shared}}")
+    else:
+        steps.append(r"\Delta_{\mathrm{ffn}}=y^{\mathrm{routed}}")
+    return {"summary": summary, "steps": steps}
+
+
+def _gated_inner(node: dict[str, Any]) -> int | None:
+    for c in node["children"]:
+        if c["name"] in ("gate_proj", "up_proj") and c["tensors"]:
+            return c["tensors"][0]["shape"][0]
+    return None
+
+
+def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = None) -> dict[str, list[str]] | None:
+    r = role(node)
+    d = s.get("hidden_size")
+    eps = s.first("rms_norm_eps", "layer_norm_eps", default=1e-6)
+    if r in ("rmsnorm", "layernorm"):
+        width = node["tensors"][0]["shape"][0] if node["tensors"] else d
+        if r == "layernorm":
+            return {
+                "summary": [rf"y=\frac{{x-\mu}}{{\sqrt{{\sigma^2+{tex_num(eps)}}}}}\odot g+b\quad x\in\mathbb{{R}}^{{{tex_num(width)}}}"],
+                "steps": [r"\mu=\operatorname{mean}(x)", r"\sigma^2=\operatorname{mean}((x-\mu)^2)", rf"y=\frac{{x-\mu}}{{\sqrt{{\sigma^2+{tex_num(eps)}}}}}\odot g+b"],
+            }
+        return eq_rmsnorm(width, eps)
+    if r == "embedding":
+        vocab, width = node["tensors"][0]["shape"]
+        return eq_embedding(vocab, width)
+    if r == "linear":
+        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        bias = any(t["name"] == "bias" for t in node["tensors"])
+        if node["name"] == "lm_head":
+            return eq_head(*w["shape"])
+        return eq_linear(w["shape"][1], w["shape"][0], bias)
+    if r == "activation":
+        return eq_activation(s.get("hidden_act"))
+    if r == "latent_attention":
+        return eq_latent_attention(s)
+    if r == "attention":
+        return eq_attention(s, {c["name"] for c in node["children"]})
+    if r == "router":
+        return eq_router(s, node)
+    if r == "experts":
+        inner = node["tensors"][-1]["shape"][-1] if node["tensors"] else s.get("moe_intermediate_size")
+        return eq_experts(s, inner)
+    if r == "moe":
+        return eq_moe(s, node)
+    if r == "gated_mlp":
+        return eq_gated_mlp(d, _gated_inner(node), s.get("hidden_act"))
+    if r == "block":
+        return eq_block(node, s)
+    return None
+
+
+def eq_block(node: dict[str, Any], s: Sizes) -> dict[str, list[str]]:
+    kids = {c["name"]: c for c in node["children"]}
+    steps = [r"x_{\mathrm{attn}}=\operatorname{RMSNorm}(x_n)"]
+    attn = kids.get("self_attn")
+    if attn is not None:
+        title = title_of(attn)
+        steps.append(r"\text{" + title + ":}")
+        steps += equations(attn, s)["steps"]
+    steps += [r"x'_n=x_n+\Delta_{\mathrm{attn}}", r"x_{\mathrm{ffn}}=\operatorname{RMSNorm}(x'_n)"]
+    mlp = kids.get("mlp")
+    if mlp is not None:
+        steps.append(r"\text{" + title_of(mlp) + ":}")
+        inner = equations(mlp, s)
+        if role(mlp) == "gated_mlp":
+            steps += inner["steps"][:-1] + [inner["steps"][-1].replace("y=", r"\Delta_{\mathrm{ffn}}=", 1)]
+        else:
+            steps += inner["steps"]
+    steps.append(r"x_{n+1}=x'_n+\Delta_{\mathrm{ffn}}")
+    steps = [st.replace("xW", r"x_{\mathrm{ffn}}W") if i > steps.index(r"x_{\mathrm{ffn}}=\operatorname{RMSNorm}(x'_n)") else st for i, st in enumerate(steps)]
+    return {
+        "summary": [
+            r"x'_n=x_n+\operatorname{Attn}\big(\operatorname{RMSNorm}(x_n)\big)",
+            r"x_{n+1}=x'_n+\operatorname{FFN}\big(\operatorname{RMSNorm}(x'_n)\big)",
+        ],
+        "steps": steps,
+    }
+
+
+def eq_model(s: Sizes, n_blocks: int) -> dict[str, list[str]]:
+    return {
+        "summary": [
+            rf"x_0=E[I],\quad x_{{n+1}}=\operatorname{{Block}}_n(x_n)\ \ (n=0,\dots,{n_blocks - 1})",
+            rf"z=\operatorname{{RMSNorm}}(x_{{{n_blocks}}})\,W_{{\mathrm{{out}}}}^{{\top}}",
+        ],
+        "steps": [
+            r"x_0=E[I]",
+            rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}",
+            rf"\hat x_{{{n_blocks}}}=\operatorname{{RMSNorm}}(x_{{{n_blocks}}})",
+            rf"z=\hat x_{{{n_blocks}}}W_{{\mathrm{{out}}}}^{{\top}}\in\mathbb{{R}}^{{T\times{tex_num(s.get('vocab_size'))}}}",
+        ],
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# One-line descriptions, per component kind, with the checkpoint's numbers.
+
+LINEAR_ROLES = {
+    "q_a_proj": "Compresses the normed stream into the query latent",
+    "q_b_proj": "Expands the normed query latent into every head's query, content and rotary parts",
+    "kv_a_proj_with_mqa": "Compresses the stream into the key–value latent plus one rotary key shared by all heads",
+    "kv_b_proj": "Expands the normed key–value latent into every head's content key and value",
+    "q_proj": "Projects the stream into the queries of every head",
+    "k_proj": "Projects the stream into the keys of the key–value heads",
+    "v_proj": "Projects the stream into the values of the key–value heads",
+    "o_proj": "Mixes the heads' outputs, side by side, back into the residual width",
+    "gate_proj": "Projects the stream into the gate that the activation opens",
+    "up_proj": "Projects the stream into the features the gate multiplies",
+    "down_proj": "Projects the gated features back into the residual width",
+    "lm_head": "Scores every vocabulary entry from the final normed stream",
+}
+
+
+def describe(node: dict[str, Any], s: Sizes) -> str:
+    r = role(node)
+    d = s.get("hidden_size")
+    kids = {c["name"]: c for c in node["children"]}
+    if r in ("rmsnorm", "layernorm"):
+        width = node["tensors"][0]["shape"][0] if node["tensors"] else d
+        what = "root-mean-square" if r == "rmsnorm" else "zero mean and unit variance"
+        return f"Rescales each {grouped(width)}-wide vector to unit {what}, then multiplies it by a learned gain per feature."
+    if r == "embedding":
+        vocab, width = node["tensors"][0]["shape"]
+        return f"Looks up a learned {grouped(width)}-wide vector for each token id, one row per entry of a {grouped(vocab)}-token vocabulary."
+    if r == "linear":
+        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        base = LINEAR_ROLES.get(node["name"], "A learned linear map")
+        bias = "with a bias" if any(t["name"] == "bias" for t in node["tensors"]) else "no bias"
+        return f"{base}: {grouped(w['shape'][1])} → {grouped(w['shape'][0])} features, {bias}."
+    if r == "activation":
+        act = (s.get("hidden_act") or "silu").upper().replace("SILU", "SiLU")
+        return f"{act}, applied to each feature on its own; it has no parameters."
+    if r == "latent_attention":
+        return (
+            f"{s.get('num_heads')} heads whose keys and values are rebuilt from a {grouped(s.get('kv_lora_rank'))}-wide latent, "
+            f"each query and key carrying a {s.get('qk_rope_head_dim')}-wide rotary part; scores scaled by {s.attention.get('scaling_rounded')}."
+        )
+    if r == "attention":
+        heads, kv = s.get("num_heads"), s.get("num_kv_heads") or s.get("num_heads")
+        share = f"{heads} query heads sharing {kv} key–value heads" if kv != heads else f"{heads} heads, each with its own keys and values"
+        return f"Causal self-attention: {share}, {s.get('head_dim')} wide."
+    if r == "router":
+        rt = _routing(s, node)
+        scale = f", then scaled by {rt['scale']}" if rt["scale"] not in (None, 1, 1.0) else ""
+        bias = " A stored bias per expert (b) steers which experts are kept, not how much they weigh." if rt["bias"] else ""
+        return f"Scores the {rt['n']} experts for each token and keeps the top {rt['k']}; the kept scores are normalized{scale}.{bias}"
+    if r == "experts":
+        rt = _routing(s, None)
+        inner = node["tensors"][-1]["shape"][-1] if node["tensors"] else None
+        return f"{rt['n']} gated MLPs of inner width {grouped(inner)}, stored as fused 3-D tensors; each token runs only the {rt['k']} its router picked."
+    if r == "moe":
+        rt = _routing(s, kids.get("gate") or kids.get("router"))
+        shared = " and adds a shared expert that every token runs" if ("shared_experts" in kids or "shared_expert" in kids) else ""
+        return f"Sends each token to {rt['k']} of {rt['n']} routed experts, weights their outputs by the router{shared}."
+    if r == "gated_mlp":
+        inner = _gated_inner(node)
+        return f"A gated MLP: two projections {grouped(d)} → {grouped(inner)}, one through the activation, multiplied, then projected back to {grouped(d)}."
+    if r == "block":
+        attn, mlp = kids.get("self_attn"), kids.get("mlp")
+        parts = [_lower(title_of(x)) for x in (attn, mlp) if x is not None]
+        return f"Applies {' then '.join(parts)}, each after an RMSNorm and each added back to the residual stream."
+    return f"A {node['class']} module."
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs and outputs with named dims.
+
+
+def _dims(*pairs: tuple[Any, str]) -> str:
+    return "[" + ", ".join(f"{grouped(a) if isinstance(a, int) else a} {b}" for a, b in pairs) + "]"
+
+
+def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
+    r = role(node)
+    d = s.get("hidden_size")
+    B, T = ("B", "batch"), ("T", "positions")
+    res = _dims(B, T, (d, "d"))
+    if r in ("rmsnorm", "layernorm"):
+        width = node["tensors"][0]["shape"][0] if node["tensors"] else d
+        dims = _dims(B, T, (width, "d" if width == d else "latent"))
+        return {"in": [{"symbol": "x", "dims": dims}], "out": [{"symbol": "y", "dims": dims}]}
+    if r == "embedding":
+        vocab, width = node["tensors"][0]["shape"]
+        return {"in": [{"symbol": "I", "dims": _dims(B, T)}], "out": [{"symbol": "x_0", "dims": _dims(B, T, (width, "d"))}]}
+    if r == "linear":
+        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        out_name = "vocab" if node["name"] == "lm_head" else "out"
+        return {
+            "in": [{"symbol": "x", "dims": _dims(B, T, (w["shape"][1], "in"))}],
+            "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": _dims(B, T, (w["shape"][0], out_name))}],
+        }
+    if r in ("latent_attention", "attention"):
+        rope = s.get("qk_rope_head_dim") or s.get("head_dim")
+        return {
+            "in": [
+                {"symbol": "x", "dims": res},
+                {"symbol": stream("c", "R"), "dims": _dims(T, (rope // 2 if rope else "d/2", "pairs"))},
+                {"symbol": stream("c", "M"), "dims": _dims(("T", "queries"), ("T", "keys"))},
+            ],
+            "out": [{"symbol": r"\Delta_{\mathrm{attn}}", "dims": res}],
+        }
+    if r == "router":
+        rt = _routing(s, node)
+        tok = ("B·T", "tokens")
+        return {
+            "in": [{"symbol": "x", "dims": _dims(tok, (d, "d"))}],
+            "out": [
+                {"symbol": r"\mathcal{E}", "dims": _dims(tok, (rt["k"], "top_k"))},
+                {"symbol": "G", "dims": _dims(tok, (rt["k"], "top_k"))},
+            ],
+        }
+    if r == "experts":
+        rt = _routing(s, None)
+        tok = ("B·T", "tokens")
+        return {
+            "in": [
+                {"symbol": "x", "dims": _dims(tok, (d, "d"))},
+                {"symbol": r"\mathcal{E}", "dims": _dims(tok, (rt["k"], "top_k"))},
+                {"symbol": "G", "dims": _dims(tok, (rt["k"], "top_k"))},
+            ],
+            "out": [{"symbol": r"y^{\mathrm{routed}}", "dims": _dims(tok, (d, "d"))}],
+        }
+    if r in ("moe", "gated_mlp", "mlp"):
+        return {"in": [{"symbol": "x", "dims": res}], "out": [{"symbol": r"\Delta_{\mathrm{ffn}}", "dims": res}]}
+    if r == "block":
+        return {"in": [{"symbol": "x_n", "dims": res}], "out": [{"symbol": "x_{n+1}", "dims": res}]}
+    if r == "activation":
+        return {"in": [{"symbol": "g", "dims": _dims(B, T, ("…", "features"))}], "out": [{"symbol": "a", "dims": _dims(B, T, ("…", "features"))}]}
+    return {"in": [], "out": []}
+
+
+# --------------------------------------------------------------------------------------------------
+# Evidence: pinned excerpts, each with the claim it supports.
+
+
+def _excerpt(facts: dict[str, Any], cls: str, part: str) -> dict[str, Any] | None:
+    ex = facts.get("excerpts", {}).get(cls, {}).get(part)
+    if ex is None:
+        return None
+    return {k: ex[k] for k in ("path", "start", "end", "version", "sha256", "text", "qualname") if k in ex}
+
+
+def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Direct evidence: the component's own code. Contextual: its parent's code that builds and calls it."""
+    out = []
+    title = title_of(node)
+    for part, claim in (
+        ("forward", f"The forward pass of {node['class']}: the computation the equations above state."),
+        ("__init__", f"The constructor of {node['class']}: the parameters it creates, counted below."),
+    ):
+        ex = _excerpt(facts, node["class"], part)
+        if ex:
+            out.append({"direct": True, "claim": claim, "part": part, "class": node["class"], **ex})
+    if parent is not None:
+        for part, claim in (
+            ("__init__", f"{parent['class']} builds the {title.lower()} as self.{node['name']} with these arguments."),
+            ("forward", f"{parent['class']}'s forward calls self.{node['name']}: what goes in and where its output goes."),
+        ):
+            ex = _excerpt(facts, parent["class"], part)
+            if ex:
+                out.append({"direct": False, "claim": claim, "part": part, "class": parent["class"], **ex})
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Standard values: what the diagram's parts produce. support() (when the facts carry it) is the
+# source; until then a small vocabulary names the values of the parts the diagram draws.
+
+LAYOUT_DIMS = {
+    "Tokens": ["batch", "seq"],
+    "Residual": ["batch", "seq", "hidden_size"],
+    "Logits": ["batch", "seq", "vocab_size"],
+    "RouterLogits": ["batch", "seq", "num_experts"],
+    "ExpertWeights": ["batch", "seq", "top_k"],
+    "ExpertIndices": ["batch", "seq", "top_k"],
+}
+
+# name: (host, layout, description, read at)
+VALUES = {
+    "token_embeddings": ("model", "Residual", "One learned vector per token: the residual stream as block 0 receives it", "the output of the child module embed_tokens"),
+    "final_norm_output": ("model", "Residual", "The last block's output after the final norm: what the head reads", "the output of the child module norm"),
+    "lm_head_output": ("model", "Logits", "The head's score for every vocabulary entry at every position", "the output of the child module lm_head"),
+    "logits": ("model", "Logits", "What the model returns; with no softcap or scale past the head, the head's scores", "the model's own output"),
+    "layer_input": ("layers[i]", "Residual", "The residual stream entering the block", "the block's own input"),
+    "attention_norm_output": ("layers[i]", "Residual", "The stream normalized for the attention", "the output of the child module input_layernorm"),
+    "attention_output": ("layers[i].self_attn", "Residual", "What the attention adds to the residual stream", "the attention module's own output"),
+    "layer_mid": ("layers[i]", "Residual", "The residual stream after the attention's add, before the MLP's", "the input of the child module post_attention_layernorm"),
+    "mlp_norm_output": ("layers[i]", "Residual", "The stream normalized for the MLP", "the output of the child module post_attention_layernorm"),
+    "mlp_output": ("layers[i].mlp", "Residual", "What the MLP adds to the residual stream", "the MLP module's own output"),
+    "layer_output": ("layers[i]", "Residual", "The residual stream leaving the block", "the block's own output"),
+    "router_logits": ("layers[i].mlp", "RouterLogits", "The router's score for every expert, before the scoring function", "inside the router's forward: its linear map's output"),
+    "expert_weights": ("layers[i].mlp", "ExpertWeights", "The weight each chosen expert's output is multiplied by", "the inputs of the child module experts"),
+    "routed_output": ("layers[i].mlp", "Residual", "The chosen experts' outputs, weighted and summed", "the output of the child module experts"),
+    "shared_expert_output": ("layers[i].mlp", "Residual", "The shared expert's output, which every token gets", "the output of the child module shared_experts"),
+}
+
+# The module each value is read from, relative to its host (for the diagram's cards).
+VALUE_MODULES = {
+    "token_embeddings": "model.embed_tokens",
+    "final_norm_output": "model.norm",
+    "lm_head_output": "lm_head",
+    "logits": "",
+    "layer_input": "model.layers.{i}",
+    "attention_norm_output": "model.layers.{i}.input_layernorm",
+    "attention_output": "model.layers.{i}.self_attn",
+    "layer_mid": "model.layers.{i}",
+    "mlp_norm_output": "model.layers.{i}.post_attention_layernorm",
+    "mlp_output": "model.layers.{i}.mlp",
+    "layer_output": "model.layers.{i}",
+    "router_logits": "model.layers.{i}.mlp.gate",
+    "expert_weights": "model.layers.{i}.mlp.gate",
+    "routed_output": "model.layers.{i}.mlp.experts",
+    "shared_expert_output": "model.layers.{i}.mlp.shared_experts",
+}
+
+
+def _resolve(dims: list[str], s: Sizes) -> list[Any]:
+    rt = _routing(s, None)
+    sizes = {
+        "hidden_size": s.get("hidden_size"),
+        "vocab_size": s.get("vocab_size"),
+        "num_experts": rt["n"],
+        "top_k": rt["k"],
+        "num_heads": s.get("num_heads"),
+        "num_kv_heads": s.get("num_kv_heads"),
+        "head_dim": s.get("head_dim"),
+        "qk_head_dim": s.get("qk_head_dim"),
+        "intermediate_size": s.get("intermediate_size"),
+    }
+    return [sizes.get(d) if sizes.get(d) is not None else d for d in dims]
+
+
+def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every standard value the pages name, by name: layout, dims, shape at the checkpoint's sizes,
+    description, where it is read, the condition under which it exists."""
+    s = Sizes(facts)
+    out: dict[str, dict[str, Any]] = {}
+    support = facts.get("support")
+    if support:
+        for host in support.get("hosts", []):
+            for v in host.get("values", []):
+                out.setdefault(
+                    v["name"],
+                    {
+                        "name": v["name"],
+                        "host": host.get("host", ""),
+                        "layout": v.get("layout", ""),
+                        "dims": list(v.get("dims") or []),
+                        "shape": list(v.get("shape") or _resolve(list(v.get("dims") or []), s)),
+                        "description": v.get("description", ""),
+                        "read_at": v.get("read_at", ""),
+                        "module": v.get("module") or "",
+                        "condition": v.get("condition"),
+                        "blocks": v.get("blocks"),
+                        "source": "support",
+                    },
+                )
+    for name, (host, layout, description, read_at) in VALUES.items():
+        if name in out:
+            continue
+        dims = LAYOUT_DIMS[layout]
+        out[name] = {
+            "name": name,
+            "host": host,
+            "layout": layout,
+            "dims": dims,
+            "shape": _resolve(dims, s),
+            "description": description,
+            "read_at": read_at,
+            "module": VALUE_MODULES[name],
+            "condition": None,
+            "blocks": None,
+            "source": "diagram",
+        }
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The component hierarchy.
+
+BLOCK_ORDER = ["input_layernorm", "self_attn", "post_attention_layernorm", "mlp"]
+
+
+def _ordered(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def key(c):
+        return (BLOCK_ORDER.index(c["name"]) if c["name"] in BLOCK_ORDER else len(BLOCK_ORDER), 0)
+
+    return sorted(children, key=key)
+
+
+def _kind_title(kind: dict[str, Any]) -> str:
+    label = kind["label"]
+    return label[:1].upper() + label[1:]
+
+
+def _plural(n: int, label: str) -> str:
+    return f"{n} {label}" + ("s" if n != 1 else "")
+
+
+def _calc(node: dict[str, Any]) -> str:
+    return "sum of its components" if (node["children"] or len(node["tensors"]) > 1) else (node["tensors"][0]["calculation"] if node["tensors"] else "no parameters")
+
+
+def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every component and tensor page, by id, in reading order."""
+    s = Sizes(facts)
+    acc = facts["accounting"]
+    model_acc = acc["model"]
+    n_blocks = facts["model"]["num_blocks"]
+    block_path = facts["model"]["block_path"]
+    nodes: dict[str, dict[str, Any]] = {}
+    model_title = "The whole model"
+    blocks_title = f"{n_blocks} transformer blocks"
+
+    rows_by_path = {r["path"]: r for r in model_acc["rows"]}
+    model_node = {
+        "id": "model", "type": "component", "title": model_title, "name": "model", "class": facts["model"]["class"],
+        "constructor": f"{facts['model']['class']}(config)", "path": "", "where": "the whole model",
+        "role": "model", "parameters": model_acc["total"], "stored_buffers": model_acc["stored_buffers"],
+        "instances": 1, "instances_label": "", "crumbs": [],
+        "description": f"{n_blocks} transformer blocks between a token embedding and a language-model head; {grouped(model_acc['total'])} weight parameters.",
+        "equations": eq_model(s, n_blocks),
+        "io": {"in": [{"symbol": "I", "dims": _dims(("B", "batch"), ("T", "positions"))}],
+               "out": [{"symbol": "z", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("vocab_size"), "vocab"))}]},
+        "children": [], "tensors": [], "accounting": [], "evidence": [],
+    }
+    ex = _excerpt(facts, facts["model"]["class"], "forward")
+    if ex:
+        model_node["evidence"].append({"direct": True, "claim": "The model's forward: the blocks, the final norm and the head, in that order.", "part": "forward", "class": facts["model"]["class"], **ex})
+    nodes["model"] = model_node
+
+    kinds = acc["block_kinds"]
+    kind_info = {k["id"]: k for k in facts["block_kinds"]}
+    blocks_node = {
+        "id": "blocks", "type": "component", "title": blocks_title, "name": "layers", "class": "ModuleList",
+        "constructor": f"nn.ModuleList({facts['model']['block_class']}(config, layer_idx) for layer_idx in range({n_blocks}))",
+        "path": block_path, "where": f"{block_path}[0–{n_blocks - 1}]", "role": "blocks",
+        "parameters": sum(k["total"] for k in kinds), "stored_buffers": sum(k["per_instance_stored_buffers"] * k["instances"] for k in kinds),
+        "instances": 1, "instances_label": "", "crumbs": [{"id": "model", "title": model_title}],
+        "description": "The stack of blocks, grouped by structure: " + "; ".join(f"{_plural(k['instances'], k['label'])} ({kind_info[k['kind']]['ranges']})" for k in kinds) + ".",
+        "equations": {"summary": [rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}"], "steps": [rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}"]},
+        "io": {"in": [{"symbol": "x_0", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}],
+               "out": [{"symbol": f"x_{{{n_blocks}}}", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}]},
+        "children": [], "tensors": [], "accounting": [], "evidence": [],
+    }
+    ex = _excerpt(facts, facts["model"]["class"].replace("ForCausalLM", "Model"), "__init__")
+    if ex:
+        blocks_node["evidence"].append({"direct": False, "claim": "The model builds its blocks, one per layer index; the layer index decides each block's kind.", "part": "__init__", "class": facts["model"]["class"].replace("ForCausalLM", "Model"), **ex})
+    nodes["blocks"] = blocks_node
+
+    def add_module(node, nid, crumbs, instances, instances_label, parent, where, parent_role=None, crumb_title=None):
+        r = role(node)
+        title = title_of(node, parent_role)
+        page = {
+            "id": nid, "type": "component", "title": title, "name": node["name"], "class": node["class"],
+            "constructor": node.get("constructor", ""), "path": node["path"], "where": where, "role": r,
+            "parameters": node["parameters"] + node["stored_buffers"], "stored_buffers": node["stored_buffers"],
+            "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
+            "description": describe(node, s), "equations": equations(node, s, parent), "io": io(node, s),
+            "children": [], "tensors": [], "accounting": [], "evidence": evidence(facts, node, parent),
+        }
+        nodes[nid] = page
+        here = crumbs + [{"id": nid, "title": crumb_title or title}]
+        for child in _ordered(node["children"]):
+            cid = f"{nid}.{child['name']}"
+            add_module(child, cid, here, instances, instances_label, node, f"{where}.{child['name']}", parent_role=("moe_block" if r == "block" and role(next((c for c in node['children'] if c['name'] == 'mlp'), child)) == 'moe' else r))
+            c = nodes[cid]
+            page["children"].append({"id": cid, "title": c["title"], "class": c["class"], "name": child["name"], "parameters": c["parameters"]})
+            page["accounting"].append({"id": cid, "title": c["title"], "name": child["name"], "calculation": _calc(child) if child["parameters"] + child["stored_buffers"] else "no parameters", "parameters": c["parameters"]})
+        for t in node["tensors"]:
+            tid = f"{nid}.{t['name']}"
+            nodes[tid] = tensor_page(facts, t, tid, node, here, instances, instances_label, where, title)
+            page["tensors"].append({"id": tid, "title": t["name"], "shape": t["shape"], "role": t["role"], "elements": t["elements"]})
+            page["accounting"].append({"id": tid, "title": t["name"] + (" (persistent buffer)" if t["role"] == "buffer" else ""), "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]})
+        return page
+
+    # modules outside the blocks, in the order the forward runs them
+    top_children = []
+    tree_by_path = {}
+    for row in model_acc["rows"]:
+        tree_by_path[row["path"]] = row
+    outside = [r["path"] for r in model_acc["rows"]]
+    outside_trees = facts["accounting"].get("outside") or {}
+    for path in outside:
+        row = rows_by_path[path]
+        name = path.split(".")[-1]
+        tree = outside_trees.get(path) or _leaf_tree(facts, row, name)
+        nid = slug(name)
+        add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": facts["model"]["class"].replace("ForCausalLM", "Model") if path.startswith("model.") else facts["model"]["class"], "name": "model"}, path)
+        top_children.append(nid)
+
+    for k in kinds:
+        info = kind_info[k["kind"]]
+        kid = slug(k["kind"])
+        label = f"{_plural(k['instances'], k['label'])}"
+        tree = k["tree"]
+        page = add_module(
+            tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
+            k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": "layers"},
+            f"{block_path}[{info['ranges']}]", crumb_title=label,
+        )
+        page["title"] = _kind_title(info)
+        page["name"] = k["kind"]
+        page["ranges"] = info["ranges"]
+        page["indices"] = info["indices"]
+        page["description"] = describe(tree, s)[:-1] + f"; block{'s' if k['instances'] > 1 else ''} {info['ranges']}."
+        blocks_node["children"].append({"id": kid, "title": page["title"], "class": tree["class"], "name": k["kind"], "parameters": page["parameters"]})
+        blocks_node["accounting"].append({"id": kid, "title": f"{page['title']} × {k['instances']}", "name": k["kind"], "calculation": k["calculation"], "parameters": k["total"]})
+        for cid in [c["id"] for c in page["children"]]:
+            nodes[cid]["where"] = nodes[cid]["where"]
+
+    # the model's own page lists the outside modules and the blocks in forward order
+    order = []
+    for nid in top_children:
+        if nid == "embed_tokens":
+            order.append(nid)
+    order.append("blocks")
+    order += [n for n in top_children if n != "embed_tokens"]
+    for nid in order:
+        n = nodes[nid]
+        model_node["children"].append({"id": nid, "title": n["title"], "class": n["class"], "name": n["name"], "parameters": n["parameters"]})
+        calc = " + ".join(f"{grouped(k['total'])}" for k in kinds) if nid == "blocks" else ("sum of its components" if n["children"] else (n["accounting"][0]["calculation"] if n["accounting"] else ""))
+        if nid == "blocks" and len(kinds) > 1:
+            calc = " + ".join(k["calculation"].split(" = ")[0] for k in kinds)
+        elif nid == "blocks":
+            calc = kinds[0]["calculation"].split(" = ")[0]
+        model_node["accounting"].append({"id": nid, "title": n["title"], "name": n["name"], "calculation": calc, "parameters": n["parameters"]})
+    return nodes
+
+
+def _leaf_tree(facts: dict[str, Any], row: dict[str, Any], name: str) -> dict[str, Any]:
+    """The tree node of a module outside the blocks (embedding, final norm, head), from the printout
+    and the checkpoint sample when the accounting keeps only its row."""
+    s = Sizes(facts)
+    d, vocab = s.get("hidden_size"), s.get("vocab_size")
+    cls = row["class"]
+    from atlas.numbers import product_calculation
+
+    if cls == "Embedding":
+        shape = [vocab, d]
+        ctor = f"Embedding({vocab}, {d})"
+    elif cls == "Linear":
+        shape = [vocab, d]
+        ctor = f"Linear(in_features={d}, out_features={vocab}, bias=False)"
+    else:
+        shape = [d]
+        ctor = f"{cls}(hidden_size, eps)"
+    tensor = {"name": "weight", "role": "parameter", "shape": shape, "elements": row["parameters"], "calculation": product_calculation(shape)}
+    assert tensor["elements"] == __import__("math").prod(shape), (row, shape)
+    return {"path": row["path"], "name": name, "class": cls, "constructor": ctor, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "children": [], "tensors": [tensor]}
+
+
+def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where, owner_title) -> dict[str, Any]:
+    learned = t["role"] == "parameter"
+    page = {
+        "id": tid, "type": "tensor", "title": f"{owner_title} · {t['name']}", "name": t["name"], "class": "Parameter" if learned else "buffer",
+        "constructor": "", "path": f"{owner['path']}.{t['name']}", "where": f"{where}.{t['name']}", "role": t["role"],
+        "parameters": t["elements"], "stored_buffers": 0 if learned else t["elements"],
+        "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
+        "shape": t["shape"], "calculation": t["calculation"],
+        "description": (
+            f"A learned tensor of shape [{', '.join(grouped(x) for x in t['shape'])}] that {owner['class']} owns."
+            if learned
+            else f"A persistent buffer of shape [{', '.join(grouped(x) for x in t['shape'])}]: not trained by gradient, yet stored in the checkpoint and counted apart."
+        ),
+        "producer": f"created by {owner['class']}.__init__" + (" and loaded from the checkpoint" if learned else "; its values are loaded from the checkpoint"),
+        "consumers": [f"{owner['class']}.forward"],
+        "owner": crumbs[-1]["id"],
+        "equations": None, "io": None, "children": [], "tensors": [],
+        "accounting": [{"id": None, "title": t["name"], "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]}],
+        "evidence": [],
+    }
+    for part, direct, claim in (
+        ("__init__", True, f"{owner['class']}.__init__ creates {t['name']} with this shape."),
+        ("forward", False, f"{owner['class']}.forward reads {t['name']}."),
+    ):
+        ex = _excerpt(facts, owner["class"], part)
+        if ex:
+            page["evidence"].append({"direct": direct, "claim": claim, "part": part, "class": owner["class"], **ex})
+    return page
+
+
+# --------------------------------------------------------------------------------------------------
+# The residual-stream diagram: SVG geometry per block kind, and the model's flow.
+
+SPINE = 22
+WIDTH = 440
+
+
+def _box(x, y, w, h, label, sub, part, link, cls):
+    return {"x": x, "y": y, "w": w, "h": h, "label": label, "sub": sub, "part": part, "link": link, "cls": cls}
+
+
+def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes) -> dict[str, Any]:
+    kids = {c["name"]: c for c in tree["children"]}
+    kid = slug(kind_id)
+    boxes, lines, adds = [], [], []
+    terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
+    # attention branch
+    ya = 44
+    attn = kids.get("self_attn")
+    boxes.append(_box(52, ya, 186, 40, "input_layernorm", "RMSNorm", "attention_norm_output", f"{kid}.input_layernorm", "norm"))
+    boxes.append(_box(256, ya, 176, 40, "self_attn", title_of(attn) if attn else "attention", "attention_output", f"{kid}.self_attn", "attn"))
+    lines += [(SPINE, 24, SPINE, 340), (SPINE, ya + 20, 52, ya + 20), (238, ya + 20, 256, ya + 20), (344, ya + 40, 344, 112), (344, 112, SPINE + 10, 112)]
+    adds.append({"x": SPINE, "y": 112, "part": "layer_mid"})
+    yb = 140
+    mlp = kids.get("mlp")
+    boxes.append(_box(52, yb, 186, 40, "post_attention_layernorm", "RMSNorm", "mlp_norm_output", f"{kid}.post_attention_layernorm", "norm"))
+    lines.append((SPINE, yb + 20, 52, yb + 20))
+    lines.append((238, yb + 20, 256, yb + 20))
+    mixture = mlp is not None and role(mlp) == "moe"
+    if mixture:
+        mk = {c["name"]: c for c in mlp["children"]}
+        rt = _routing(s, mk.get("gate") or mk.get("router"))
+        inner = [("gate", f"router: top-{rt['k']} of {rt['n']}", "expert_weights", "router")]
+        if "experts" in mk:
+            inner.append(("experts", f"{rt['n']} experts, {rt['k']} per token", "routed_output", "experts"))
+        for name in ("shared_experts", "shared_expert"):
+            if name in mk:
+                inner.append((name, "shared, runs for every token", "shared_expert_output", "shared"))
+        boxes.append(_box(256, yb, 176, 34 + 40 * len(inner), "mlp", title_of(mlp), "mlp_output", f"{kid}.mlp", "mlp moe"))
+        for n, (name, sub, part, cls) in enumerate(inner):
+            boxes.append(_box(264, yb + 30 + 40 * n, 160, 34, name, sub, part, f"{kid}.mlp.{name}", cls))
+        bottom = yb + 34 + 40 * len(inner)
+    else:
+        sub = title_of(mlp) if mlp is not None else "MLP"
+        if mlp is not None and role(mlp) == "gated_mlp":
+            sub = f"{title_of(mlp)} · {grouped(_gated_inner(mlp))} wide"
+        boxes.append(_box(256, yb, 176, 40, "mlp", sub, "mlp_output", f"{kid}.mlp", "mlp"))
+        bottom = yb + 40
+    y2 = bottom + 28
+    lines += [(344, bottom, 344, y2), (344, y2, SPINE + 10, y2)]
+    adds.append({"x": SPINE, "y": y2, "part": "layer_output"})
+    height = y2 + 44
+    lines[0] = (SPINE, 24, SPINE, height - 10)
+    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": "layers[i] output → next block"})
+    return {
+        "kind": kind_id,
+        "id": kid,
+        "mixture": mixture,
+        "width": WIDTH,
+        "height": height,
+        "boxes": boxes,
+        "lines": [{"x1": a, "y1": b, "x2": c, "y2": d, "arrow": a != c} for a, b, c, d in lines],
+        "adds": adds,
+        "terminals": terminals,
+    }
+
+
+def flow(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    n = facts["model"]["num_blocks"]
+    return [
+        {"label": "embed_tokens", "sub": "token_embeddings", "part": "token_embeddings", "link": "embed_tokens"},
+        {"label": f"layers × {n}", "sub": "layer_output", "part": "layer_output", "link": "blocks"},
+        {"label": "norm", "sub": "final_norm_output", "part": "final_norm_output", "link": "norm"},
+        {"label": "lm_head", "sub": "lm_head_output", "part": "lm_head_output", "link": "lm_head"},
+        {"label": "logits", "sub": "the output", "part": "logits", "link": "model"},
+    ]
+
+
+def diagram(facts: dict[str, Any]) -> dict[str, Any]:
+    s = Sizes(facts)
+    kinds = [block_diagram(k["kind"], k["tree"], s) for k in facts["accounting"]["block_kinds"]]
+    return {"flow": flow(facts), "kinds": kinds}
+
+
+# --------------------------------------------------------------------------------------------------
+# Everything together.
+
+
+def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
+    """A page per standard value: layout, shape, what produces it, where it is read."""
+    model_title = facts["family"]["title"]
+    preview = (facts.get("preview") or {}).get("tensors") or {}
+    for name, v in vals.items():
+        nid = f"value.{name}"
+        in_block = v["host"].startswith("layers")
+        crumbs = [{"id": "model", "title": model_title}]
+        if in_block:
+            crumbs.append({"id": "blocks", "title": f"{facts['model']['num_blocks']} transformer blocks"})
+        module = (v.get("module") or "").replace("{i}", "i")
+        producer = _producer_page(module, nodes, facts)
+        shown = [k for k in sorted(preview) if k.split(".")[-1] == name]
+        nodes[nid] = {
+            "id": nid, "type": "value", "title": name, "name": name, "class": v["layout"], "constructor": "",
+            "path": module, "where": f"{v['host']}.{name}" if v["host"] != "model" else f"model.{name}", "role": "value",
+            "parameters": 0, "stored_buffers": 0, "instances": 1, "instances_label": "", "crumbs": crumbs,
+            "description": v["description"] + ".", "layout": v["layout"], "dims": v["dims"], "shape": v["shape"],
+            "read_at": v["read_at"], "condition": v.get("condition"), "producer_id": producer, "previews": shown,
+            "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
+        }
+
+
+def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[str, Any]) -> str | None:
+    """The component page of the module a value is read at, for block modules the first kind that has it."""
+    if not module:
+        return "model"
+    parts = module.split(".")
+    if parts[:2] == ["model", "layers"] and len(parts) >= 3:
+        rest = ".".join(parts[3:])
+        for k in facts["accounting"]["block_kinds"]:
+            nid = slug(k["kind"]) + ("." + rest if rest else "")
+            if nid in nodes:
+                return nid
+        return "blocks"
+    nid = slug(parts[-1])
+    return nid if nid in nodes else "model"
+
+
+def site(facts: dict[str, Any]) -> dict[str, Any]:
+    """The pages' data for a family (plain, JSON-serialisable)."""
+    nodes = hierarchy(facts)
+    vals = values(facts)
+    value_pages(facts, vals, nodes)
+    kinds = facts["accounting"]["block_kinds"]
+    kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
+    return {
+        "nodes": nodes,
+        "values": vals,
+        "diagram": diagram(facts),
+        "blocks": [kind_index[k] for k in facts["blocks"]],
+        "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
+        "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
+    }
