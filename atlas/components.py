@@ -1055,6 +1055,12 @@ def flow(facts: dict[str, Any]) -> list[dict[str, Any]]:
 def diagram(facts: dict[str, Any]) -> dict[str, Any]:
     s = Sizes(facts)
     kinds = [block_diagram(k["kind"], k["tree"], s) for k in facts["accounting"]["block_kinds"]]
+    # One height for every kind: moving the slider then repaints the drawing without moving the page.
+    height = max(d["height"] for d in kinds)
+    for d in kinds:
+        d["height"] = height
+        d["lines"][0]["y2"] = height - 10
+        d["terminals"][-1]["y"] = height - 10
     return {"flow": flow(facts), "kinds": kinds}
 
 
