@@ -1080,7 +1080,8 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             crumbs.append({"id": "blocks", "title": f"{facts['model']['num_blocks']} transformer blocks"})
         module = (v.get("module") or "").replace("{i}", "i")
         producer = _producer_page(module, nodes, facts)
-        shown = [k for k in sorted(preview) if k.split(".")[-1] == name]
+        related = PREVIEW_TOGETHER.get(name, (name,))
+        shown = [k for k in sorted(preview, key=_preview_order) if k.split(".")[-1] in related] if name in {k.split(".")[-1] for k in preview} else []
         nodes[nid] = {
             "id": nid, "type": "value", "title": name, "name": name, "class": v["layout"], "constructor": "",
             "path": module, "where": f"{v['host']}.{name}" if v["host"] != "model" else f"model.{name}", "role": "value",
@@ -1089,6 +1090,18 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             "read_at": v["read_at"], "condition": v.get("condition"), "producer_id": producer, "previews": shown,
             "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
         }
+
+
+# Values drawn together: the router's choice is its indices and their weights.
+PREVIEW_TOGETHER = {
+    "expert_weights": ("expert_weights", "expert_indices"),
+    "expert_indices": ("expert_weights", "expert_indices"),
+}
+
+
+def _preview_order(key: str) -> tuple:
+    """layers.10 after layers.9: numeric parts compare as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
 
 
 def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[str, Any]) -> str | None:
@@ -1120,5 +1133,6 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "diagram": diagram(facts),
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
+        "preview_values": sorted({k.split(".")[-1] for k in ((facts.get("preview") or {}).get("tensors") or {})} & set(vals)),
         "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
     }

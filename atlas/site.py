@@ -86,8 +86,19 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     }
     page = env.get_template("component.html")
     for node_id, node in view["nodes"].items():
-        files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../")
+        preview = preview_payload(facts, node.get("previews") or [])
+        files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
     return files
+
+
+def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | None:
+    """The preview tensors a value page draws, with the run's token labels."""
+    if not keys:
+        return None
+    pv = facts["preview"]
+    config = pv.get("config") or {}
+    experts = next((config[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if config.get(k)), None)
+    return {"labels": pv.get("token_labels") or [], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 
 def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
