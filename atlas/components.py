@@ -114,7 +114,7 @@ def role(node: dict[str, Any]) -> str:
         return "rmsnorm"
     if "LayerNorm" in cls:
         return "layernorm"
-    if cls == "Embedding":
+    if cls == "Embedding" or cls.endswith("Embedding") and "Rotary" not in cls:
         return "embedding"
     if cls == "Linear":
         return "linear"
@@ -415,10 +415,14 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
             }
         return eq_rmsnorm(width, eps)
     if r == "embedding":
+        if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
+            return None
         vocab, width = node["tensors"][0]["shape"]
         return eq_embedding(vocab, width)
     if r == "linear":
-        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
+        if w is None or len(w["shape"]) != 2:
+            return None
         bias = any(t["name"] == "bias" for t in node["tensors"])
         if node["name"] == "lm_head":
             return eq_head(*w["shape"])
@@ -438,37 +442,106 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
         return eq_moe(s, node)
     if r == "gated_mlp":
         return eq_gated_mlp(d, _gated_inner(node), s.get("hidden_act"))
+    if r == "mlp":
+        return eq_mlp(node, s)
     if r == "block":
         return eq_block(node, s)
     return None
 
 
+def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
+    """Which child of a block does what: the attention, the feed-forward part, and the norms around
+    each (before it, after it, or both), by the names and classes transformers gives them."""
+    kids = block["children"]
+    names = [c["name"] for c in kids]
+    by_role = {}
+    for c in kids:
+        by_role.setdefault(role(c), c["name"])
+    attn = by_role.get("latent_attention") or by_role.get("attention")
+    ffn = next((c["name"] for c in kids if role(c) in ("moe", "gated_mlp", "mlp", "experts")), None)
+    norms = [c["name"] for c in kids if role(c) in ("rmsnorm", "layernorm")]
+    a = {"attn": attn, "ffn": ffn, "pre_attn": None, "post_attn": None, "pre_ffn": None, "post_ffn": None}
+    if "pre_feedforward_layernorm" in names:  # norms on both sides of each part
+        a.update(pre_attn="input_layernorm" if "input_layernorm" in names else None, post_attn="post_attention_layernorm",
+                 pre_ffn="pre_feedforward_layernorm", post_ffn="post_feedforward_layernorm" if "post_feedforward_layernorm" in names else None)
+    elif "input_layernorm" not in names and "post_feedforward_layernorm" in names:  # norms after each part only
+        a.update(post_attn="post_attention_layernorm", post_ffn="post_feedforward_layernorm")
+    elif len(norms) >= 2:  # a norm before each part
+        a.update(pre_attn=norms[0], pre_ffn=norms[1])
+    elif len(norms) == 1:
+        a.update(pre_attn=norms[0])
+    return {k: (v if v in names else None) for k, v in a.items()}
+
+
+def _norm_op(block: dict[str, Any], name: str | None) -> str:
+    kid = next((c for c in block["children"] if c["name"] == name), None)
+    return r"\operatorname{LayerNorm}" if kid is not None and role(kid) == "layernorm" else r"\operatorname{RMSNorm}"
+
+
 def eq_block(node: dict[str, Any], s: Sizes) -> dict[str, list[str]]:
     kids = {c["name"]: c for c in node["children"]}
-    steps = [r"x_{\mathrm{attn}}=\operatorname{RMSNorm}(x_n)"]
-    attn = kids.get("self_attn")
-    if attn is not None:
-        title = title_of(attn)
-        steps.append(r"\text{" + title + ":}")
-        steps += equations(attn, s)["steps"]
-    steps += [r"x'_n=x_n+\Delta_{\mathrm{attn}}", r"x_{\mathrm{ffn}}=\operatorname{RMSNorm}(x'_n)"]
-    mlp = kids.get("mlp")
-    if mlp is not None:
+    a = anatomy(node)
+
+    def wrap(inner: str, pre: str | None, post: str | None, x: str) -> str:
+        arg = rf"{_norm_op(node, pre)}({x})" if pre else x
+        out = rf"{inner}\big({arg}\big)"
+        return rf"{_norm_op(node, post)}\big({out}\big)" if post else out
+
+    summary = [
+        r"x'_n=x_n+" + wrap(r"\operatorname{Attn}", a["pre_attn"], a["post_attn"], "x_n"),
+        r"x_{n+1}=x'_n+" + wrap(r"\operatorname{FFN}", a["pre_ffn"], a["post_ffn"], "x'_n"),
+    ]
+    steps = [rf"x_{{\mathrm{{attn}}}}={_norm_op(node, a['pre_attn'])}(x_n)" if a["pre_attn"] else r"x_{\mathrm{attn}}=x_n"]
+    if a["attn"]:
+        attn = kids[a["attn"]]
+        steps.append(r"\text{" + title_of(attn) + ":}")
+        steps += (equations(attn, s) or {"steps": [r"\Delta_{\mathrm{attn}}=\operatorname{Attn}(x_{\mathrm{attn}})"]})["steps"]
+    if a["post_attn"]:
+        steps.append(rf"\Delta_{{\mathrm{{attn}}}}\leftarrow{_norm_op(node, a['post_attn'])}(\Delta_{{\mathrm{{attn}}}})")
+    steps.append(r"x'_n=x_n+\Delta_{\mathrm{attn}}")
+    ffn_in = rf"x_{{\mathrm{{ffn}}}}={_norm_op(node, a['pre_ffn'])}(x'_n)" if a["pre_ffn"] else r"x_{\mathrm{ffn}}=x'_n"
+    steps.append(ffn_in)
+    cut = len(steps)
+    if a["ffn"]:
+        mlp = kids[a["ffn"]]
         steps.append(r"\text{" + title_of(mlp) + ":}")
-        inner = equations(mlp, s)
-        if role(mlp) == "gated_mlp":
+        inner = equations(mlp, s) or {"steps": [r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(x_{\mathrm{ffn}})"]}
+        if role(mlp) in ("gated_mlp", "mlp") and inner["steps"][-1].startswith("y="):
             steps += inner["steps"][:-1] + [inner["steps"][-1].replace("y=", r"\Delta_{\mathrm{ffn}}=", 1)]
         else:
             steps += inner["steps"]
+    if a["post_ffn"]:
+        steps.append(rf"\Delta_{{\mathrm{{ffn}}}}\leftarrow{_norm_op(node, a['post_ffn'])}(\Delta_{{\mathrm{{ffn}}}})")
     steps.append(r"x_{n+1}=x'_n+\Delta_{\mathrm{ffn}}")
-    steps = [st.replace("xW", r"x_{\mathrm{ffn}}W") if i > steps.index(r"x_{\mathrm{ffn}}=\operatorname{RMSNorm}(x'_n)") else st for i, st in enumerate(steps)]
-    return {
-        "summary": [
-            r"x'_n=x_n+\operatorname{Attn}\big(\operatorname{RMSNorm}(x_n)\big)",
-            r"x_{n+1}=x'_n+\operatorname{FFN}\big(\operatorname{RMSNorm}(x'_n)\big)",
-        ],
-        "steps": steps,
-    }
+    steps = [st.replace("xW", r"x_{\mathrm{ffn}}W") if i >= cut else st for i, st in enumerate(steps)]
+    return {"summary": summary, "steps": steps}
+
+
+def eq_mlp(node: dict[str, Any], s: Sizes) -> dict[str, list[str]] | None:
+    """An MLP that is not gate/up/down: a fused gate-up projection (Phi-3) or a plain two-layer MLP (GPT-2)."""
+    kids = {c["name"]: c for c in node["children"]}
+    d = s.get("hidden_size")
+    a, definition = _act_tex(s.get("hidden_act") or s.get("activation_function"))
+
+    def width(child, axis):
+        w = next((t for t in child["tensors"] if t["name"] == "weight"), None)
+        return w["shape"][axis] if w else None
+
+    if "gate_up_proj" in kids:
+        inner = (width(kids["gate_up_proj"], 0) or 0) // 2
+        return {
+            "summary": [rf"y=\big({a}(g)\odot u\big)W_{{d}},\quad [g;\,u]=xW_{{gu}},\quad {tex_num(d)}\to2\times{tex_num(inner)}\to{tex_num(d)}"],
+            "steps": [rf"[g;\,u]=xW_{{gu}}\quad {tex_num(d)}\to2\times{tex_num(inner)}", definition, rf"h={a}(g)\odot u", rf"y=hW_{{d}}\quad {tex_num(inner)}\to{tex_num(d)}"],
+        }
+    up = next((kids[n] for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in kids), None)
+    if up is not None:
+        conv = up["class"] == "Conv1D"
+        inner = width(up, 1 if conv else 0)
+        return {
+            "summary": [rf"y={a}(xW_1+b_1)W_2+b_2,\quad {tex_num(d)}\to{tex_num(inner)}\to{tex_num(d)}"],
+            "steps": [rf"g=xW_1+b_1\quad {tex_num(d)}\to{tex_num(inner)}", definition, rf"y={a}(g)W_2+b_2\quad {tex_num(inner)}\to{tex_num(d)}"],
+        }
+    return None
 
 
 def eq_model(s: Sizes, n_blocks: int) -> dict[str, list[str]]:
@@ -514,11 +587,19 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         what = "root-mean-square" if r == "rmsnorm" else "zero mean and unit variance"
         return f"Rescales each {grouped(width)}-wide vector to unit {what}, then multiplies it by a learned gain per feature."
     if r == "embedding":
+        if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
+            return "A learned lookup table."
         vocab, width = node["tensors"][0]["shape"]
+        if node["name"] in ("wpe", "embed_positions", "position_embeddings"):
+            return f"Looks up a learned {grouped(width)}-wide vector for each position, up to {grouped(vocab)} positions; added to the token embeddings."
         return f"Looks up a learned {grouped(width)}-wide vector for each token id, one row per entry of a {grouped(vocab)}-token vocabulary."
+    if r == "linear" and node.get("tied_to"):
+        return f"{LINEAR_ROLES.get(node['name'], 'A linear map')}, with the weight of {node['tied_to']} (tied): counted there, not here."
     if r == "linear":
-        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
         base = LINEAR_ROLES.get(node["name"], "A learned linear map")
+        if w is None or len(w["shape"]) != 2:
+            return base + "."
         bias = "with a bias" if any(t["name"] == "bias" for t in node["tensors"]) else "no bias"
         return f"{base}: {grouped(w['shape'][1])} → {grouped(w['shape'][0])} features, {bias}."
     if r == "activation":
@@ -574,10 +655,14 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
         dims = _dims(B, T, (width, "d" if width == d else "latent"))
         return {"in": [{"symbol": "x", "dims": dims}], "out": [{"symbol": "y", "dims": dims}]}
     if r == "embedding":
+        if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
+            return {"in": [], "out": []}
         vocab, width = node["tensors"][0]["shape"]
         return {"in": [{"symbol": "I", "dims": _dims(B, T)}], "out": [{"symbol": "x_0", "dims": _dims(B, T, (width, "d"))}]}
     if r == "linear":
-        w = next(t for t in node["tensors"] if t["name"] == "weight")
+        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
+        if w is None or len(w["shape"]) != 2:
+            return {"in": [], "out": []}
         out_name = "vocab" if node["name"] == "lm_head" else "out"
         return {
             "in": [{"symbol": "x", "dims": _dims(B, T, (w["shape"][1], "in"))}],
@@ -865,6 +950,9 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             tid = f"{nid}.{t['name']}"
             nodes[tid] = tensor_page(facts, t, tid, node, here, instances, instances_label, where, title)
             page["tensors"].append({"id": tid, "title": t["name"], "shape": t["shape"], "role": t["role"], "elements": t["elements"]})
+            if node.get("tied_to"):
+                page["accounting"].append({"id": tid, "title": t["name"], "name": t["name"], "calculation": f"tied to {node['tied_to']}.{t['name']}, counted there", "parameters": 0})
+                continue
             page["accounting"].append({"id": tid, "title": t["name"] + (" (persistent buffer)" if t["role"] == "buffer" else ""), "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]})
         return page
 
@@ -879,6 +967,8 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         row = rows_by_path[path]
         name = path.split(".")[-1]
         tree = outside_trees.get(path) or _leaf_tree(facts, row, name)
+        if row.get("tied_to"):
+            tree = {**tree, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "tied_to": row["tied_to"]}
         nid = slug(name)
         add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": facts["model"]["class"].replace("ForCausalLM", "Model") if path.startswith("model.") else facts["model"]["class"], "name": "model"}, path)
         top_children.append(nid)
@@ -922,26 +1012,34 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return nodes
 
 
+def outside_trees(model, block_path: str) -> dict[str, dict[str, Any]]:
+    """The modules outside the block list (embeddings, final norm, head) as accounting trees, by path.
+    Called by atlas.facts when it collects; the component pages read facts["accounting"]["outside"]."""
+    from atlas.params import _top_level_modules, accounting_tree
+
+    return {path: accounting_tree(module, path, path.split(".")[-1]) for path, module in _top_level_modules(model, block_path)}
+
+
 def _leaf_tree(facts: dict[str, Any], row: dict[str, Any], name: str) -> dict[str, Any]:
-    """The tree node of a module outside the blocks (embedding, final norm, head), from the printout
-    and the checkpoint sample when the accounting keeps only its row."""
-    s = Sizes(facts)
-    d, vocab = s.get("hidden_size"), s.get("vocab_size")
-    cls = row["class"]
+    """The tree of a module outside the blocks when the facts keep only its accounting row (facts
+    collected before facts["accounting"]["outside"] existed): its tensors inferred from its count."""
     from atlas.numbers import product_calculation
 
-    if cls == "Embedding":
-        shape = [vocab, d]
-        ctor = f"Embedding({vocab}, {d})"
-    elif cls == "Linear":
-        shape = [vocab, d]
-        ctor = f"Linear(in_features={d}, out_features={vocab}, bias=False)"
+    d = Sizes(facts).get("hidden_size")
+    cls, n = row["class"], row["parameters"]
+    if n and d and n % d == 0 and n // d > 2:
+        tensors = [("weight", [n // d, d])]
+    elif n and d and n == 2 * d:
+        tensors = [("weight", [d]), ("bias", [d])]
+    elif n:
+        tensors = [("weight", [n])]
     else:
-        shape = [d]
-        ctor = f"{cls}(hidden_size, eps)"
-    tensor = {"name": "weight", "role": "parameter", "shape": shape, "elements": row["parameters"], "calculation": product_calculation(shape)}
-    assert tensor["elements"] == __import__("math").prod(shape), (row, shape)
-    return {"path": row["path"], "name": name, "class": cls, "constructor": ctor, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "children": [], "tensors": [tensor]}
+        tensors = []
+    return {
+        "path": row["path"], "name": name, "class": cls, "constructor": f"{cls}(…)", "parameters": n, "stored_buffers": row["stored_buffers"],
+        "children": [],
+        "tensors": [{"name": t, "role": "parameter", "shape": shape, "elements": __import__("math").prod(shape), "calculation": product_calculation(shape)} for t, shape in tensors],
+    }
 
 
 def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where, owner_title) -> dict[str, Any]:
@@ -985,83 +1083,137 @@ def _box(x, y, w, h, label, sub, part, link, cls):
     return {"x": x, "y": y, "w": w, "h": h, "label": label, "sub": sub, "part": part, "link": link, "cls": cls}
 
 
-def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes) -> dict[str, Any]:
+# The standard value each part of a block produces, by the part's role in the block.
+PART_VALUES = {"pre_attn": "attention_norm_output", "attn": "attention_output", "pre_ffn": "mlp_norm_output", "ffn": "mlp_output"}
+
+
+ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
+
+
+def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None) -> dict[str, Any]:
+    """One block kind's residual stream: each part a box on a branch off the stream, each branch
+    ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
     kids = {c["name"]: c for c in tree["children"]}
     kid = slug(kind_id)
+    a = anatomy(tree)
     boxes, lines, adds = [], [], []
     terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
-    # attention branch
-    ya = 44
-    attn = kids.get("self_attn")
-    boxes.append(_box(52, ya, 186, 40, "input_layernorm", "RMSNorm", "attention_norm_output", f"{kid}.input_layernorm", "norm"))
-    boxes.append(_box(256, ya, 176, 40, "self_attn", title_of(attn) if attn else "attention", "attention_output", f"{kid}.self_attn", "attn"))
-    lines += [(SPINE, 24, SPINE, 340), (SPINE, ya + 20, 52, ya + 20), (238, ya + 20, 256, ya + 20), (344, ya + 40, 344, 112), (344, 112, SPINE + 10, 112)]
-    adds.append({"x": SPINE, "y": 112, "part": "layer_mid"})
-    yb = 140
-    mlp = kids.get("mlp")
-    boxes.append(_box(52, yb, 186, 40, "post_attention_layernorm", "RMSNorm", "mlp_norm_output", f"{kid}.post_attention_layernorm", "norm"))
-    lines.append((SPINE, yb + 20, 52, yb + 20))
-    lines.append((238, yb + 20, 256, yb + 20))
-    mixture = mlp is not None and role(mlp) == "moe"
-    if mixture:
-        mk = {c["name"]: c for c in mlp["children"]}
-        rt = _routing(s, mk.get("gate") or mk.get("router"))
-        inner = [("gate", f"router: top-{rt['k']} of {rt['n']}", "expert_weights", "router")]
-        if "experts" in mk:
-            inner.append(("experts", f"{rt['n']} experts, {rt['k']} per token", "routed_output", "experts"))
-        for name in ("shared_experts", "shared_expert"):
-            if name in mk:
-                inner.append((name, "shared, runs for every token", "shared_expert_output", "shared"))
-        boxes.append(_box(256, yb, 176, 34 + 40 * len(inner), "mlp", title_of(mlp), "mlp_output", f"{kid}.mlp", "mlp moe"))
-        for n, (name, sub, part, cls) in enumerate(inner):
-            boxes.append(_box(264, yb + 30 + 40 * n, 160, 34, name, sub, part, f"{kid}.mlp.{name}", cls))
-        bottom = yb + 34 + 40 * len(inner)
-    else:
-        sub = title_of(mlp) if mlp is not None else "MLP"
-        if mlp is not None and role(mlp) == "gated_mlp":
-            sub = f"{title_of(mlp)} · {grouped(_gated_inner(mlp))} wide"
-        boxes.append(_box(256, yb, 176, 40, "mlp", sub, "mlp_output", f"{kid}.mlp", "mlp"))
-        bottom = yb + 40
-    y2 = bottom + 28
-    lines += [(344, bottom, 344, y2), (344, y2, SPINE + 10, y2)]
-    adds.append({"x": SPINE, "y": y2, "part": "layer_output"})
-    height = y2 + 44
+
+    def part_of(slot: str, name: str) -> str | None:
+        return by_module.get(name) or PART_VALUES.get(slot)
+
+    def link(*names: str) -> str | None:
+        nid = ".".join((kid,) + names)
+        return nid if nid in known else None
+
+    def norm_box(x, y, name, slot):
+        node = kids[name]
+        return _box(x, y, 186, 40, name, "LayerNorm" if role(node) == "layernorm" else "RMSNorm", part_of(slot, name), link(name), "norm")
+
+    y = 44
+    lines.append((SPINE, 24, SPINE, 340))
+    for pre, main, post, add_part in (("pre_attn", "attn", "post_attn", "layer_mid"), ("pre_ffn", "ffn", "post_ffn", "layer_output")):
+        row = y
+        x = 52
+        lines.append((SPINE, row + 20, x, row + 20))
+        if a[pre]:
+            boxes.append(norm_box(x, row, a[pre], pre))
+            lines.append((x + 186, row + 20, 256, row + 20))
+        else:
+            lines.append((x, row + 20, 256, row + 20))
+        bottom = row + 40
+        name = a[main]
+        if name is None:
+            boxes.append(_box(256, row, 176, 40, "—", "no module", None, None, "mlp"))
+        elif main == "ffn" and role(kids[name]) == "moe":
+            mlp = kids[name]
+            mk = {c["name"]: c for c in mlp["children"]}
+            router = next((n for n in ("gate", "router") if n in mk), None)
+            rt = _routing(s, mk.get(router) if router else None)
+            inner = []
+            if router:
+                inner.append((router, f"router: top-{rt['k']} of {rt['n']}", by_module.get(f"{name}.{router}") or "expert_weights", "router"))
+            if "experts" in mk:
+                inner.append(("experts", f"{rt['n']} experts, {rt['k']} per token", "routed_output", "experts"))
+            for shared in ("shared_experts", "shared_expert"):
+                if shared in mk:
+                    inner.append((shared, "shared, runs for every token", "shared_expert_output", "shared"))
+            boxes.append(_box(256, row, 176, 34 + 40 * len(inner), name, title_of(mlp), part_of(main, name), link(name), "mlp moe"))
+            for n, (sub_name, sub, part, cls) in enumerate(inner):
+                boxes.append(_box(264, row + 30 + 40 * n, 160, 34, sub_name, sub, part, link(name, sub_name), cls))
+            bottom = row + 34 + 40 * len(inner)
+        else:
+            node = kids[name]
+            sub = title_of(node)
+            if role(node) == "gated_mlp":
+                sub = f"{sub} · {grouped(_gated_inner(node))} wide"
+            if main == "attn" and attention_type:
+                sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
+            boxes.append(_box(256, row, 176, 40, name, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
+        if a[post]:
+            # a norm after the part: drawn under it, on the way back to the stream
+            node = kids[a[post]]
+            kind = "LayerNorm" if role(node) == "layernorm" else "RMSNorm"
+            boxes.append(_box(246, bottom + 14, 186, 40, a[post], kind, part_of(post, a[post]), link(a[post]), "norm"))
+            lines.append((344, bottom, 344, bottom + 14))
+            bottom += 54
+        y_add = bottom + 28
+        lines += [(344, bottom, 344, y_add), (344, y_add, SPINE + 10, y_add)]
+        adds.append({"x": SPINE, "y": y_add, "part": add_part})
+        y = y_add + 28
+    height = y + 16
     lines[0] = (SPINE, 24, SPINE, height - 10)
     terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": "layers[i] output → next block"})
     return {
         "kind": kind_id,
         "id": kid,
-        "mixture": mixture,
+        "mixture": any("moe" in b["cls"] for b in boxes),
         "width": WIDTH,
         "height": height,
         "boxes": boxes,
-        "lines": [{"x1": a, "y1": b, "x2": c, "y2": d, "arrow": a != c} for a, b, c, d in lines],
+        "lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": p != r} for p, q, r, t in lines],
         "adds": adds,
         "terminals": terminals,
     }
 
 
-def flow(facts: dict[str, Any]) -> list[dict[str, Any]]:
+def flow(facts: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
+    """The model from input to output: embeddings, the blocks, what follows them, the logits."""
     n = facts["model"]["num_blocks"]
-    return [
-        {"label": "embed_tokens", "sub": "token_embeddings", "part": "token_embeddings", "link": "embed_tokens"},
-        {"label": f"layers × {n}", "sub": "layer_output", "part": "layer_output", "link": "blocks"},
-        {"label": "norm", "sub": "final_norm_output", "part": "final_norm_output", "link": "norm"},
-        {"label": "lm_head", "sub": "lm_head_output", "part": "lm_head_output", "link": "lm_head"},
-        {"label": "logits", "sub": "the output", "part": "logits", "link": "model"},
+    before, after = [], []
+    for row in facts["accounting"]["model"]["rows"]:
+        name = row["path"].split(".")[-1]
+        nid = slug(name)
+        if "Embedding" in row["class"] or "Embed" in row["class"]:
+            part = "token_embeddings" if not before else None
+            before.append({"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None})
+        elif "Norm" in row["class"]:
+            after.append({"label": name, "sub": "final_norm_output", "part": "final_norm_output", "link": nid if nid in known else None})
+        else:
+            head = name == "lm_head" or row["class"] == "Linear"
+            after.append({"label": name, "sub": "lm_head_output" if head else row["class"], "part": "lm_head_output" if head else None, "link": nid if nid in known else None})
+    return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": "layer_output", "link": "blocks"}] + after + [
+        {"label": "logits", "sub": "the output", "part": "logits", "link": "model"}
     ]
 
 
-def diagram(facts: dict[str, Any]) -> dict[str, Any]:
+def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> dict[str, Any]:
     s = Sizes(facts)
-    kinds = [block_diagram(k["kind"], k["tree"], s) for k in facts["accounting"]["block_kinds"]]
+    # a value read at a block's child module names that child's part (support, when the facts carry it)
+    by_module = {}
+    for v in vals.values():
+        module = v.get("module") or ""
+        if v.get("source") == "support" and ".{i}." in module and v["read_at"].startswith("the child module"):
+            by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
+    types = {k["id"]: k.get("attention_type") for k in facts["block_kinds"]}
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types.get(k["kind"])) for k in facts["accounting"]["block_kinds"]]
     # One height for every kind: moving the slider then repaints the drawing without moving the page.
     height = max(d["height"] for d in kinds)
     for d in kinds:
         d["height"] = height
         d["lines"][0]["y2"] = height - 10
         d["terminals"][-1]["y"] = height - 10
-    return {"flow": flow(facts), "kinds": kinds}
+    return {"flow": flow(facts, known), "kinds": kinds}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1130,7 +1282,7 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "values": vals,
-        "diagram": diagram(facts),
+        "diagram": diagram(facts, set(nodes), vals),
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
         "preview_values": sorted({k.split(".")[-1] for k in ((facts.get("preview") or {}).get("tensors") or {})} & set(vals)),

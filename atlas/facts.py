@@ -91,6 +91,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "accounting": {
             "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
             "block_kinds": kind_rows,
+            "outside": __import__("atlas.components").components.outside_trees(model, block_path),  # for the component pages
         },
         "checkpoint_check": _checkpoint_check(checkpoint, layout, local),
         "printout": introspect.printout(model),

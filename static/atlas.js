@@ -61,7 +61,14 @@
       var name = part.getAttribute("data-part");
       var v = data.values[name];
       card.innerHTML = "";
-      if (!v) { card.innerHTML = hint; return; }
+      if (!v) {
+        // a part with no standard value: name the module and link its page
+        card.appendChild(el("p", { "class": "card-name" }, [el("code", { text: part.getAttribute("data-module") || "" })]));
+        card.appendChild(el("p", { "class": "card-desc", text: (part.getAttribute("data-title") || "") + ": no standard value is read here." }));
+        if (part.getAttribute("data-link")) card.appendChild(el("p", { "class": "card-links" }, [el("a", { href: part.getAttribute("data-link"), text: "Open the component →" })]));
+        shown = part;
+        return;
+      }
       var head = el("p", { "class": "card-name" }, [el("code", { text: name })]);
       if (v.condition) head.appendChild(el("span", { "class": "warn", title: v.condition, text: " ⚠︎" }));
       if (pinned === part) head.appendChild(el("span", { "class": "pin", text: "pinned · Esc to release" }));
