@@ -34,6 +34,8 @@ class Sizes:
         self.raw = facts["config"]["raw"]
         self.std = facts["config"]["standardized"]
         self.attention = facts.get("attention", {})
+        self.attention_type: str | None = None  # of the block kind whose pages are being built
+        self.act = self.first("hidden_act", "hidden_activation", "activation_function", default="silu")
 
     def get(self, key: str, default: Any = None) -> Any:
         if key in self.std and self.std[key] is not None:
@@ -145,9 +147,14 @@ ROLE_TITLES = {
 }
 
 
-def title_of(node: dict[str, Any], parent_role: str | None = None) -> str:
+SLOT_TITLES = {"pre_attn": "Attention {norm}", "post_attn": "Post-attention {norm}", "pre_ffn": "{mlp} {norm}", "post_ffn": "Post-{mlp} {norm}"}
+
+
+def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | None = None) -> str:
     r = role(node)
     name = node["name"]
+    if slot in SLOT_TITLES and r in ("rmsnorm", "layernorm"):
+        return SLOT_TITLES[slot].format(norm="LayerNorm" if r == "layernorm" else "RMSNorm", mlp="MoE" if parent_role == "moe_block" else "MLP")
     if name in ("self_attn", "mlp") and r in ROLE_TITLES:
         return ROLE_TITLES[r]
     if name == "post_attention_layernorm" and parent_role == "moe_block":
@@ -190,6 +197,8 @@ def _act_tex(act: str) -> tuple[str, str]:
     act = (act or "silu").lower()
     if act in ("silu", "swish"):
         return r"\operatorname{SiLU}", r"\operatorname{SiLU}(g)=g\,\sigma(g)=\frac{g}{1+e^{-g}}"
+    if act in ("gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu_tanh"):
+        return r"\operatorname{GELU}", r"\operatorname{GELU}(g)\approx\tfrac12 g\big(1+\tanh\big(\sqrt{2/\pi}\,(g+0.044715\,g^3)\big)\big)"
     if act.startswith("gelu"):
         return r"\operatorname{GELU}", r"\operatorname{GELU}(g)=g\,\Phi(g)"
     return r"\operatorname{" + act + "}", r"\operatorname{" + act + r"}(g)"
@@ -278,7 +287,8 @@ def eq_latent_attention(s: Sizes) -> dict[str, list[str]]:
         rf"{ckv_hat}=\operatorname{{RMSNorm}}({ckv})",
         rf"[{kC};\,{_v('v_h')}]={ckv_hat}W_{{UKV}}\quad {tex_num(rkv)}\to{tex_num(heads)}\times({tex_num(nope)}+{tex_num(dv)})",
         rf"{Qh}=[{qC};\,{qR}],\quad {Kh}=[{kC};\,{kR}]\quad\in\mathbb{{R}}^{{{tex_num(nope + rope)}}}",
-        rf"S_h={tex_num(scale)}\,{Qh}{Kh}^{{\top}}+{_c('M')}\quad {_c('M')}_{{ts}}=-\infty\ \text{{for}}\ s>t",
+        rf"S_h={tex_num(scale)}\,{Qh}{Kh}^{{\top}}",
+        *_softcap_and_mask(s),
         rf"P_h=\operatorname{{softmax}}(S_h)",
         rf"{_v('O_h')}=P_h{Vh}\quad\in\mathbb{{R}}^{{T\times{tex_num(dv)}}}",
         rf"\Delta_{{\mathrm{{attn}}}}=[{_v('O_1')};\dots;{o_last}]W_{{O}}\quad {tex_num(heads * dv)}\to{tex_num(d)}",
@@ -290,6 +300,22 @@ def eq_latent_attention(s: Sizes) -> dict[str, list[str]]:
         ],
         "steps": steps,
     }
+
+
+def _softcap_and_mask(s: Sizes) -> list[str]:
+    """The steps between the scaled scores and the softmax: a softcap where the config sets one, then
+    the causal mask, limited to a window on sliding-window blocks."""
+    steps = []
+    cap = s.get("attn_logit_softcapping")
+    if cap:
+        steps.append(rf"S_h\leftarrow{tex_num(cap)}\tanh(S_h/{tex_num(cap)})")
+    window = s.get("sliding_window")
+    M = _c("M")
+    if s.attention_type == "sliding_attention" and window:
+        steps.append(rf"S_h\leftarrow S_h+{M},\quad {M}_{{ts}}=0\ \text{{if}}\ t-{tex_num(window)}<s\le t,\ -\infty\ \text{{otherwise}}")
+    else:
+        steps.append(rf"S_h\leftarrow S_h+{M},\quad {M}_{{ts}}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}")
+    return steps
 
 
 def eq_attention(s: Sizes, names: set[str]) -> dict[str, list[str]]:
@@ -314,7 +340,8 @@ def eq_attention(s: Sizes, names: set[str]) -> dict[str, list[str]]:
         rf"g(h)=\lceil h/{tex_num(group)}\rceil\quad\text{{{tex_num(group)} query heads share each key–value head}}"
         if group > 1
         else r"g(h)=h",
-        rf"S_h={scale_tex}\,{Qh}{Kh}^{{\top}}+{_c('M')}",
+        rf"S_h={scale_tex}\,{Qh}{Kh}^{{\top}}",
+        *_softcap_and_mask(s),
         r"P_h=\operatorname{softmax}(S_h)",
         rf"{_v('O_h')}=P_h{Vh}",
         rf"\Delta_{{\mathrm{{attn}}}}=[{_v('O_1')};\dots;{o_last}]W_{{O}}\quad {tex_num(heads * hd)}\to{tex_num(d)}",
@@ -360,7 +387,7 @@ def eq_router(s: Sizes, router: dict[str, Any] | None) -> dict[str, list[str]]:
 def eq_experts(s: Sizes, inner: int) -> dict[str, list[str]]:
     r = _routing(s, None)
     d = s.get("hidden_size")
-    a, definition = _act_tex(s.get("hidden_act"))
+    a, definition = _act_tex(s.act)
     return {
         "summary": [
             rf"E_i(x)=\big({a}(xW_{{g,i}})\odot xW_{{u,i}}\big)W_{{d,i}},\quad i=1,\dots,{tex_num(r['n'])}",
@@ -387,7 +414,7 @@ def eq_moe(s: Sizes, node: dict[str, Any]) -> dict[str, list[str]]:
     summary = [*route["summary"], experts["summary"][1]]
     if shared is not None:
         shared_inner = _gated_inner(shared)
-        sh = eq_gated_mlp(s.get("hidden_size"), shared_inner, s.get("hidden_act"), out=r"y^{\mathrm{shared}}")
+        sh = eq_gated_mlp(s.get("hidden_size"), shared_inner, s.act, out=r"y^{\mathrm{shared}}")
         steps += [r"\text{Shared expert:}", *sh["steps"], r"\Delta_{\mathrm{ffn}}=y^{\mathrm{routed}}+y^{\mathrm{shared}}"]
         summary.append(r"\Delta_{\mathrm{ffn}}=y^{\mathrm{routed}}+y^{\mathrm{shared}}")
     else:
@@ -413,12 +440,18 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
                 "summary": [rf"y=\frac{{x-\mu}}{{\sqrt{{\sigma^2+{tex_num(eps)}}}}}\odot g+b\quad x\in\mathbb{{R}}^{{{tex_num(width)}}}"],
                 "steps": [r"\mu=\operatorname{mean}(x)", r"\sigma^2=\operatorname{mean}((x-\mu)^2)", rf"y=\frac{{x-\mu}}{{\sqrt{{\sigma^2+{tex_num(eps)}}}}}\odot g+b"],
             }
-        return eq_rmsnorm(width, eps)
+        eq = eq_rmsnorm(width, eps)
+        if node["class"].startswith("Gemma"):  # Gemma's norms scale by (1 + g): g is stored as an offset from one
+            eq = {k: [t.replace(r"\odot g", r"\odot(1+g)").replace(r"y=g\odot", r"y=(1+g)\odot") for t in v] for k, v in eq.items()}
+        return eq
     if r == "embedding":
         if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
             return None
         vocab, width = node["tensors"][0]["shape"]
-        return eq_embedding(vocab, width)
+        eq = eq_embedding(vocab, width)
+        if "Scaled" in node["class"]:  # Gemma multiplies the looked-up rows by the square root of the width
+            eq = {k: [t.replace("x_0=E[I]", rf"x_0=\sqrt{{{tex_num(width)}}}\,E[I]").replace(r"x_{0,t}=E_{I_t,:}", rf"x_{{0,t}}=\sqrt{{{tex_num(width)}}}\,E_{{I_t,:}}") for t in v] for k, v in eq.items()}
+        return eq
     if r == "linear":
         w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
         if w is None or len(w["shape"]) != 2:
@@ -428,7 +461,7 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
             return eq_head(*w["shape"])
         return eq_linear(w["shape"][1], w["shape"][0], bias)
     if r == "activation":
-        return eq_activation(s.get("hidden_act"))
+        return eq_activation(s.act)
     if r == "latent_attention":
         return eq_latent_attention(s)
     if r == "attention":
@@ -441,7 +474,7 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
     if r == "moe":
         return eq_moe(s, node)
     if r == "gated_mlp":
-        return eq_gated_mlp(d, _gated_inner(node), s.get("hidden_act"))
+        return eq_gated_mlp(d, _gated_inner(node), s.act)
     if r == "mlp":
         return eq_mlp(node, s)
     if r == "block":
@@ -521,7 +554,7 @@ def eq_mlp(node: dict[str, Any], s: Sizes) -> dict[str, list[str]] | None:
     """An MLP that is not gate/up/down: a fused gate-up projection (Phi-3) or a plain two-layer MLP (GPT-2)."""
     kids = {c["name"]: c for c in node["children"]}
     d = s.get("hidden_size")
-    a, definition = _act_tex(s.get("hidden_act") or s.get("activation_function"))
+    a, definition = _act_tex(s.act or s.get("activation_function"))
 
     def width(child, axis):
         w = next((t for t in child["tensors"] if t["name"] == "weight"), None)
@@ -555,6 +588,7 @@ def eq_model(s: Sizes, n_blocks: int) -> dict[str, list[str]]:
             rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}",
             rf"\hat x_{{{n_blocks}}}=\operatorname{{RMSNorm}}(x_{{{n_blocks}}})",
             rf"z=\hat x_{{{n_blocks}}}W_{{\mathrm{{out}}}}^{{\top}}\in\mathbb{{R}}^{{T\times{tex_num(s.get('vocab_size'))}}}",
+            *([rf"z\leftarrow{tex_num(s.get('final_logit_softcapping'))}\tanh(z/{tex_num(s.get('final_logit_softcapping'))})"] if s.get("final_logit_softcapping") else []),
         ],
     }
 
@@ -603,7 +637,7 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         bias = "with a bias" if any(t["name"] == "bias" for t in node["tensors"]) else "no bias"
         return f"{base}: {grouped(w['shape'][1])} → {grouped(w['shape'][0])} features, {bias}."
     if r == "activation":
-        act = (s.get("hidden_act") or "silu").upper().replace("SILU", "SiLU")
+        act = (s.act or "silu").upper().replace("SILU", "SiLU")
         return f"{act}, applied to each feature on its own; it has no parameters."
     if r == "latent_attention":
         return (
@@ -731,9 +765,11 @@ def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any]
         if ex:
             out.append({"direct": True, "claim": claim, "part": part, "class": node["class"], **ex})
     if parent is not None:
+        attr = f"self.{parent['name']}[i]" if role(node) == "block" else f"self.{node['name']}"
+        what = "each block" if role(node) == "block" else f"the {_lower(title)}"
         for part, claim in (
-            ("__init__", f"{parent['class']} builds the {title.lower()} as self.{node['name']} with these arguments."),
-            ("forward", f"{parent['class']}'s forward calls self.{node['name']}: what goes in and where its output goes."),
+            ("__init__", f"{parent['class']} builds {what} as {attr} with these arguments."),
+            ("forward", f"{parent['class']}'s forward calls {attr}: what goes in and where its output goes."),
         ):
             ex = _excerpt(facts, parent["class"], part)
             if ex:
@@ -857,16 +893,6 @@ def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------------------------------
 # The component hierarchy.
 
-BLOCK_ORDER = ["input_layernorm", "self_attn", "post_attention_layernorm", "mlp"]
-
-
-def _ordered(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    def key(c):
-        return (BLOCK_ORDER.index(c["name"]) if c["name"] in BLOCK_ORDER else len(BLOCK_ORDER), 0)
-
-    return sorted(children, key=key)
-
-
 def _kind_title(kind: dict[str, Any]) -> str:
     label = kind["label"]
     return label[:1].upper() + label[1:]
@@ -927,9 +953,9 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         blocks_node["evidence"].append({"direct": False, "claim": "The model builds its blocks, one per layer index; the layer index decides each block's kind.", "part": "__init__", "class": facts["model"]["class"].replace("ForCausalLM", "Model"), **ex})
     nodes["blocks"] = blocks_node
 
-    def add_module(node, nid, crumbs, instances, instances_label, parent, where, parent_role=None, crumb_title=None):
+    def add_module(node, nid, crumbs, instances, instances_label, parent, where, parent_role=None, crumb_title=None, slot=None):
         r = role(node)
-        title = title_of(node, parent_role)
+        title = title_of(node, parent_role, slot)
         page = {
             "id": nid, "type": "component", "title": title, "name": node["name"], "class": node["class"],
             "constructor": node.get("constructor", ""), "path": node["path"], "where": where, "role": r,
@@ -940,9 +966,20 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         }
         nodes[nid] = page
         here = crumbs + [{"id": nid, "title": crumb_title or title}]
-        for child in _ordered(node["children"]):
+        slots = {}
+        children = node["children"]
+        if r == "block":
+            a = anatomy(node)
+            order = ["pre_attn", "attn", "post_attn", "pre_ffn", "ffn", "post_ffn"]
+            slots = {a[k]: k for k in order if a[k]}
+            rank = {a[k]: i for i, k in enumerate(order) if a[k]}
+            children = sorted(children, key=lambda c: rank.get(c["name"], len(order)))
+        child_role = r
+        if r == "block" and any(role(c) == "moe" for c in node["children"]):
+            child_role = "moe_block"
+        for child in children:
             cid = f"{nid}.{child['name']}"
-            add_module(child, cid, here, instances, instances_label, node, f"{where}.{child['name']}", parent_role=("moe_block" if r == "block" and role(next((c for c in node['children'] if c['name'] == 'mlp'), child)) == 'moe' else r))
+            add_module(child, cid, here, instances, instances_label, node, f"{where}.{child['name']}", parent_role=child_role, slot=slots.get(child["name"]))
             c = nodes[cid]
             page["children"].append({"id": cid, "title": c["title"], "class": c["class"], "name": child["name"], "parameters": c["parameters"]})
             page["accounting"].append({"id": cid, "title": c["title"], "name": child["name"], "calculation": _calc(child) if child["parameters"] + child["stored_buffers"] else "no parameters", "parameters": c["parameters"]})
@@ -978,11 +1015,13 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         kid = slug(k["kind"])
         label = f"{_plural(k['instances'], k['label'])}"
         tree = k["tree"]
+        s.attention_type = info.get("attention_type")
         page = add_module(
             tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
-            k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": "layers"},
+            k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": block_path.split(".")[-1]},
             f"{block_path}[{info['ranges']}]", crumb_title=label,
         )
+        s.attention_type = None
         page["title"] = _kind_title(info)
         page["name"] = k["kind"]
         page["ranges"] = info["ranges"]

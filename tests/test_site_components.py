@@ -141,3 +141,34 @@ def test_support_is_preferred_when_the_facts_carry_it(kimi):
     assert view["values"]["attention_norm_output"]["description"] == "from support"
     assert view["values"]["attention_scores"]["condition"] == "eager attention only"
     assert "value.attention_scores" in view["nodes"]
+
+
+def _node(name, cls, children=()):
+    return {"name": name, "class": cls, "path": name, "children": list(children), "tensors": [], "parameters": 0, "stored_buffers": 0}
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        # a norm before each part (Llama, DeepSeek)
+        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm"],
+         {"pre_attn": "input_layernorm", "pre_ffn": "post_attention_layernorm", "post_attn": None, "post_ffn": None}),
+        # norms on both sides of each part (Gemma 2 and 3)
+        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"],
+         {"pre_attn": "input_layernorm", "post_attn": "post_attention_layernorm", "pre_ffn": "pre_feedforward_layernorm", "post_ffn": "post_feedforward_layernorm"}),
+        # norms after each part only (OLMo 2)
+        (["self_attn", "mlp", "post_attention_layernorm", "post_feedforward_layernorm"],
+         {"pre_attn": None, "post_attn": "post_attention_layernorm", "pre_ffn": None, "post_ffn": "post_feedforward_layernorm"}),
+        # GPT-2's names
+        (["ln_1", "attn", "ln_2", "mlp"], {"pre_attn": "ln_1", "pre_ffn": "ln_2", "post_attn": None, "post_ffn": None}),
+    ],
+)
+def test_block_anatomy_by_names(names, expected):
+    classes = {"self_attn": "XAttention", "attn": "GPT2Attention", "mlp": "XMLP", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
+    block = _node("0", "XDecoderLayer", [_node(n, classes.get(n, "XRMSNorm")) for n in names])
+    a = components.anatomy(block)
+    assert {k: a[k] for k in expected} == expected
+    assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
+    eq = components.eq_block(block, components.Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
+    post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
+    assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
