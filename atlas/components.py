@@ -919,7 +919,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
     rows_by_path = {r["path"]: r for r in model_acc["rows"]}
     model_node = {
-        "id": "model", "type": "component", "title": model_title, "name": "model", "class": facts["model"]["class"],
+        "id": "model", "type": "component", "title": model_title, "heading": f"{facts['family']['title']}: the whole model", "name": "model", "class": facts["model"]["class"],
         "constructor": f"{facts['model']['class']}(config)", "path": "", "where": "the whole model",
         "role": "model", "parameters": model_acc["total"], "stored_buffers": model_acc["stored_buffers"],
         "instances": 1, "instances_label": "", "crumbs": [],
@@ -1084,7 +1084,7 @@ def _leaf_tree(facts: dict[str, Any], row: dict[str, Any], name: str) -> dict[st
 def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where, owner_title) -> dict[str, Any]:
     learned = t["role"] == "parameter"
     page = {
-        "id": tid, "type": "tensor", "title": f"{owner_title} · {t['name']}", "name": t["name"], "class": "Parameter" if learned else "buffer",
+        "id": tid, "type": "tensor", "title": t["name"], "owner_title": owner_title, "name": t["name"], "class": "Parameter" if learned else "buffer",
         "constructor": "", "path": f"{owner['path']}.{t['name']}", "where": f"{where}.{t['name']}", "role": t["role"],
         "parameters": t["elements"], "stored_buffers": 0 if learned else t["elements"],
         "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
