@@ -1315,13 +1315,18 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     """The pages' data for a family (plain, JSON-serialisable)."""
     nodes = hierarchy(facts)
     vals = values(facts)
+    drawn = diagram(facts, set(nodes), vals)
+    # Without support(), only the values of the parts the diagram draws are named (no expert_weights on
+    # a dense model); with it, every value support() lists.
+    parts = {p["part"] for d in drawn["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]} | {c["part"] for c in drawn["flow"]}
+    vals = {k: v for k, v in vals.items() if v["source"] == "support" or k in parts}
     value_pages(facts, vals, nodes)
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
     return {
         "nodes": nodes,
         "values": vals,
-        "diagram": diagram(facts, set(nodes), vals),
+        "diagram": drawn,
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
         "preview_values": sorted({k.split(".")[-1] for k in ((facts.get("preview") or {}).get("tensors") or {})} & set(vals)),

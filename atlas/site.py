@@ -132,6 +132,9 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             shutil.copytree(out, staging)
         else:
             staging.mkdir()
+        for name in sorted({rel.split("/", 1)[0] for rel in family_files}):
+            if (staging / name).is_dir():  # a rebuilt family's folder holds only this build's pages
+                shutil.rmtree(staging / name)
         for rel, text in family_files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -98,3 +98,13 @@ def test_two_builds_are_byte_identical(tmp_path):
     assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
     for rel in files:
         assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+
+
+def test_a_rebuilt_family_keeps_no_stale_pages(project_copy):
+    out = project_copy / "site"
+    assert run_build(project_copy, "--family", "kimi_k2", "--out", str(out)).returncode == 0
+    stale = out / "kimi_k2/c/no-such-component.html"
+    stale.write_text("left over from an older build")
+    assert run_build(project_copy, "--family", "kimi_k2", "--out", str(out)).returncode == 0
+    assert not stale.exists()
+    assert (out / "kimi_k2/c/MoE_block.html").is_file()
