@@ -108,3 +108,16 @@ def test_a_rebuilt_family_keeps_no_stale_pages(project_copy):
     assert run_build(project_copy, "--family", "kimi_k2", "--out", str(out)).returncode == 0
     assert not stale.exists()
     assert (out / "kimi_k2/c/MoE_block.html").is_file()
+
+
+def test_the_printout_keeps_one_line_per_module_line(built_site):
+    import html
+    import json
+
+    facts = json.loads((built_site / "kimi_k2/facts.json").read_text(encoding="utf-8"))
+    page = (built_site / "kimi_k2/index.html").read_text(encoding="utf-8")
+    pre = re.search(r'<pre class="printout">(.*?)</pre>', page, re.S).group(1)
+    lines = html.unescape(re.sub(r"<[^>]+>", "", pre)).splitlines()
+    assert len(lines) == len(facts["printout"])
+    assert lines[0].startswith("DeepseekV3ForCausalLM(")
+    assert any("(1-60): 60 x DeepseekV3DecoderLayer(" in line for line in lines)
