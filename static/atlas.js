@@ -51,6 +51,7 @@
     var card = $("#part-card");
     var svgs = $all("svg.block-svg");
     var ticks = $all(".ticks .tick");
+    var labels = $all("svg.block-svg text[data-template]");
     var block = 0, pinned = null, shown = null;
     var hint = card.innerHTML;
 
@@ -126,6 +127,7 @@
         if (on) svgs[s].removeAttribute("hidden"); else svgs[s].setAttribute("hidden", "");
       }
       output.textContent = String(i);
+      for (var n = 0; n < labels.length; n++) labels[n].textContent = labels[n].getAttribute("data-template").replace("[i]", "[" + i + "]");
       kindLink.textContent = data.kinds[kind].label;
       kindLink.setAttribute("href", "c/" + data.kinds[kind].id + ".html");
       for (var t = 0; t < ticks.length; t++) ticks[t].classList.toggle("current", t === i);

@@ -313,3 +313,13 @@ def test_previews_are_drawn(browser, base, built_site):
             assert page.locator("#previews canvas").count() >= 1
             assert "chosen experts" in page.locator("#previews").inner_text()
         assert not w.errors, w.errors
+
+
+def test_the_drawing_names_the_block_picked(browser, base):
+    with Watched(browser) as w:
+        page = w.page
+        page.goto(base + FAMILY + "#block-42")
+        assert "layers[42] input" in visible_svg(page).text_content()
+        page.focus("#block-slider")
+        page.keyboard.press("ArrowLeft")
+        assert "layers[41] input" in visible_svg(page).text_content()
