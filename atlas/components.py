@@ -1238,11 +1238,11 @@ def flow(facts: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
 
 def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> dict[str, Any]:
     s = Sizes(facts)
-    # a value read at a block's child module names that child's part (support, when the facts carry it)
+    # a value read at the output of a block's child module names that child's part (support, when the facts carry it)
     by_module = {}
     for v in vals.values():
         module = v.get("module") or ""
-        if v.get("source") == "support" and ".{i}." in module and v["read_at"].startswith("the child module"):
+        if v.get("source") == "support" and ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k.get("attention_type") for k in facts["block_kinds"]}
     kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types.get(k["kind"])) for k in facts["accounting"]["block_kinds"]]

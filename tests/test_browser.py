@@ -111,13 +111,13 @@ def test_the_slider_redraws_block_0_dense_block_1_mixture(browser, base):
         assert page.locator("#block-index").inner_text() == "0"
         svg = visible_svg(page)
         assert svg.count() == 1
-        assert svg.locator(".part[data-part='expert_weights']").count() == 0
+        assert svg.locator(".part[data-module='gate']").count() == 0
         assert "18,432" in svg.text_content()  # the dense MLP's width, config.json's intermediate_size
         page.focus("#block-slider")
         page.keyboard.press("ArrowRight")
         assert page.locator("#block-index").inner_text() == "1"
         svg = visible_svg(page)
-        assert svg.locator(".part[data-part='expert_weights']").count() == 1
+        assert svg.locator(".part[data-module='gate']").count() == 1
         assert "top-8 of 384" in svg.text_content()
         assert page.locator("#block-kind").inner_text() == "MoE block"
         page.keyboard.press("End")
@@ -127,7 +127,7 @@ def test_the_slider_redraws_block_0_dense_block_1_mixture(browser, base):
         assert "model.layers.60." in page.locator("#part-card").inner_text()  # the card names the module in block 60
         page.focus("#block-slider")
         page.keyboard.press("Home")
-        assert visible_svg(page).locator(".part[data-part='expert_weights']").count() == 0
+        assert visible_svg(page).locator(".part[data-module='gate']").count() == 0
         assert not w.errors
 
 
@@ -256,7 +256,7 @@ def test_works_from_file_urls(browser, built_site):
         page.goto((built_site / FAMILY).as_uri())
         page.focus("#block-slider")
         page.keyboard.press("ArrowRight")
-        assert visible_svg(page).locator(".part[data-part='expert_weights']").count() == 1
+        assert visible_svg(page).locator(".part[data-module='gate']").count() == 1
         page.goto((built_site / COMPONENT).as_uri())
         page.evaluate("document.fonts.ready")
         assert page.evaluate("document.fonts.check('16px KaTeX_Main')")
