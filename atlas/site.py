@@ -80,6 +80,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     name = facts["family"]["name"]
     env = _environment()
     view = components.site(facts)
+    components.check_pages(view, name)
     files = {
         f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
         f"{name}/facts.json": facts_json(facts),

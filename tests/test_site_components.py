@@ -172,3 +172,17 @@ def test_block_anatomy_by_names(names, expected):
     eq = components.eq_block(block, components.Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
     post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
     assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
+
+
+def test_page_claims_are_checked_before_writing(view):
+    components.check_pages(view, "kimi_k2")  # the real pages pass
+    from atlas.errors import AtlasError
+
+    broken = copy.deepcopy(view)
+    broken["nodes"]["MoE_block.self_attn"]["accounting"][0]["parameters"] += 1
+    with pytest.raises(AtlasError, match="MoE_block.self_attn.*sums to 101,124,097"):
+        components.check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    broken["nodes"]["MoE_block.mlp"]["children"].append({"id": "MoE_block.mlp.nowhere"})
+    with pytest.raises(AtlasError, match="nowhere"):
+        components.check_pages(broken, "kimi_k2")
