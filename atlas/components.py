@@ -804,7 +804,7 @@ VALUES = {
     "mlp_output": ("layers[i].mlp", "Residual", "What the MLP adds to the residual stream", "the MLP module's own output"),
     "layer_output": ("layers[i]", "Residual", "The residual stream leaving the block", "the block's own output"),
     "router_logits": ("layers[i].mlp", "RouterLogits", "The router's score for every expert, before the scoring function", "inside the router's forward: its linear map's output"),
-    "expert_weights": ("layers[i].mlp", "ExpertWeights", "The weight each chosen expert's output is multiplied by", "the inputs of the child module experts"),
+    "expert_weights": ("layers[i].mlp", "ExpertWeights", "The weight each chosen expert's output is multiplied by", "the router's output, as the experts receive it"),
     "routed_output": ("layers[i].mlp", "Residual", "The chosen experts' outputs, weighted and summed", "the output of the child module experts"),
     "shared_expert_output": ("layers[i].mlp", "Residual", "The shared expert's output, which every token gets", "the output of the child module shared_experts"),
 }
@@ -870,10 +870,23 @@ def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
                         "source": "support",
                     },
                 )
+    block_path = facts["model"]["block_path"]
+    rows = facts["accounting"]["model"]["rows"]
+    at = {
+        "token_embeddings": next((r["path"] for r in rows if "Embed" in r["class"]), None),
+        "final_norm_output": next((r["path"] for r in rows if "Norm" in r["class"]), None),
+        "lm_head_output": next((r["path"] for r in rows if r["path"].split(".")[-1] == "lm_head"), None),
+    }
     for name, (host, layout, description, read_at) in VALUES.items():
         if name in out:
             continue
         dims = LAYOUT_DIMS[layout]
+        module = at.get(name) or VALUE_MODULES[name].replace("model.layers", block_path)
+        if name == "token_embeddings":
+            read_at = read_at.replace("embed_tokens", module.split(".")[-1])
+            if sum("Embed" in r["class"] for r in rows) > 1:
+                description = "One learned vector per token; block 0 receives it with the position embeddings added"
+        read_at = read_at.replace("child module norm", f"child module {module.split('.')[-1]}") if name == "final_norm_output" else read_at
         out[name] = {
             "name": name,
             "host": host,
@@ -882,7 +895,7 @@ def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "shape": _resolve(dims, s),
             "description": description,
             "read_at": read_at,
-            "module": VALUE_MODULES[name],
+            "module": module,
             "condition": None,
             "blocks": None,
             "source": "diagram",
