@@ -118,8 +118,10 @@ def role(node: dict[str, Any]) -> str:
         return "layernorm"
     if cls == "Embedding" or cls.endswith("Embedding") and "Rotary" not in cls:
         return "embedding"
-    if cls == "Linear":
+    if cls in ("Linear", "Conv1D"):  # GPT-2's Conv1D is a linear map whose weight is stored [in, out]
         return "linear"
+    if "Dropout" in cls:
+        return "dropout"
     if "Attention" in cls:
         return "latent_attention" if "kv_a_proj_with_mqa" in names else "attention"
     if "Router" in cls or (node["name"] == "gate" and cls != "Linear"):
@@ -453,13 +455,15 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
             eq = {k: [t.replace("x_0=E[I]", rf"x_0=\sqrt{{{tex_num(width)}}}\,E[I]").replace(r"x_{0,t}=E_{I_t,:}", rf"x_{{0,t}}=\sqrt{{{tex_num(width)}}}\,E_{{I_t,:}}") for t in v] for k, v in eq.items()}
         return eq
     if r == "linear":
-        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
-        if w is None or len(w["shape"]) != 2:
+        dims = _in_out(node)
+        if dims is None:
             return None
         bias = any(t["name"] == "bias" for t in node["tensors"])
         if node["name"] == "lm_head":
-            return eq_head(*w["shape"])
-        return eq_linear(w["shape"][1], w["shape"][0], bias)
+            return eq_head(dims[1], dims[0])
+        return eq_linear(dims[0], dims[1], bias)
+    if r == "dropout":
+        return {"summary": [r"y=x\quad\text{(at inference)}"], "steps": [r"y=x\quad\text{(at inference)}"]}
     if r == "activation":
         return eq_activation(s.act)
     if r == "latent_attention":
@@ -609,7 +613,19 @@ LINEAR_ROLES = {
     "up_proj": "Projects the stream into the features the gate multiplies",
     "down_proj": "Projects the gated features back into the residual width",
     "lm_head": "Scores every vocabulary entry from the final normed stream",
+    "c_attn": "Projects the stream into the queries, keys and values of every head at once",
+    "c_fc": "Projects the stream into the MLP's hidden features",
+    "gate_up_proj": "Projects the stream into the gate and the features it multiplies, side by side",
+    "qkv_proj": "Projects the stream into the queries, keys and values of every head at once",
 }
+
+
+def _in_out(node: dict[str, Any]) -> tuple[int, int] | None:
+    """A linear map's (in, out) features: Linear stores its weight [out, in], Conv1D [in, out]."""
+    w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
+    if w is None or len(w["shape"]) != 2:
+        return None
+    return tuple(w["shape"]) if node["class"] == "Conv1D" else (w["shape"][1], w["shape"][0])
 
 
 def describe(node: dict[str, Any], s: Sizes) -> str:
@@ -629,13 +645,16 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return f"Looks up a learned {grouped(width)}-wide vector for each token id, one row per entry of a {grouped(vocab)}-token vocabulary."
     if r == "linear" and node.get("tied_to"):
         return f"{LINEAR_ROLES.get(node['name'], 'A linear map')}, with the weight of {node['tied_to']} (tied): counted there, not here."
+    if r == "dropout":
+        return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
     if r == "linear":
-        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
+        dims = _in_out(node)
         base = LINEAR_ROLES.get(node["name"], "A learned linear map")
-        if w is None or len(w["shape"]) != 2:
+        if dims is None:
             return base + "."
         bias = "with a bias" if any(t["name"] == "bias" for t in node["tensors"]) else "no bias"
-        return f"{base}: {grouped(w['shape'][1])} → {grouped(w['shape'][0])} features, {bias}."
+        stored = " (a Conv1D: the weight is stored in × out)" if node["class"] == "Conv1D" else ""
+        return f"{base}: {grouped(dims[0])} → {grouped(dims[1])} features, {bias}{stored}."
     if r == "activation":
         act = (s.act or "silu").upper().replace("SILU", "SiLU")
         return f"{act}, applied to each feature on its own; it has no parameters."
@@ -664,10 +683,28 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "gated_mlp":
         inner = _gated_inner(node)
         return f"A gated MLP: two projections {grouped(d)} → {grouped(inner)}, one through the activation, multiplied, then projected back to {grouped(d)}."
+    if r == "mlp":
+        act = (s.act or "silu").upper().replace("SILU", "SiLU").replace("GELU_NEW", "GELU (tanh)").replace("GELU_PYTORCH_TANH", "GELU (tanh)")
+        if "gate_up_proj" in kids and _in_out(kids["gate_up_proj"]):
+            inner = _in_out(kids["gate_up_proj"])[1] // 2
+            return f"A gated MLP whose gate and up projections are one fused matrix: {grouped(d)} → 2 × {grouped(inner)}, the {act} gate times the rest, back to {grouped(d)}."
+        up = next((kids[n] for n in ("c_fc", "fc1", "up_proj") if n in kids and _in_out(kids[n])), None)
+        if up is not None:
+            inner = _in_out(up)[1]
+            return f"A two-layer MLP: {grouped(d)} → {grouped(inner)} through {act}, then back to {grouped(d)}."
     if r == "block":
-        attn, mlp = kids.get("self_attn"), kids.get("mlp")
+        a = anatomy(node)
+        attn, mlp = kids.get(a["attn"] or ""), kids.get(a["ffn"] or "")
         parts = [_lower(title_of(x)) for x in (attn, mlp) if x is not None]
-        return f"Applies {' then '.join(parts)}, each after an RMSNorm and each added back to the residual stream."
+        norm = "LayerNorm" if any(role(c) == "layernorm" for c in node["children"]) else "RMSNorm"
+        article = "a" if norm == "LayerNorm" else "an"
+        if a["post_attn"] and (a["pre_attn"] or a["pre_ffn"]):
+            where = f"each between two {norm}s"
+        elif a["post_attn"] or a["post_ffn"]:
+            where = f"each followed by {article} {norm}"
+        else:
+            where = f"each after {article} {norm}"
+        return f"Applies {' then '.join(parts)}, {where} and each added back to the residual stream."
     return f"A {node['class']} module."
 
 
@@ -694,13 +731,13 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
         vocab, width = node["tensors"][0]["shape"]
         return {"in": [{"symbol": "I", "dims": _dims(B, T)}], "out": [{"symbol": "x_0", "dims": _dims(B, T, (width, "d"))}]}
     if r == "linear":
-        w = next((t for t in node["tensors"] if t["name"] == "weight"), None)
-        if w is None or len(w["shape"]) != 2:
+        dims = _in_out(node)
+        if dims is None:
             return {"in": [], "out": []}
         out_name = "vocab" if node["name"] == "lm_head" else "out"
         return {
-            "in": [{"symbol": "x", "dims": _dims(B, T, (w["shape"][1], "in"))}],
-            "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": _dims(B, T, (w["shape"][0], out_name))}],
+            "in": [{"symbol": "x", "dims": _dims(B, T, (dims[0], "in"))}],
+            "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": _dims(B, T, (dims[1], out_name))}],
         }
     if r in ("latent_attention", "attention"):
         rope = s.get("qk_rope_head_dim") or s.get("head_dim")
