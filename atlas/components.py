@@ -366,6 +366,41 @@ def _routing(s: Sizes, router: dict[str, Any] | None) -> dict[str, Any]:
     return {"n": n, "k": k, "scale": scale, "scoring": scoring, "bias": bias, "normalize": normalize}
 
 
+def eq_router_topk_softmax(s: Sizes) -> dict[str, list[str]]:
+    """A router that picks the top k logits first and takes the softmax over those k only (gpt-oss)."""
+    r = _routing(s, None)
+    n, k = tex_num(r["n"]), tex_num(r["k"])
+    steps = [
+        rf"z=xW_{{r}}^{{\top}}+b_r\quad W_r\in\mathbb{{R}}^{{{n}\times{tex_num(s.get('hidden_size'))}}}",
+        rf"\mathcal{{E}}=\operatorname{{top}}_{{{k}}}(z)",
+        r"G_i=\frac{e^{z_i}}{\sum_{j\in\mathcal{E}}e^{z_j}}\ \ (i\in\mathcal{E})",
+    ]
+    return {"summary": steps[1:], "steps": steps}
+
+
+def eq_clamped_swiglu_experts(s: Sizes, inner: int) -> dict[str, list[str]]:
+    """gpt-oss's experts: biased projections, the gate and up halves interleaved and clamped, a sigmoid
+    gate with a slope, and (up + 1) multiplying it."""
+    r = _routing(s, None)
+    d, limit = s.get("hidden_size"), s.get("swiglu_limit")
+    lim = tex_num(limit) if limit is not None else r"\ell"
+    steps = [
+        rf"[g;\,u]=xW_{{gu,i}}+b_{{gu,i}}\quad {tex_num(d)}\to2\times{tex_num(inner)}\ \text{{(columns interleaved: }}g\text{{ even, }}u\text{{ odd)}}",
+        rf"g\leftarrow\min(g,{lim}),\quad u\leftarrow\operatorname{{clamp}}(u,-{lim},{lim})",
+        r"a=g\,\sigma(\alpha g)\quad\alpha=\texttt{config.swiglu\_alpha}",
+        rf"E_i(x)=\big((u+1)\odot a\big)W_{{d,i}}+b_{{d,i}}\quad {tex_num(inner)}\to{tex_num(d)}",
+        rf"y^{{\mathrm{{routed}}}}=\sum_{{i\in\mathcal{{E}}}}G_i\,E_i(x)\quad |\mathcal{{E}}|={tex_num(r['k'])}\text{{ of }}{tex_num(r['n'])}",
+    ]
+    return {"summary": [rf"E_i(x)=\big((u+1)\odot g\,\sigma(\alpha g)\big)W_{{d,i}}+b_{{d,i}}", steps[-1].split(r"\quad")[0]], "steps": steps}
+
+
+# Component kinds whose computation differs from the generic kind of the same role, by class.
+CLASS_EQUATIONS = {
+    "GptOssTopKRouter": lambda node, s: eq_router_topk_softmax(s),
+    "GptOssExperts": lambda node, s: eq_clamped_swiglu_experts(s, node["tensors"][-1]["shape"][-1] if node["tensors"] else None),
+}
+
+
 def eq_router(s: Sizes, router: dict[str, Any] | None) -> dict[str, list[str]]:
     r = _routing(s, router)
     n, k = tex_num(r["n"]), tex_num(r["k"])
@@ -410,8 +445,9 @@ def eq_moe(s: Sizes, node: dict[str, Any]) -> dict[str, list[str]]:
     r = _routing(s, router)
     inner = s.first("moe_intermediate_size", "intermediate_size")
     shared = kids.get("shared_experts") or kids.get("shared_expert")
-    route = eq_router(s, router)
-    experts = eq_experts(s, inner)
+    route = equations(router, s) if router is not None and router["class"] in CLASS_EQUATIONS else eq_router(s, router)
+    expert_node = kids.get("experts")
+    experts = equations(expert_node, s) if expert_node is not None and expert_node["class"] in CLASS_EQUATIONS else eq_experts(s, inner)
     steps = [r"\text{Routing:}", *route["steps"], r"\text{Routed experts:}", *experts["steps"]]
     summary = [*route["summary"], experts["summary"][1]]
     if shared is not None:
@@ -432,6 +468,8 @@ def _gated_inner(node: dict[str, Any]) -> int | None:
 
 
 def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = None) -> dict[str, list[str]] | None:
+    if node["class"] in CLASS_EQUATIONS:
+        return CLASS_EQUATIONS[node["class"]](node, s)
     r = role(node)
     d = s.get("hidden_size")
     eps = s.first("rms_norm_eps", "layer_norm_eps", default=1e-6)
