@@ -507,7 +507,14 @@ def equations(node: dict[str, Any], s: Sizes, parent: dict[str, Any] | None = No
     if r == "latent_attention":
         return eq_latent_attention(s)
     if r == "attention":
-        return eq_attention(s, {c["name"] for c in node["children"]})
+        eq = eq_attention(s, {c["name"] for c in node["children"]})
+        if any(t["name"] == "sinks" for t in node["tensors"]):  # gpt-oss: one learned logit per head joins each softmax
+            eq["steps"] = [
+                r"P_h=\operatorname{softmax}\big([S_h,\ \mathbf{1}\sigma_h]\big)_{:,\,:-1}\quad\sigma_h\ \text{a learned sink logit per head, dropped after the softmax}"
+                if st == r"P_h=\operatorname{softmax}(S_h)" else st
+                for st in eq["steps"]
+            ]
+        return eq
     if r == "router":
         return eq_router(s, node)
     if r == "experts":
