@@ -1311,15 +1311,16 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     }
 
 
-def flow(facts: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
+def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The model from input to output: embeddings, the blocks, what follows them, the logits."""
     n = facts["model"]["num_blocks"]
+    at = {v["module"]: v["name"] for v in (vals or {}).values() if v.get("source") == "support" and "output" in (v.get("read_at") or "")}
     before, after = [], []
     for row in facts["accounting"]["model"]["rows"]:
         name = row["path"].split(".")[-1]
         nid = slug(name)
         if "Embedding" in row["class"] or "Embed" in row["class"]:
-            part = "token_embeddings" if not before else None
+            part = at.get(row["path"]) or ("token_embeddings" if not before else None)
             before.append({"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None})
         elif "Norm" in row["class"]:
             after.append({"label": name, "sub": "final_norm_output", "part": "final_norm_output", "link": nid if nid in known else None})
@@ -1347,7 +1348,7 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
         d["height"] = height
         d["lines"][0]["y2"] = height - 10
         d["terminals"][-1]["y"] = height - 10
-    return {"flow": flow(facts, known), "kinds": kinds}
+    return {"flow": flow(facts, known, vals), "kinds": kinds}
 
 
 # --------------------------------------------------------------------------------------------------

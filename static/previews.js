@@ -104,7 +104,7 @@
             rowLabels: labels, hint: "Queries down, keys across; hover a cell.",
             describe: function (r, c, v) { return "query " + r + " (" + labels[r] + ") → key " + c + " (" + labels[c] + "): " + fmt(v); },
           }),
-          el("figcaption", { text: "Head " + state.head + " of block " + layerOf(state.key) + ": each row is a query position, each column a key position; the causal mask leaves the upper triangle empty." }),
+          el("figcaption", { text: "Head " + state.head + " of block " + layerOf(state.key) + ": each row is a query position, each column a key position; the cells the mask hides (later keys, and keys outside the window on a sliding-window block) stay empty." }),
         ]));
       };
       if (attn.length > 1) root.appendChild(el("div", { "class": "picker-line" }, [el("span", { "class": "small", text: "block " }), picker("block", attn.map(function (k) { return { label: String(layerOf(k)), value: k }; }), function (k) { state.key = k; draw(); })]));
