@@ -111,7 +111,10 @@ def test_diagram_follows_the_block_kinds(view):
     kinds = {d["kind"]: d for d in view["diagram"]["kinds"]}
     dense_parts = {b["part"] for b in kinds["dense_block"]["boxes"]}
     moe_parts = {b["part"] for b in kinds["MoE_block"]["boxes"]}
-    assert "expert_weights" not in dense_parts and "expert_weights" in moe_parts
+    # the router and the experts are drawn in the MoE blocks only (block 0 is dense in config.json: first_k_dense_replace)
+    assert RELEASED["first_k_dense_replace"] == 1
+    assert "gate" not in {b["label"] for b in kinds["dense_block"]["boxes"]} and "gate" in {b["label"] for b in kinds["MoE_block"]["boxes"]}
+    assert "routed_output" not in dense_parts and {"routed_output", "shared_expert_output"} <= moe_parts
     assert {"attention_norm_output", "attention_output", "mlp_norm_output", "mlp_output"} <= dense_parts
     assert [a["part"] for a in kinds["MoE_block"]["adds"]] == ["layer_mid", "layer_output"]
     assert view["blocks"][0] == 0 and set(view["blocks"][1:]) == {1}  # block 0 dense, the rest MoE
