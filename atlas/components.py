@@ -1359,6 +1359,7 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
     """A page per standard value: layout, shape, what produces it, where it is read."""
     model_title = facts["family"]["title"]
     preview = (facts.get("preview") or {}).get("tensors") or {}
+    first_anatomy = anatomy(facts["accounting"]["block_kinds"][0]["tree"])
     for name, v in vals.items():
         nid = f"value.{name}"
         in_block = v["host"].startswith("layers")
@@ -1375,8 +1376,43 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             "parameters": 0, "stored_buffers": 0, "instances": 1, "instances_label": "", "crumbs": crumbs,
             "description": v["description"] + ".", "layout": v["layout"], "dims": v["dims"], "shape": v["shape"],
             "read_at": v["read_at"], "condition": v.get("condition"), "producer_id": producer, "previews": shown,
+            "consumers": consumers(name, first_anatomy), "blocks": v.get("blocks"),
+            "producer_label": "read from" if "input" in (v.get("read_at") or "") and "output" not in (v.get("read_at") or "") else "producer",
             "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
         }
+        # the producer's forward is the direct evidence of where the value comes from
+        for ev in nodes.get(producer, {}).get("evidence", []):
+            if ev["direct"] and ev["part"] == "forward":
+                nodes[nid]["evidence"].append({**ev, "claim": f"{ev['class']}.forward, where {name} is computed."})
+
+
+def consumers(name: str, a: dict[str, str | None]) -> list[str]:
+    """Where a value goes next, in the block as its anatomy has it (norms before, after or around each part)."""
+    block = {
+        "layer_input": [f"{a['pre_attn'] or a['attn']} (the attention branch)", "the first add (the residual path)"],
+        "attention_norm_output": [str(a["attn"])],
+        "attention_output": [a["post_attn"] or "the first add"],
+        "layer_mid": [f"{a['pre_ffn'] or a['ffn']} (the MLP branch)", "the second add (the residual path)"],
+        "mlp_norm_output": [str(a["ffn"])],
+        "mlp_output": [a["post_ffn"] or "the second add"],
+    }
+    return block.get(name) or CONSUMERS.get(name, [])
+
+
+# Where the other values go next.
+CONSUMERS = {
+    "token_embeddings": ["the first block, as its input"],
+    "layer_output": ["the next block, or the final norm after the last block"],
+    "final_norm_output": ["the language-model head"],
+    "lm_head_output": ["the logits the model returns"],
+    "router_logits": ["the router's scoring and top-k choice"],
+    "expert_weights": ["the experts, which scale their outputs by it"],
+    "expert_indices": ["the experts, which run only the chosen ones"],
+    "routed_output": ["the mixture's sum with the shared expert"],
+    "shared_expert_output": ["the mixture's sum with the routed experts"],
+    "attention_probabilities": ["the mix of the values"],
+    "attention_scores": ["the softmax"],
+}
 
 
 # Values drawn together: the router's choice is its indices and their weights.
