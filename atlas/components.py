@@ -1122,7 +1122,8 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         page["ranges"] = info["ranges"]
         page["indices"] = info["indices"]
         page["description"] = describe(tree, s)[:-1] + f"; block{'s' if k['instances'] > 1 else ''} {info['ranges']}."
-        blocks_node["children"].append({"id": kid, "title": page["title"], "class": tree["class"], "name": k["kind"], "parameters": page["parameters"]})
+        blocks_node["children"].append({"id": kid, "title": page["title"], "class": tree["class"], "name": k["kind"], "parameters": page["parameters"],
+                                        "note": f"block{'s' if k['instances'] > 1 else ''} {info['ranges']}, {grouped(page['parameters'])} each"})
         blocks_node["accounting"].append({"id": kid, "title": f"{page['title']} × {k['instances']}", "name": k["kind"], "calculation": k["calculation"], "parameters": k["total"]})
         for cid in [c["id"] for c in page["children"]]:
             nodes[cid]["where"] = nodes[cid]["where"]
@@ -1357,7 +1358,7 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
 
 def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
     """A page per standard value: layout, shape, what produces it, where it is read."""
-    model_title = facts["family"]["title"]
+    model_title = nodes["model"]["title"]
     preview = (facts.get("preview") or {}).get("tensors") or {}
     first_anatomy = anatomy(facts["accounting"]["block_kinds"][0]["tree"])
     for name, v in vals.items():
@@ -1432,8 +1433,11 @@ def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[st
     if not module:
         return "model"
     parts = module.split(".")
-    if parts[:2] == ["model", "layers"] and len(parts) >= 3:
-        rest = ".".join(parts[3:])
+    depth = len(facts["model"]["block_path"].split("."))
+    if ".".join(parts[:depth]) == facts["model"]["block_path"] and len(parts) > depth:
+        rest = ".".join(parts[depth + 1:])
+        if not rest:
+            return "blocks"  # the block itself: every kind
         for k in facts["accounting"]["block_kinds"]:
             nid = slug(k["kind"]) + ("." + rest if rest else "")
             if nid in nodes:
