@@ -1272,7 +1272,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 inner.append(("experts", f"{rt['n']} experts, {rt['k']} per token", "routed_output", "experts"))
             for shared in ("shared_experts", "shared_expert"):
                 if shared in mk:
-                    inner.append((shared, "shared, runs for every token", "shared_expert_output", "shared"))
+                    inner.append((shared, "shared: every token runs it", "shared_expert_output", "shared"))
             boxes.append(_box(256, row, 176, 34 + 40 * len(inner), name, title_of(mlp), part_of(main, name), link(name), "mlp moe"))
             for n, (sub_name, sub, part, cls) in enumerate(inner):
                 boxes.append(_box(264, row + 30 + 40 * n, 160, 34, sub_name, sub, part, link(name, sub_name), cls))
