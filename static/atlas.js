@@ -34,8 +34,13 @@
     }
     button.addEventListener("click", function () {
       var next = effectiveTheme() === "dark" ? "light" : "dark";
-      document.documentElement.setAttribute("data-theme", next);
-      try { localStorage.setItem("atlas-theme", next); } catch (e) { /* ignore */ }
+      var system = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+      // back to the system's theme: follow the system again; otherwise remember the choice
+      if (next === system) document.documentElement.removeAttribute("data-theme");
+      else document.documentElement.setAttribute("data-theme", next);
+      try {
+        if (next === system) localStorage.removeItem("atlas-theme"); else localStorage.setItem("atlas-theme", next);
+      } catch (e) { /* storage may be off */ }
       show();
       document.dispatchEvent(new CustomEvent("atlas-theme"));
     });

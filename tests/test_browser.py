@@ -227,6 +227,10 @@ def test_theme_toggle_and_system_preference(browser, base):
         assert dark_bg != light_bg
         page.goto(base + COMPONENT)  # the choice is remembered across pages
         assert page.evaluate("getComputedStyle(document.body).backgroundColor") == light_bg
+        page.click("#theme-toggle")  # back to the system's dark: the page follows the system again
+        assert page.evaluate("document.documentElement.dataset.theme") is None
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == dark_bg
+        assert page.evaluate("localStorage.getItem('atlas-theme')") is None
 
 
 def test_index_search_filters_families_and_standard_names(browser, base):
