@@ -108,7 +108,8 @@ def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
         "blocks": view["blocks"],
         "kinds": view["kinds"],
         "values": {
-            k: {f: v[f] for f in ("name", "host", "layout", "dims", "shape", "description", "read_at", "module", "condition", "blocks")}
+            k: {**{f: v[f] for f in ("name", "host", "layout", "dims", "shape", "description", "read_at", "module", "condition", "blocks")},
+                "previewed": k in view["preview_values"]}
             for k, v in view["values"].items()
         },
         "preview": bool(facts.get("preview")),

@@ -92,7 +92,7 @@
       var links = el("p", { "class": "card-links" });
       var link = part.getAttribute("data-link");
       if (link) links.appendChild(el("a", { href: link, text: "Open the component →" }));
-      links.appendChild(el("a", { href: "c/value." + name + ".html", text: "About " + name + " →" }));
+      links.appendChild(el("a", { href: "c/value." + name + ".html", text: "About " + name + (v.previewed ? ", drawn on the preview run →" : " →") }));
       card.appendChild(links);
       shown = part;
     }
