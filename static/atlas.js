@@ -132,6 +132,7 @@
         if (on) svgs[s].removeAttribute("hidden"); else svgs[s].setAttribute("hidden", "");
       }
       output.textContent = String(i);
+      slider.setAttribute("aria-valuetext", "block " + i + ", " + data.kinds[kind].label);
       for (var n = 0; n < labels.length; n++) labels[n].textContent = labels[n].getAttribute("data-template").replace("[i]", "[" + i + "]");
       kindLink.textContent = data.kinds[kind].label;
       kindLink.setAttribute("href", "c/" + data.kinds[kind].id + ".html");
