@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.atlas-installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: site test env browser serve bench clean
+.PHONY: site test env browser serve bench bench-site clean
 
 site: $(STAMP)
 	$(PY) build.py
@@ -34,6 +34,9 @@ serve: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/build_time.py
+
+bench-site: $(STAMP) browser
+	$(PY) benchmarks/page_weight.py
 
 clean:
 	rm -rf site .pytest_cache

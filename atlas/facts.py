@@ -92,6 +92,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "accounting": {
             "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
             "block_kinds": kind_rows,
+            "outside": params.outside_trees(model, block_path),  # the component pages of embeddings, norm, head
         },
         "checkpoint_check": _checkpoint_check(checkpoint, layout, local),
         "printout": introspect.printout(model),

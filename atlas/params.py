@@ -108,6 +108,11 @@ def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], b
     }
 
 
+def outside_trees(model, block_path: str) -> dict[str, dict[str, Any]]:
+    """The modules outside the block list (embeddings, final norm, head) as accounting trees, by path."""
+    return {path: accounting_tree(module, path, path.split(".")[-1]) for path, module in _top_level_modules(model, block_path)}
+
+
 def _top_level_modules(model, block_path: str):
     """Leaves of the tree cut at the block list: embed_tokens, norm, lm_head, ..."""
 

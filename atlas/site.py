@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
+from atlas import components
+from atlas.errors import AtlasError
+from atlas.math import render as render_tex
 from atlas.numbers import grouped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +42,27 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["grouped"] = grouped
     env.filters["month"] = _month
+    env.filters["tex"] = lambda tex: markupsafe.Markup(render_tex(tex, True))
+    env.filters["texi"] = lambda tex: markupsafe.Markup(render_tex(tex, False))
+    env.filters["shape"] = _shape
+    env.tests["is_heading"] = is_heading
+    env.globals["page_href"] = page_href
     return env
+
+
+def is_heading(tex: str) -> bool:
+    """A step that only names the part of the computation that follows (\\text{Routing:})."""
+    return tex.startswith("\\text{") and tex.endswith(":}")
+
+
+def _shape(shape: list) -> str:
+    """['batch', 'seq', 7168] -> '[batch, seq, 7,168]'."""
+    return "[" + ", ".join(grouped(x) if isinstance(x, int) else str(x) for x in shape) + "]"
+
+
+def page_href(node_id: str) -> str:
+    """A component page's file, relative to the family folder."""
+    return "index.html" if node_id == "family" else f"c/{node_id}.html"
 
 
 MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
@@ -50,17 +75,51 @@ def _month(released: str) -> str:
 
 
 def render_family(facts: dict[str, Any]) -> dict[str, str]:
-    """The files of one family's folder, by path relative to the site root."""
+    """The files of one family's folder, by path relative to the site root: the family page, one page
+    per component, tensor and standard value, and the facts."""
     name = facts["family"]["name"]
     env = _environment()
-    return {
-        f"{name}/index.html": env.get_template("family.html").render(f=facts, root="../"),
+    view = components.site(facts)
+    components.check_pages(view, name)
+    files = {
+        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
         f"{name}/facts.json": facts_json(facts),
+    }
+    page = env.get_template("component.html")
+    for node_id, node in view["nodes"].items():
+        preview = preview_payload(facts, node.get("previews") or [])
+        files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
+    return files
+
+
+def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | None:
+    """The preview tensors a value page draws, with the run's token labels."""
+    if not keys:
+        return None
+    pv = facts["preview"]
+    config = pv.get("config") or {}
+    experts = next((config[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if config.get(k)), None)
+    return {"labels": pv.get("token_labels") or [], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
+
+
+def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    """What the family page's script needs: block kinds, the standard values' cards, the links."""
+    return {
+        "blocks": view["blocks"],
+        "kinds": view["kinds"],
+        "values": {
+            k: {**{f: v[f] for f in ("name", "host", "layout", "dims", "shape", "description", "read_at", "module", "condition", "blocks")},
+                "previewed": k in view["preview_values"]}
+            for k, v in view["values"].items()
+        },
+        "preview": bool(facts.get("preview")),
     }
 
 
 def render_index(all_facts: list[dict[str, Any]]) -> str:
-    return _environment().get_template("index.html").render(families=all_facts, root="")
+    views = [components.site(f) for f in all_facts]
+    cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
+    return _environment().get_template("index.html").render(cards=cards, root="")
 
 
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
@@ -75,6 +134,9 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             shutil.copytree(out, staging)
         else:
             staging.mkdir()
+        for name in sorted({rel.split("/", 1)[0] for rel in family_files}):
+            if (staging / name).is_dir():  # a rebuilt family's folder holds only this build's pages
+                shutil.rmtree(staging / name)
         for rel, text in family_files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +160,16 @@ def _copy_static(staging: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(STATIC, target)
+    katex = ROOT / "node_modules" / "katex" / "dist"
+    if not (katex / "katex.min.css").is_file():
+        raise AtlasError("node_modules/katex", "dist/katex.min.css", "KaTeX's stylesheet is missing: run `npm ci` (make site does)")
+    (target / "katex" / "fonts").mkdir(parents=True)
+    css = (katex / "katex.min.css").read_text(encoding="utf-8")
+    # Only the woff2 fonts are copied: drop the woff and ttf fallbacks so that no reference dangles.
+    css = re.sub(r",url\(fonts/[^)]+\.(?:woff|ttf)\) format\(\"(?:woff|truetype)\"\)", "", css)
+    (target / "katex" / "katex.min.css").write_text(css, encoding="utf-8")
+    for font in sorted((katex / "fonts").glob("*.woff2")):
+        shutil.copyfile(font, target / "katex" / "fonts" / font.name)
 
 
 def _swap(staging: Path, out: Path) -> None:

@@ -1,0 +1,191 @@
+"""The pages' data (atlas.components) for Kimi K2, against the released config and SPEC §10."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from atlas import components
+from atlas.math import render
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASED = json.loads((ROOT / "atlas/checkpoints/moonshotai/Kimi-K2-Instruct/config.json").read_text())
+
+# SPEC §10, the reference truth.
+TOTAL = 1_026_408_232_448
+MOE_BLOCK = 17_059_365_248
+DENSE_BLOCK = 497_500_160
+ATTENTION = 101_124_096
+EMBEDDING = 1_174_405_120
+
+
+@pytest.fixture(scope="module")
+def view(kimi):
+    return components.site(kimi)
+
+
+def test_hierarchy_levels_and_breadcrumbs(view):
+    nodes = view["nodes"]
+    moe_attn = nodes["MoE_block.self_attn"]
+    assert [c["id"] for c in moe_attn["crumbs"]] == ["model", "blocks", "MoE_block"]
+    assert [c["title"] for c in moe_attn["crumbs"]][1:] == ["61 transformer blocks", "60 MoE blocks"]
+    # sub-component and tensor below it
+    assert nodes["MoE_block.self_attn.kv_b_proj"]["crumbs"][-1]["id"] == "MoE_block.self_attn"
+    tensor = nodes["MoE_block.self_attn.kv_b_proj.weight"]
+    assert tensor["type"] == "tensor"
+    assert tensor["shape"] == [RELEASED["num_attention_heads"] * (RELEASED["qk_nope_head_dim"] + RELEASED["v_head_dim"]), RELEASED["kv_lora_rank"]]
+    # every crumb and child points at a page that exists
+    for node in nodes.values():
+        for ref in node["crumbs"] + node["children"] + node["tensors"]:
+            assert ref["id"] in nodes, (node["id"], ref["id"])
+
+
+def test_accounting_matches_the_reference_truth(view):
+    nodes = view["nodes"]
+    assert nodes["model"]["parameters"] == TOTAL
+    assert sum(r["parameters"] for r in nodes["model"]["accounting"]) == TOTAL
+    assert nodes["MoE_block"]["parameters"] == MOE_BLOCK and nodes["MoE_block"]["instances"] == 60
+    assert nodes["dense_block"]["parameters"] == DENSE_BLOCK and nodes["dense_block"]["instances"] == 1
+    assert nodes["MoE_block.self_attn"]["parameters"] == ATTENTION
+    assert nodes["embed_tokens"]["parameters"] == EMBEDDING == nodes["lm_head"]["parameters"]
+    for node in nodes.values():
+        if node["type"] == "component" and node["accounting"] and node["id"] not in ("model", "blocks"):
+            assert sum(r["parameters"] for r in node["accounting"]) == node["parameters"], node["id"]
+    assert nodes["embed_tokens.weight"]["calculation"] == "163,840 × 7,168 = 1,174,405,120"
+
+
+def test_equations_carry_the_checkpoints_numbers(view):
+    nodes = view["nodes"]
+    router = " ".join(nodes["MoE_block.mlp.gate"]["equations"]["steps"])
+    assert rf"\operatorname{{top}}_{{{RELEASED['num_experts_per_tok']}}}" in router
+    assert str(RELEASED["routed_scaling_factor"]) in router
+    assert "384" in router and r"\sigma(z)" in router  # sigmoid scoring, as config.json says
+    attn = " ".join(nodes["MoE_block.self_attn"]["equations"]["steps"])
+    assert "0.1309" in attn  # SPEC §10: self_attn.scaling
+    assert "1{,}536" in attn and "512" in attn and "64" in attn
+    for cls in ("st-q", "st-k", "st-v", "st-c"):
+        assert rf"\htmlClass{{{cls}}}" in attn
+    assert "7{,}168" in " ".join(nodes["MoE_block.input_layernorm"]["equations"]["summary"])
+    assert "18{,}432" in " ".join(nodes["dense_block.mlp"]["equations"]["steps"])
+    moe_block = nodes["MoE_block"]["equations"]["steps"]
+    dense_block = nodes["dense_block"]["equations"]["steps"]
+    assert any(r"\operatorname{top}" in s for s in moe_block) and not any(r"\operatorname{top}" in s for s in dense_block)
+
+
+def test_every_equation_renders(view):
+    count = 0
+    for node in view["nodes"].values():
+        eq = node.get("equations")
+        for tex in (eq["summary"] + eq["steps"]) if eq else []:
+            html = render(tex)
+            assert 'class="katex' in html
+            count += 1
+        for item in (node.get("io") or {}).get("in", []) + (node.get("io") or {}).get("out", []):
+            render(item["symbol"], False)
+    assert count > 100
+
+
+def test_named_dims(view):
+    nodes = view["nodes"]
+    d = RELEASED["hidden_size"]
+    assert nodes["MoE_block"]["io"]["in"][0]["dims"] == f"[B batch, T positions, {d:,} d]"
+    assert nodes["lm_head"]["io"]["out"][0]["dims"] == f"[B batch, T positions, {RELEASED['vocab_size']:,} vocab]"
+
+
+def test_evidence_is_pinned_excerpts_with_claims(view, kimi):
+    ev = view["nodes"]["MoE_block.self_attn"]["evidence"]
+    direct = [e for e in ev if e["direct"]]
+    contextual = [e for e in ev if not e["direct"]]
+    assert {e["class"] for e in direct} == {"DeepseekV3Attention"}
+    assert {e["class"] for e in contextual} == {"DeepseekV3DecoderLayer"}
+    for e in ev:
+        pinned = kimi["excerpts"][e["class"]][e["part"]]
+        assert (e["path"], e["start"], e["end"], e["sha256"]) == (pinned["path"], pinned["start"], pinned["end"], pinned["sha256"])
+        assert e["claim"]
+
+
+def test_diagram_follows_the_block_kinds(view):
+    kinds = {d["kind"]: d for d in view["diagram"]["kinds"]}
+    dense_parts = {b["part"] for b in kinds["dense_block"]["boxes"]}
+    moe_parts = {b["part"] for b in kinds["MoE_block"]["boxes"]}
+    # the router and the experts are drawn in the MoE blocks only (block 0 is dense in config.json: first_k_dense_replace)
+    assert RELEASED["first_k_dense_replace"] == 1
+    assert "gate" not in {b["label"] for b in kinds["dense_block"]["boxes"]} and "gate" in {b["label"] for b in kinds["MoE_block"]["boxes"]}
+    assert "routed_output" not in dense_parts and {"routed_output", "shared_expert_output"} <= moe_parts
+    assert {"attention_norm_output", "attention_output", "mlp_norm_output", "mlp_output"} <= dense_parts
+    assert [a["part"] for a in kinds["MoE_block"]["adds"]] == ["layer_mid", "layer_output"]
+    assert view["blocks"][0] == 0 and set(view["blocks"][1:]) == {1}  # block 0 dense, the rest MoE
+    for d in view["diagram"]["kinds"]:
+        for b in d["boxes"]:
+            assert b["link"] in view["nodes"], b["link"]
+            assert b["part"] in view["values"]
+            assert b["x"] + b["w"] <= d["width"]
+
+
+def test_values_resolved_at_the_checkpoints_sizes(view):
+    v = view["values"]
+    assert v["token_embeddings"]["shape"] == ["batch", "seq", RELEASED["hidden_size"]]
+    assert v["lm_head_output"]["shape"] == ["batch", "seq", RELEASED["vocab_size"]]
+    assert v["expert_weights"]["shape"] == ["batch", "seq", RELEASED["num_experts_per_tok"]]
+
+
+def test_support_is_preferred_when_the_facts_carry_it(kimi):
+    facts = copy.deepcopy(kimi)
+    facts["support"] = {"hosts": [{"host": "layers[i]", "path": "model.layers.{i}", "class": "DeepseekV3DecoderLayer", "values": [
+        {"name": "attention_norm_output", "layout": "Residual", "dims": ["batch", "seq", "hidden_size"], "shape": ["batch", "seq", 7168],
+         "description": "from support", "read_at": "somewhere", "module": "model.layers.{i}.input_layernorm", "condition": None, "blocks": None, "missing": {}},
+        {"name": "attention_scores", "layout": "Pattern", "dims": ["batch", "num_heads", "query", "key"], "shape": ["batch", 64, "query", "key"],
+         "description": "scores", "read_at": "inside", "module": "model.layers.{i}.self_attn", "condition": "eager attention only", "blocks": None, "missing": {}},
+    ]}]}
+    view = components.site(facts)
+    assert view["values"]["attention_norm_output"]["description"] == "from support"
+    assert view["values"]["attention_scores"]["condition"] == "eager attention only"
+    assert "value.attention_scores" in view["nodes"]
+
+
+def _node(name, cls, children=()):
+    return {"name": name, "class": cls, "path": name, "children": list(children), "tensors": [], "parameters": 0, "stored_buffers": 0}
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        # a norm before each part (Llama, DeepSeek)
+        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm"],
+         {"pre_attn": "input_layernorm", "pre_ffn": "post_attention_layernorm", "post_attn": None, "post_ffn": None}),
+        # norms on both sides of each part (Gemma 2 and 3)
+        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"],
+         {"pre_attn": "input_layernorm", "post_attn": "post_attention_layernorm", "pre_ffn": "pre_feedforward_layernorm", "post_ffn": "post_feedforward_layernorm"}),
+        # norms after each part only (OLMo 2)
+        (["self_attn", "mlp", "post_attention_layernorm", "post_feedforward_layernorm"],
+         {"pre_attn": None, "post_attn": "post_attention_layernorm", "pre_ffn": None, "post_ffn": "post_feedforward_layernorm"}),
+        # GPT-2's names
+        (["ln_1", "attn", "ln_2", "mlp"], {"pre_attn": "ln_1", "pre_ffn": "ln_2", "post_attn": None, "post_ffn": None}),
+    ],
+)
+def test_block_anatomy_by_names(names, expected):
+    classes = {"self_attn": "XAttention", "attn": "GPT2Attention", "mlp": "XMLP", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
+    block = _node("0", "XDecoderLayer", [_node(n, classes.get(n, "XRMSNorm")) for n in names])
+    a = components.anatomy(block)
+    assert {k: a[k] for k in expected} == expected
+    assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
+    eq = components.eq_block(block, components.Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
+    post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
+    assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
+
+
+def test_page_claims_are_checked_before_writing(view):
+    components.check_pages(view, "kimi_k2")  # the real pages pass
+    from atlas.errors import AtlasError
+
+    broken = copy.deepcopy(view)
+    broken["nodes"]["MoE_block.self_attn"]["accounting"][0]["parameters"] += 1
+    with pytest.raises(AtlasError, match="MoE_block.self_attn.*sums to 101,124,097"):
+        components.check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    broken["nodes"]["MoE_block.mlp"]["children"].append({"id": "MoE_block.mlp.nowhere"})
+    with pytest.raises(AtlasError, match="nowhere"):
+        components.check_pages(broken, "kimi_k2")

@@ -1,0 +1,123 @@
+"""The written site, read as files: links, offline rules, KaTeX assets, determinism."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tests.conftest import ROOT, run_build
+
+
+class Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs, self.ids, self.meta_csp = [], set(), None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for key in ("href", "src"):
+            if a.get(key):
+                self.refs.append((tag, a[key]))
+        if tag == "meta" and (a.get("http-equiv") or "").lower() == "content-security-policy":
+            self.meta_csp = a.get("content")
+
+
+def parse(path: Path) -> Refs:
+    p = Refs()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+@pytest.fixture(scope="module")
+def pages(built_site):
+    return {p: parse(p) for p in sorted(built_site.rglob("*.html"))}
+
+
+def test_every_internal_link_resolves(built_site, pages):
+    checked = 0
+    for page, refs in pages.items():
+        for tag, ref in refs.refs:
+            if ref.startswith("data:"):
+                continue
+            parts = urlsplit(ref)
+            assert not parts.scheme and not parts.netloc, f"{page}: {ref} leaves the site"
+            target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+            assert target.is_file(), f"{page.relative_to(built_site)}: {ref} does not resolve"
+            assert built_site.resolve() in target.resolve().parents
+            if parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else parse(target).ids
+                assert parts.fragment in ids, f"{page.relative_to(built_site)}: #{parts.fragment} missing in {target.name}"
+            checked += 1
+    assert checked > 1000
+
+
+def test_every_page_carries_the_csp_and_loads_nothing_off_site(pages):
+    for page, refs in pages.items():
+        assert refs.meta_csp and "default-src 'self'" in refs.meta_csp and "connect-src 'none'" in refs.meta_csp, page
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", text), page
+        assert "fetch(" not in text
+
+
+def test_katex_stylesheet_and_fonts_are_served_from_the_site(built_site):
+    css = (built_site / "static/katex/katex.min.css").read_text(encoding="utf-8")
+    urls = re.findall(r"url\(([^)]+)\)", css)
+    assert urls and all(u.endswith(".woff2") for u in urls)
+    for u in urls:
+        assert (built_site / "static/katex" / u).is_file(), u
+    installed = ROOT / "node_modules/katex/dist/fonts"
+    assert sorted(p.name for p in (built_site / "static/katex/fonts").iterdir()) == sorted(p.name for p in installed.glob("*.woff2"))
+    # the stylesheet is KaTeX's own, at the version pykatex renders with
+    assert "0.16.22" in (ROOT / "package-lock.json").read_text()
+
+
+def test_component_pages_show_the_reference_truth(built_site):
+    moe = (built_site / "kimi_k2/c/MoE_block.html").read_text(encoding="utf-8")
+    assert "17,059,365,248" in moe and "1,023,561,914,880" in moe  # SPEC §10
+    attn = (built_site / "kimi_k2/c/MoE_block.self_attn.html").read_text(encoding="utf-8")
+    assert "101,124,096" in attn and "DeepseekV3Attention(config, layer_idx)" in attn
+    assert 'class="katex' in attn and "st-q" in attn
+    emb = (built_site / "kimi_k2/c/embed_tokens.weight.html").read_text(encoding="utf-8")
+    assert "163,840 × 7,168 = 1,174,405,120" in emb
+
+
+def test_two_builds_are_byte_identical(tmp_path):
+    outs = []
+    for n in (1, 2):
+        out = tmp_path / f"site{n}"
+        result = run_build(ROOT, "--family", "kimi_k2", "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        outs.append(out)
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for rel in files:
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+
+
+def test_a_rebuilt_family_keeps_no_stale_pages(project_copy):
+    out = project_copy / "site"
+    assert run_build(project_copy, "--family", "kimi_k2", "--out", str(out)).returncode == 0
+    stale = out / "kimi_k2/c/no-such-component.html"
+    stale.write_text("left over from an older build")
+    assert run_build(project_copy, "--family", "kimi_k2", "--out", str(out)).returncode == 0
+    assert not stale.exists()
+    assert (out / "kimi_k2/c/MoE_block.html").is_file()
+
+
+def test_the_printout_keeps_one_line_per_module_line(built_site):
+    import html
+    import json
+
+    facts = json.loads((built_site / "kimi_k2/facts.json").read_text(encoding="utf-8"))
+    page = (built_site / "kimi_k2/index.html").read_text(encoding="utf-8")
+    pre = re.search(r'<pre class="printout">(.*?)</pre>', page, re.S).group(1)
+    lines = html.unescape(re.sub(r"<[^>]+>", "", pre)).splitlines()
+    assert len(lines) == len(facts["printout"])
+    assert lines[0].startswith("DeepseekV3ForCausalLM(")
+    assert any("(1-60): 60 x DeepseekV3DecoderLayer(" in line for line in lines)
