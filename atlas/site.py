@@ -27,8 +27,26 @@ STATIC = ROOT / "static"
 
 
 def facts_json(facts: dict[str, Any]) -> str:
-    """facts.json: stable key order (the order facts are collected in), UTF-8, newline-terminated."""
-    return json.dumps(facts, indent=1, ensure_ascii=False) + "\n"
+    """facts.json: stable key order (the order facts are collected in), UTF-8, newline-terminated;
+    indented for reading, except arrays of numbers (shapes, preview data), each kept on one line."""
+    return _dumps(facts, 0) + "\n"
+
+
+def _dumps(value: Any, depth: int) -> str:
+    if _numeric(value) or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    inner, outer = "\n" + " " * (depth + 1), "\n" + " " * depth
+    if isinstance(value, dict):
+        items = [f"{json.dumps(k, ensure_ascii=False)}: {_dumps(v, depth + 1)}" for k, v in value.items()]
+        return "{" + inner + ("," + inner).join(items) + outer + "}"
+    return "[" + inner + ("," + inner).join(_dumps(v, depth + 1) for v in value) + outer + "]"
+
+
+def _numeric(value: Any) -> bool:
+    """A number, or a (nested) list holding only numbers."""
+    if isinstance(value, list):
+        return all(_numeric(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or value is None
 
 
 def _environment() -> jinja2.Environment:

@@ -80,3 +80,12 @@ def test_building_one_family_keeps_the_others(built_site, tmp_path):
     result = run_build(ROOT, "--family", "kimi_k2", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert snapshot(out) == snapshot(built_site)
+
+
+def test_facts_json_round_trips_and_keeps_number_arrays_on_one_line(kimi):
+    from atlas.site import facts_json
+
+    text = facts_json(kimi)
+    assert json.loads(text) == json.loads(json.dumps(kimi))
+    assert '"shape": [384,4096,7168]' in text  # the fused experts' shape, one line
+    assert text.endswith("}\n") and text.startswith('{\n "schema": 1,')
