@@ -98,18 +98,22 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
-    _add_standard_names(facts, family, config, model)
+    _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     if local is not None:
         return Collected(facts, local["layout"], local["read"])
     return Collected(facts, layout)
 
 
-def _add_standard_names(facts: dict[str, Any], family, config, model) -> None:
-    """support(), the preview run and the notes; the printout lines gain the values their module hosts."""
+def _add_standard_names(facts: dict[str, Any], family, config, model, local_model=None) -> None:
+    """support(), the preview run and the notes; the printout lines gain the values their module hosts.
+    The preview runs on ``local_model`` (loaded from --weights) where there is one."""
     from atlas import notes, preview
 
     resolution = standard.resolve(model, config.num_hidden_layers, family.standard_overrides)
-    run = preview.preview_run(family.name)
+    if local_model is not None:
+        run = preview.run_model(family, local_model, facts["checkpoint_check"]["local"]["directory"])
+    else:
+        run = preview.preview_run(family.name)
     facts["preview"] = preview.preview_facts(run, family)
     facts["support"] = standard.support_facts(
         resolution,
@@ -208,15 +212,17 @@ def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
 
     read, described = read_checkpoint(directory)
     config_path = Path(directory) / "config.json"
+    own = None
     if config_path.exists() and read_json_object(config_path) != pinned.config:
-        local = PinnedCheckpoint(str(directory), Path(directory), read_json_object(config_path), {})
-        layout = _predicted_layout(family, local)
+        own = PinnedCheckpoint(str(directory), Path(directory), read_json_object(config_path), {})
+        layout = _predicted_layout(family, own)
     else:
         layout = _predicted_layout(family, pinned, model)
     roles = {t.name: t.role for t in layout}
     return {
         "layout": layout,
         "read": read,
+        "checkpoint": own,  # the directory's own config, where it differs from the pinned one
         "facts": {
             "directory": str(directory),
             "files": described["files"],
@@ -224,6 +230,29 @@ def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
             "summary": layout_summary([params.StoredTensor(t.name, t.dtype, t.shape, roles.get(t.name, "unexpected")) for t in read]),
         },
     }
+
+
+LOCAL_PREVIEW_BYTES = 1 << 30  # a local checkpoint up to this size (and unquantized) feeds the preview run
+
+
+def _local_preview_model(family, local: dict[str, Any]):
+    """The family's model with the local checkpoint's own weights, where they are small enough to load
+    on CPU and stored unquantized; None otherwise (the preview then keeps seeded random weights).
+    The headers are checked against the prediction first, so a broken file is reported as such."""
+    own = local["checkpoint"]
+    if own is None or own.config.get("quantization_config") or local["facts"]["summary"]["payload_bytes"] > LOCAL_PREVIEW_BYTES:
+        return None
+    from atlas.check import check_local_headers
+
+    check_local_headers(local["facts"]["directory"], local["layout"], local["read"])
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    model_class = getattr(transformers, family.model_class)
+    config = transformers_config(family, own)
+    return model_class.from_pretrained(own.folder, config=config, dtype=torch.float32).eval()
 
 
 def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:

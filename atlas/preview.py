@@ -124,6 +124,7 @@ class PreviewRun:
     default: Any  # atlas.trace.Trace under the default implementations
     eager: Any  # atlas.trace.Trace under eager attention and experts
     default_implementations: dict[str, str | None]
+    weights: str | None = None  # the local checkpoint directory the weights came from, if any
 
 
 @cache
@@ -137,30 +138,41 @@ def preview_run(name: str) -> PreviewRun:
 
 
 def run(family, pinned_config) -> PreviewRun:
+    """The preview run at the tiny config, on seeded random weights."""
+    import torch
+
+    config = tiny_config(family, pinned_config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
+    try:
+        return run_model(family, build_preview_model(family, config))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def run_model(family, model, weights: str | None = None) -> PreviewRun:
+    """The prompt through ``model``, traced under its default implementations and under eager ones.
+
+    ``weights`` names the local checkpoint the model was loaded from (None: seeded random weights).
+    """
     import torch
 
     from atlas.trace import trace
 
     overrides = dict(family.standard_overrides)
-    config = tiny_config(family, pinned_config)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
-    try:
-        model = build_preview_model(family, config)
-        tokens, labels = prompt_tokens()
-        ids = torch.tensor([tokens])
-        mask = torch.ones_like(ids)
-        with torch.no_grad():
-            with trace(model, overrides) as default:
-                model(ids, attention_mask=mask)
-            model.set_attn_implementation("eager")
-            if default.implementations["experts"] is not None:
-                model.set_experts_implementation("eager")
-            with trace(model, overrides) as eager:
-                model(ids, attention_mask=mask)
-    finally:
-        torch.set_num_threads(threads)
-    return PreviewRun(family.name, config, model, ids, tokens, labels, default, eager, default.implementations)
+    tokens, labels = prompt_tokens()
+    tokens = [t % model.config.vocab_size for t in tokens]  # a small vocabulary still reads every byte
+    ids = torch.tensor([tokens])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        with trace(model, overrides) as default:
+            model(ids, attention_mask=mask)
+        model.set_attn_implementation("eager")
+        if default.implementations["experts"] is not None:
+            model.set_experts_implementation("eager")
+        with trace(model, overrides) as eager:
+            model(ids, attention_mask=mask)
+    return PreviewRun(family.name, model.config, model, ids, tokens, labels, default, eager, default.implementations, weights)
 
 
 # --- conditions ------------------------------------------------------------------------------------
@@ -372,12 +384,8 @@ def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
     measured, skipped = identities(preview, dict(family.not_applicable))
     sizes = checkpoint_sizes(preview.config)
     return {
-        "description": (
-            f"A real forward pass of transformers' {type(preview.model).__name__} on CPU at a tiny config derived "
-            f"from the pinned one: {preview.config.num_hidden_layers} blocks in the same pattern of kinds, the same "
-            "routing and rotary settings, reduced widths. The weights are random (seeded), not the checkpoint's; "
-            "the prompt is read as UTF-8 bytes."
-        ),
+        "description": _description(preview),
+        "weights": preview.weights,
         "seed": SEED,
         "prompt": PROMPT,
         "tokens": preview.tokens,
@@ -394,6 +402,22 @@ def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
         "uncaptured": uncaptured(preview),
         "tensors": preview_tensors(preview),
     }
+
+
+def _description(preview: PreviewRun) -> str:
+    model = type(preview.model).__name__
+    if preview.weights is not None:
+        return (
+            f"A real forward pass of transformers' {model} on CPU with the weights of the local checkpoint "
+            f"{preview.weights} ({preview.config.num_hidden_layers} blocks, its own sizes); the prompt is read as "
+            "UTF-8 bytes."
+        )
+    return (
+        f"A real forward pass of transformers' {model} on CPU at a tiny config derived "
+        f"from the pinned one: {preview.config.num_hidden_layers} blocks in the same pattern of kinds, the same "
+        "routing and rotary settings, reduced widths. The weights are random (seeded), not the checkpoint's; "
+        "the prompt is read as UTF-8 bytes."
+    )
 
 
 TINY_RAW_KEYS = (

@@ -3,6 +3,7 @@ read back by the strict reader and checked tensor by tensor by `build.py --weigh
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -145,3 +146,25 @@ def test_a_wrong_dtype_fails_the_build_naming_file_and_tensor(bf16_dir, tmp_path
     result = run_build(ROOT, "--family", "kimi_k2", "--weights", str(broken), "--out", str(tmp_path / "site"))
     assert result.returncode == 1
     assert f"error: {broken}/model.safetensors: model.norm.weight: dtype F32, predicted BF16" in result.stderr
+
+
+def test_a_small_local_checkpoint_feeds_the_preview_run(bf16_dir, tmp_path):
+    from atlas.preview import PROMPT
+
+    directory, model = bf16_dir
+    result = run_build(ROOT, "--family", "kimi_k2", "--weights", str(directory), "--out", str(tmp_path / "site"))
+    assert result.returncode == 0, result.stderr
+    preview = json.loads((tmp_path / "site" / "kimi_k2" / "facts.json").read_text())["preview"]
+    assert preview["weights"] == str(directory)
+    assert str(directory) in preview["description"] and "random" not in preview["description"]
+    assert preview["config"]["num_hidden_layers"] == TINY["num_hidden_layers"]
+    # The same prompt through the test's own model: block 0's output matches the preview's (float16) copy.
+    ids = torch.tensor([list(PROMPT.encode("utf-8"))])
+    reference = copy.deepcopy(model).float().eval()
+    reference.set_attn_implementation("eager")
+    with torch.no_grad():
+        hidden = reference(ids, output_hidden_states=True).hidden_states[1][0]  # (seq, hidden): block 0's output
+    shown = torch.tensor(preview["tensors"]["layers.0.layer_output"]["data"])
+    assert shown.shape == hidden.shape
+    torch.testing.assert_close(shown, hidden, atol=2e-2, rtol=1e-2)
+    assert all(identity["holds"] for identity in preview["identities"])
