@@ -328,3 +328,15 @@ def test_the_drawing_names_the_block_picked(browser, base):
         page.focus("#block-slider")
         page.keyboard.press("ArrowLeft")
         assert "layers[41] input" in visible_svg(page).text_content()
+
+
+def test_index_to_family_page_shows_the_checked_total(browser, base):
+    with Watched(browser) as w:
+        page = w.page
+        page.goto(base + "index.html")
+        page.get_by_role("link", name="Kimi K2").first.click()
+        page.wait_for_url("**/kimi_k2/index.html")
+        assert page.get_by_role("heading", level=1).inner_text() == "Kimi K2"
+        # 2 × 163,840 × 7,168 + 7,168 + 497,500,160 + 60 × 17,059,365,248, written out by the page.
+        assert "1,026,408,232,448" in page.inner_text("body")
+        assert not w.errors and all(url.startswith(base) for url in w.requests)
