@@ -6,6 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.atlas-installed
 CHROMIUM := /usr/bin/chromium
+# This machine kind keeps torch's CPU wheel on disk; pip takes it from there instead of a CUDA build.
+LOCAL_WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 
 .PHONY: site test env browser serve bench bench-site clean
 
@@ -21,7 +23,7 @@ env: $(STAMP)
 # The stamp is rebuilt when a lock file changes; an existing .venv is reused.
 $(STAMP): requirements.lock package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check $(LOCAL_WHEELS) -r requirements.lock
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
