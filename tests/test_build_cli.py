@@ -89,3 +89,17 @@ def test_facts_json_round_trips_and_keeps_number_arrays_on_one_line(kimi):
     assert json.loads(text) == json.loads(json.dumps(kimi))
     assert '"shape": [384,4096,7168]' in text  # the fused experts' shape, one line
     assert text.endswith("}\n") and text.startswith('{\n "schema": 1,')
+
+
+def test_a_family_module_with_a_mistake_is_one_line_naming_it(project_copy):
+    (project_copy / "atlas" / "families" / "broken.py").write_text('"""A family with a typo."""\nFAMILY = Famly(title="x")\n')
+    (project_copy / "atlas" / "families" / "empty.py").write_text('"""A family that declares nothing."""\n')
+    broken = run_build(project_copy, "--family", "broken")
+    assert broken.returncode == 1
+    assert broken.stderr.splitlines()[0] == (
+        "error: atlas/families/broken.py: cannot be imported: NameError: name 'Famly' is not defined"
+    )
+    empty = run_build(project_copy, "--family", "empty")
+    assert empty.returncode == 1
+    assert empty.stderr.splitlines()[0] == "error: atlas/families/empty.py: FAMILY: missing: the module must define FAMILY = Family(...)"
+    assert not (project_copy / "site").exists()

@@ -7,6 +7,8 @@ import inspect
 import pkgutil
 from functools import cache
 
+
+from atlas.errors import AtlasError
 from atlas.family import Family
 
 
@@ -19,8 +21,13 @@ def names() -> list[str]:
 def load(name: str) -> Family:
     if name not in names():
         raise KeyError(name)
-    module = importlib.import_module(f"{__name__}.{name}")
+    source = f"atlas/families/{name}.py"
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except Exception as e:  # a family module with a mistake is the user's input: name it, no traceback
+        line = f" (line {e.lineno})" if isinstance(e, SyntaxError) and e.lineno else ""
+        raise AtlasError(source, None, f"cannot be imported{line}: {type(e).__name__}: {e}") from None
     declared = getattr(module, "FAMILY", None)
     if not isinstance(declared, Family):
-        raise TypeError(f"{module.__file__} defines no FAMILY = Family(...)")
+        raise AtlasError(source, "FAMILY", "missing: the module must define FAMILY = Family(...)")
     return declared.but(name=name, doc=inspect.cleandoc(module.__doc__ or ""), module=module.__name__)
