@@ -64,11 +64,22 @@ def load_pinned(repo: str, root: Path = CHECKPOINTS) -> PinnedCheckpoint:
     )
 
 
+def transformers_class(family: Family, field: str):
+    """The transformers class a family names in ``field`` ("model_class" or "config_class")."""
+    import transformers
+
+    name = getattr(family, field)
+    try:
+        return getattr(transformers, name)
+    except AttributeError:
+        raise AtlasError(f"atlas/families/{family.name}.py", field, f"transformers {transformers.__version__} has no class {name!r}") from None
+
+
 def transformers_config(family: Family, checkpoint: PinnedCheckpoint):
     """The family's configuration class, loaded from the released values."""
     import transformers
 
-    config_class = getattr(transformers, family.config_class)
+    config_class = transformers_class(family, "config_class")
     values = {k: v for k, v in checkpoint.config.items() if k not in family.config_drop}
     values.update(family.config_overrides)
     try:
@@ -86,7 +97,7 @@ def build_on_meta(family: Family, config, source: Path | str | None = None):
     import torch
     import transformers
 
-    model_class = getattr(transformers, family.model_class)
+    model_class = transformers_class(family, "model_class")
     try:
         with torch.device("meta"):
             return model_class(config)

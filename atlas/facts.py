@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas import introspect, params, sources, standard
-from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
+from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.families import load
 from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
@@ -250,7 +250,7 @@ def _local_preview_model(family, local: dict[str, Any]):
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
-    model_class = getattr(transformers, family.model_class)
+    model_class = transformers_class(family, "model_class")
     config = transformers_config(family, own)
     return model_class.from_pretrained(own.folder, config=config, dtype=torch.float32).eval()
 

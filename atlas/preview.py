@@ -98,9 +98,10 @@ def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
 def build_preview_model(family, config, seed: int = SEED):
     """The family's model class at the tiny config, weights from ``seed``, in eval mode."""
     import torch
-    import transformers
 
-    model_class = getattr(transformers, family.model_class)
+    from atlas.checkpoint import transformers_class
+
+    model_class = transformers_class(family, "model_class")
     torch.manual_seed(seed)
     model = model_class(config).eval()
     generator = torch.Generator().manual_seed(seed + 1)

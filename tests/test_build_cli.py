@@ -103,3 +103,13 @@ def test_a_family_module_with_a_mistake_is_one_line_naming_it(project_copy):
     assert empty.returncode == 1
     assert empty.stderr.splitlines()[0] == "error: atlas/families/empty.py: FAMILY: missing: the module must define FAMILY = Family(...)"
     assert not (project_copy / "site").exists()
+
+
+def test_a_family_naming_a_class_transformers_lacks_is_one_line(project_copy):
+    module = project_copy / "atlas" / "families" / "llama.py"
+    module.write_text(module.read_text().replace('model_class="LlamaForCausalLM"', 'model_class="LlamaForCasualLM"'))
+    result = run_build(project_copy, "--family", "llama")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        "error: atlas/families/llama.py: model_class: transformers 5.24.0 has no class 'LlamaForCasualLM'"
+    )
