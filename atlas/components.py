@@ -837,26 +837,27 @@ def _excerpt(facts: dict[str, Any], cls: str, part: str) -> dict[str, Any] | Non
 
 def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Direct evidence: the component's own code. Contextual: its parent's code that builds and calls it."""
-    out = []
-    title = title_of(node)
-    for part, claim in (
+    out = _cited(facts, node["class"], True, (
         ("forward", f"The forward pass of {node['class']}: the computation the equations above state."),
         ("__init__", f"The constructor of {node['class']}: the parameters it creates, counted below."),
-    ):
-        ex = _excerpt(facts, node["class"], part)
-        if ex:
-            out.append({"direct": True, "claim": claim, "part": part, "class": node["class"], **ex})
+    ))
     if parent is not None:
         attr = f"self.{parent['name']}[i]" if role(node) == "block" else f"self.{node['name']}"
-        what = "each block" if role(node) == "block" else f"the {_lower(title)}"
-        for part, claim in (
+        what = "each block" if role(node) == "block" else f"the {_lower(title_of(node))}"
+        out += _cited(facts, parent["class"], False, (
             ("__init__", f"{parent['class']} builds {what} as {attr} with these arguments."),
             ("forward", f"{parent['class']}'s forward calls {attr}: what goes in and where its output goes."),
-        ):
-            ex = _excerpt(facts, parent["class"], part)
-            if ex:
-                out.append({"direct": False, "claim": claim, "part": part, "class": parent["class"], **ex})
+        ))
     return out
+
+
+def _cited(facts: dict[str, Any], cls: str, direct: bool, claims) -> list[dict[str, Any]]:
+    """The excerpts of ``cls`` that exist, each with the claim it supports."""
+    return [
+        {"direct": direct, "claim": claim, "part": part, "class": cls, **ex}
+        for part, claim in claims
+        if (ex := _excerpt(facts, cls, part))
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
