@@ -39,7 +39,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
     kinds = introspect.block_kinds(blocks, _layer_types(config))
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
-    attention = _attention_module(blocks[0])
+    attention_name = standard.block_roles(blocks[0]).attention
+    attention = getattr(blocks[0], attention_name) if attention_name else None
 
     layout = _predicted_layout(family, checkpoint, model)
     local = _local_checkpoint(family, checkpoint, model, weights) if weights is not None else None
@@ -145,10 +146,6 @@ def _layer_types(config) -> list[str] | None:
     if getattr(config, "sliding_window", None):
         return ["sliding_attention"] * config.num_hidden_layers
     return None
-
-
-def _attention_module(block):
-    return next((m for name, m in block.named_children() if "attn" in name or "attention" in name), None)
 
 
 def _standardized_sizes(config) -> dict[str, int | None]:

@@ -270,21 +270,18 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     return measured, skipped
 
 
-def _has_selection_bias(model, index: int) -> bool:
-    """Whether block ``index``'s router adds a selection bias to the scores it picks experts by."""
-    from atlas.introspect import find_block_list
-
-    _, blocks = find_block_list(model, model.config.num_hidden_layers)
-    return any(getattr(m, "e_score_correction_bias", None) is not None for m in blocks[index].modules())
-
-
 def selection_changes(preview: PreviewRun) -> dict[str, int]:
-    """Per mixture block: tokens whose chosen experts differ from a plain top-k of the sigmoid/softmax scores."""
+    """Per mixture block whose router adds a selection bias: tokens whose chosen experts differ from a
+    plain top-k of the router's scores."""
     import torch
 
+    from atlas.introspect import find_block_list
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
     changed = {}
     for i, layer in enumerate(preview.eager.layers):
-        if not preview.eager.has("router_logits", i) or not _has_selection_bias(preview.model, i):
+        biased = any(getattr(m, "e_score_correction_bias", None) is not None for m in blocks[i].modules())
+        if not biased or not preview.eager.has("router_logits", i):
             continue
         k = layer.mlp.expert_indices.shape[-1]
         plain = torch.topk(layer.mlp.router_logits, k, dim=-1).indices.sort(dim=-1).values  # monotone scores: same order
