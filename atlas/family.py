@@ -62,6 +62,9 @@ class Family:
     preview: Callable[[Any], dict[str, Any]] | None = None
     # Identities of the preview run (atlas.preview ids) that do not hold by design here: {id: why}.
     not_applicable: Mapping[str, str] = field(default_factory=dict)
+    # Variants of the equations' steps the family declares instead of measuring them on the preview run,
+    # by page-id glob: {"*.gate": {"routing": "sigmoid_renormalized"}}. A wrong one fails the proof.
+    equations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The notes files (atlas/families/<name>.md) of the family page, in order; empty: <name>.md.
     notes: tuple[str, ...] = ()
     # Filled in by the registry from the module: never set these by hand.

@@ -1,0 +1,259 @@
+"""The parts a proof walks: each component of the pages, beside its module in the tiny preview model.
+
+A ``Part`` pairs the checkpoint-sized module (built on the meta device: its sizes write the TeX) with
+the same module in the tiny model (its weights and the call it received on the preview run feed the
+step functions). ``reproduce`` runs a chain on that call and compares the result, and every step
+that names a standard value, with what the run recorded.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from atlas.proof.steps import Chain, Env, Step, run_chain
+
+RELATIVE_TOLERANCE = 1e-4  # of the largest magnitude compared: float32 modules against float64 steps
+
+
+@dataclass
+class Call:
+    """What a module received and returned on the preview run (its first call)."""
+
+    args: tuple
+    kwargs: dict
+    output: Any
+
+
+@dataclass
+class Context:
+    """What every part of one family shares."""
+
+    family: Any  # atlas.family.Family
+    full_config: Any
+    tiny_config: Any
+    calls: dict[str, Call]  # tiny module path -> its first call on the run
+    captured: Any  # the eager atlas.trace.Trace of the run (standard values)
+    resolution: Any  # its atlas.standard.Resolution
+    declared: dict[str, dict[str, Any]] = field(default_factory=dict)  # {page-id glob: {feature: variant}}
+    chains: dict[str, Chain] = field(default_factory=dict)  # built chains by page id
+    page_ids: dict[str, str] = field(default_factory=dict)  # tiny module path -> page id, outside the blocks
+    parts: dict[str, "Part"] = field(default_factory=dict)  # every part a chain was built for, by page id
+    call_overrides: dict[str, Call] = field(default_factory=dict)  # calls of modules that have no forward
+    block_ids: dict[str, int] = field(default_factory=dict)  # block-kind page id -> its tiny block
+
+
+@dataclass
+class Part:
+    id: str  # the page id: "embed_tokens", "moe_block.self_attn", "model", ...
+    path: str  # the module's path in the tiny model
+    full: Any  # the module at the checkpoint's sizes (meta)
+    tiny: Any  # the module in the preview model
+    ctx: Context
+    block: int | None = None  # the tiny block the module sits in, for standard values
+    attention_type: str | None = None  # of that block's kind
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def child(self, name: str) -> "Part":
+        """The child module ``name`` (a dotted path from the model's root works too), as a part whose id
+        is its page's: the family's page ids where the proof was told them, else this id + name."""
+        path = f"{self.path}.{name}" if self.path else name
+        return Part(self.ctx.page_ids.get(path, f"{self.id}.{name}"), path, self.full.get_submodule(name),
+                    self.tiny.get_submodule(name), self.ctx, self.block, self.attention_type)
+
+    def has(self, name: str) -> bool:
+        return name in dict(self.tiny.named_children())
+
+    @property
+    def call(self) -> Call:
+        return self.ctx.call_overrides.get(self.id) or self.ctx.calls[self.path]
+
+    def argument(self, name: str, position: int | None = None):
+        """The call's argument ``name``, passed by name or by position."""
+        call = self.call
+        if name in call.kwargs:
+            return call.kwargs[name]
+        params = [p for p in inspect.signature(self.tiny.forward).parameters if p != "self"]
+        index = params.index(name) if name in params else position
+        return call.args[index] if index is not None and index < len(call.args) else None
+
+    def declared(self, feature: str):
+        for pattern, features in self.ctx.declared.items():
+            if fnmatch.fnmatchcase(self.id, pattern) and feature in features:
+                return features[feature]
+        return None
+
+    def note(self, feature: str, value: Any, how: str) -> None:
+        self.facts[feature] = {"value": value, "how": how}
+
+    def choose(self, feature: str, variants: dict[str, Callable[[], Chain]], words: dict[str, str] | None = None) -> Chain:
+        """The chain of the variant the family declares, else of the first variant that reproduces the
+        module's call on the run (measured). Where none does, the first: its proof then fails by name."""
+        declared = self.declared(feature)
+        if declared is not None:
+            if declared not in variants:
+                from atlas.errors import AtlasError
+
+                raise AtlasError(f"family {self.ctx.family.name}", f"equations[{self.id!r}].{feature}",
+                                 f"{declared!r} is not one of {', '.join(variants)}")
+            self.note(feature, declared, "declared by the family")
+            return variants[declared]()
+        for name, build in variants.items():
+            chain = build()
+            if reproduce(self, chain)["reproduced"]:
+                self.note(feature, name, "measured: the only variant that reproduces the module on the preview run"
+                          if len(variants) > 1 else "checked on the preview run")
+                return chain
+        first = next(iter(variants))
+        self.note(feature, first, "no variant reproduces the module on the preview run")
+        return variants[first]()
+
+
+# --- running and comparing -------------------------------------------------------------------------
+
+
+def weights_of(module) -> Callable[[str], Any]:
+    import torch
+
+    named = {**dict(module.named_parameters(remove_duplicate=False)), **dict(module.named_buffers(remove_duplicate=False))}
+
+    def get(name: str):
+        if name not in named:
+            raise KeyError(name)
+        return named[name].detach().to(torch.float64)
+
+    return get
+
+
+def as64(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(torch.float64) if value.is_floating_point() else value.detach()
+    if isinstance(value, (tuple, list)):
+        return type(value)(as64(v) for v in value)
+    return value
+
+
+def chain_inputs(part: Part, chain: Chain) -> dict[str, Any]:
+    return {i.name: as64(part.argument(i.argument, n)) for n, i in enumerate(chain.inputs)}
+
+
+def output_of(part: Part, chain: Chain):
+    out = part.call.output
+    if chain.output_element is not None or isinstance(out, tuple) or hasattr(out, "to_tuple"):
+        out = out[chain.output_element or 0]
+    return as64(out)
+
+
+def difference(mine, reference, compare: str = "allclose") -> float:
+    """The largest absolute difference; masked scores (-inf or the dtype's minimum) are compared as masked."""
+    import torch
+
+    mine, reference = as64(mine), as64(reference)
+    if mine.shape != reference.shape:
+        if mine.numel() != reference.numel():
+            return float("inf")
+        mine = mine.reshape(reference.shape)
+    if not mine.is_floating_point():
+        return float((mine != reference).sum())
+    masked_ref = reference < -1e30
+    masked_mine = ~torch.isfinite(mine) | (mine < -1e30)
+    if bool((masked_ref != masked_mine).any()):
+        return float("inf")
+    keep = ~masked_ref
+    return float((mine[keep] - reference[keep]).abs().max()) if bool(keep.any()) else 0.0
+
+
+def tolerance(reference) -> float:
+    reference = as64(reference)
+    if not reference.is_floating_point():
+        return 0.0
+    finite = reference[reference > -1e30]
+    scale = float(finite.abs().max()) if finite.numel() else 1.0
+    return RELATIVE_TOLERANCE * max(1.0, scale)
+
+
+def captured_value(part: Part, name: str):
+    """The run's value of standard ``name`` where it is read inside this part's module; None elsewhere."""
+    trace, resolution = part.ctx.captured, part.ctx.resolution
+    index = part.block if _block_host(name) else None
+    if _block_host(name) and index is None:
+        return None
+    placement = resolution.at(name, index)
+    module = placement.module
+    if placement.read is None or module is None or not trace.has(name, index):
+        return None
+    inside = part.path == "" or module == part.path or module.startswith(part.path + ".")
+    return trace.value(name, index) if inside else None
+
+
+def _block_host(name: str) -> bool:
+    from atlas.standard import BY_NAME
+
+    return BY_NAME[name].host != "model"
+
+
+SLOT_VALUES = ("expert_weights", "expert_indices")
+
+
+def _in_expert_order(names, mine: list, refs: list) -> None:
+    """Routing slots put in expert order (in place), so two top-k choices listing the same experts in
+    another order compare equal."""
+    if "expert_indices" not in names or refs[names.index("expert_indices")] is None:
+        return
+    at = names.index("expert_indices")
+    k = mine[at].shape[-1]
+    mine_order = mine[at].reshape(-1, k).argsort(-1)
+    ref_order = refs[at].reshape(-1, k).argsort(-1)
+    for j, name in enumerate(names):
+        if name in SLOT_VALUES and refs[j] is not None:
+            mine[j] = mine[j].reshape(-1, k).gather(-1, mine_order)
+            refs[j] = refs[j].reshape(-1, k).gather(-1, ref_order)
+
+
+def reproduce(part: Part, chain: Chain) -> dict[str, Any]:
+    """Run ``chain`` on the part's call; compare its output and every captured intermediate.
+
+    Returns {"reproduced", "error" (largest absolute difference), "tolerance", "compared" (how many
+    tensors), and where it fails, "step" (the TeX of the first step that does not reproduce) and "why"}.
+    """
+    env = Env(weights_of(part.tiny), chain_inputs(part, chain))
+    trail: list[tuple[Step, Any]] = []
+    try:
+        result = run_chain(chain, env, trail)
+    except Exception as e:  # a step that cannot run on the module's tensors does not reproduce it
+        done = {id(s) for s, _ in trail}
+        step = next((s for s in chain.steps if s.fn is not None and id(s) not in done), None)
+        return {"reproduced": False, "error": None, "tolerance": None, "compared": 0,
+                "step": step.tex if step else "", "why": f"it cannot run: {type(e).__name__}: {e}"}
+    checks: list[tuple[Step, Any, Any]] = []
+    for step, value in trail:
+        if not step.value:
+            continue
+        names = step.value if isinstance(step.value, tuple) else (step.value,)
+        mine = list(value) if isinstance(step.value, tuple) else [value]
+        refs = [captured_value(part, n) if n else None for n in names]
+        _in_expert_order(names, mine, refs)
+        checks += [(step, m, r) for m, r in zip(mine, refs) if r is not None]
+    final = next(s for s in reversed(chain.steps) if s.fn is not None)
+    reference = part.call.output
+    if isinstance(chain.output, tuple):
+        mine, refs = [as64(x) for x in result], [as64(reference[j]) for j in range(len(chain.output))]
+        _in_expert_order(chain.output_values, mine, refs)
+        checks += [(final, m, r) for m, r in zip(mine, refs)]
+    else:
+        checks.append((final, result, output_of(part, chain)))
+    worst, scale_tol, failure = 0.0, 0.0, None
+    for step, mine, ref in checks:
+        err, tol = difference(mine, ref), tolerance(ref)
+        worst, scale_tol = max(worst, err), max(scale_tol, tol)
+        if err > tol and failure is None:
+            failure = (step, err, tol)
+    if failure:
+        step, err, tol = failure
+        return {"reproduced": False, "error": err, "tolerance": tol, "compared": len(checks), "step": step.tex,
+                "why": f"largest error {err:.3g} > tolerance {tol:.3g}"}
+    return {"reproduced": True, "error": worst, "tolerance": scale_tol, "compared": len(checks)}

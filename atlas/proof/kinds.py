@@ -1,0 +1,69 @@
+"""What a module is, from its structure: its torch type, its tensors, its children. Never its class name."""
+
+from __future__ import annotations
+
+from atlas.errors import AtlasError
+from atlas.proof import attention, library, mixture, stack
+from atlas.proof.core import Part
+from atlas.proof.steps import Chain
+
+
+def _own(module) -> dict:
+    return dict(module.named_parameters(recurse=False))
+
+
+def kind_of(part: Part) -> str:
+    import torch
+
+    m = part.tiny
+    children = set(dict(m.named_children()))
+    own = _own(m)
+    if part.ctx.block_ids.get(part.id) is not None:
+        return "block"
+    if isinstance(m, torch.nn.Embedding):
+        return "embedding"
+    if isinstance(m, torch.nn.Dropout):
+        return "dropout"
+    if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
+                                          and hasattr(m, "nf")):
+        return "linear"
+    if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
+        return "norm"
+    if "kv_a_proj_with_mqa" in children:
+        return "latent_attention"
+    if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
+        return "attention"
+    if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
+        return "experts"
+    if not children and "weight" in own and own["weight"].dim() == 2:
+        return "router"
+    if "experts" in children:
+        return "mixture"
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
+        return "dense_mlp"
+    if not children and not own:
+        return "activation"
+    raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
+                     f"no chain of steps describes {type(m).__name__} yet: add its steps to atlas/proof before its pages can show equations")
+
+
+BUILDERS = {
+    "embedding": library.embedding,
+    "dropout": library.dropout,
+    "linear": library.linear,
+    "norm": library.norm,
+    "activation": library.activation,
+    "dense_mlp": library.dense_mlp,
+    "latent_attention": attention.latent_attention,
+    "attention": attention.attention,
+    "experts": mixture.experts,
+    "router": mixture.router,
+    "mixture": mixture.mixture,
+    "block": stack.block,
+}
+
+
+def build(part: Part) -> Chain:
+    kind = kind_of(part)
+    part.note("kind", kind, "the module's structure")
+    return BUILDERS[kind](part)

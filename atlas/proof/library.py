@@ -1,0 +1,231 @@
+"""The step library: a chain of executable steps for each kind of component.
+
+Which chain a module gets is decided from what the module is (its tensors, its children, the
+settings it holds) and, where two formulas fit the same structure (RMSNorm's gain g or 1 + g, the
+activation, the router's rule), from which one reproduces the module on the preview run; a family
+may declare a variant instead (``Family.equations``), and a wrong declaration fails its proof.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from atlas.proof import tex as T
+from atlas.proof.core import Part
+from atlas.proof.steps import Chain, Env, Input, Step, run_chain
+
+X = Input("x", "x", "hidden_states", "the module's input")
+
+
+def chain_of(part: Part) -> Chain:
+    """The part's chain, built once per page id."""
+    if part.id not in part.ctx.chains:
+        from atlas.proof import kinds
+
+        part.ctx.chains[part.id] = kinds.build(part)
+        part.ctx.parts.setdefault(part.id, part)
+    return part.ctx.chains[part.id]
+
+
+def sub(part: Part, name: str, **inputs: str):
+    """A step function that runs child ``name``'s own chain on its weights; ``inputs`` maps the child's
+    input names to names in this chain's environment."""
+    child = part.child(name)
+    chain = chain_of(child)
+
+    def fn(e: Env):
+        values = {i.name: e[inputs.get(i.name, i.name)] for i in chain.inputs}
+        return run_chain(chain, e.child(name, values))
+
+    fn.child_id = child.id
+    return fn
+
+
+def child_output(part: Part, name: str, **inputs: str):
+    """``sub`` for a child whose output is a tuple: its first element (the tensor the parent uses)."""
+    fn = sub(part, name, **inputs)
+
+    def first(e: Env):
+        out = fn(e)
+        return out[0] if isinstance(out, tuple) else out
+
+    first.child_id = fn.child_id
+    return first
+
+
+# --- norms -----------------------------------------------------------------------------------------
+
+
+def _eps(module) -> float:
+    for attr in ("variance_epsilon", "eps", "epsilon"):
+        if isinstance(getattr(module, attr, None), float):
+            return getattr(module, attr)
+    raise LookupError("no epsilon")
+
+
+def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
+    width = part.full.weight.shape[-1]
+    eps = _eps(part.full)
+    tiny_eps = _eps(part.tiny)
+
+    def rms(offset: bool) -> Chain:
+        gain = "(1+g)" if offset else "g"
+        return Chain([
+            Step(rf"\rho=\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
+            Step(rf"\hat {x}={x}/\sqrt{{\rho+{T.num(eps)}}}", "xhat", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+            Step(rf"{y}={gain}\odot\hat {x},\quad g\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
+                 (lambda e: (1 + e.w("weight")) * e["xhat"]) if offset else (lambda e: e.w("weight") * e["xhat"]), summary=True),
+        ], [X], "y")
+
+    def layer() -> Chain:
+        return Chain([
+            Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+            Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+            Step(rf"{y}=\frac{{{x}-\mu}}{{\sqrt{{\sigma^2+{T.num(eps)}}}}}\odot g+b,\quad g,b\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
+                 lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt() * e.w("weight") + e.w("bias"), summary=True),
+        ], [X], "y")
+
+    part.note("eps", eps, "the module's epsilon")
+    variants = {"rms": lambda: rms(False), "rms_offset": lambda: rms(True)}
+    if "bias" in dict(part.tiny.named_parameters()):
+        variants = {"layer": layer, **variants}
+    else:
+        variants["layer"] = layer
+    return part.choose("norm", variants)
+
+
+# --- linear maps, lookups, dropout, activations -----------------------------------------------------
+
+
+def linear_dims(module) -> tuple[int, int, bool]:
+    """(in, out, stored transposed): torch's Linear stores [out, in]; GPT-2's Conv1D stores [in, out]."""
+    import torch
+
+    w = module.weight
+    if isinstance(module, torch.nn.Linear):
+        return w.shape[1], w.shape[0], False
+    return w.shape[0], w.shape[1], True
+
+
+def linear(part: Part, symbol: str = "W") -> Chain:
+    n_in, n_out, stored_in_out = linear_dims(part.full)
+    has_bias = getattr(part.tiny, "bias", None) is not None
+    declared = part.declared("bias")
+    bias = has_bias if declared is None else bool(declared)
+    part.note("bias", bias, "declared by the family" if declared is not None else "the module holds a bias tensor" if has_bias else "the module holds no bias")
+    part.note("stored", "in × out" if stored_in_out else "out × in", "the weight's shape")
+    b = "+b" if bias else ""
+    if stored_in_out:
+        tex = rf"y=x{symbol}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_in)}\times{T.num(n_out)}}}\ \text{{(stored in × out)}}"
+        fn = (lambda e: e["x"] @ e.w("weight") + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight"))
+    else:
+        tex = rf"y=x{symbol}^{{\top}}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_out)}\times{T.num(n_in)}}}"
+        fn = (lambda e: e["x"] @ e.w("weight").T + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight").T)
+    return Chain([Step(tex, "y", fn, summary=True)], [X], "y")
+
+
+def embedding(part: Part) -> Chain:
+    vocab, width = part.full.weight.shape
+    ids = Input("ids", "I", "input_ids", "the token ids (or positions) looked up")
+
+    def plain() -> Chain:
+        return Chain([Step(rf"x_t=E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
+                           lambda e: e.w("weight")[e["ids"]], summary=True)], [ids], "y")
+
+    def scaled() -> Chain:
+        return Chain([Step(rf"x_t=\sqrt{{{T.num(width)}}}\,E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
+                           lambda e: e.w("weight")[e["ids"]] * math.sqrt(e.w("weight").shape[1]), summary=True)], [ids], "y")
+
+    return part.choose("embedding", {"lookup": plain, "scaled_by_sqrt_width": scaled})
+
+
+def dropout(part: Part) -> Chain:
+    part.note("dropout", "identity at inference", "the preview runs in eval mode")
+    return Chain([Step(r"y=x\quad\text{(dropout is off at inference)}", "y", lambda e: e["x"], summary=True)], [X], "y")
+
+
+def _gelu_tanh(g):
+    return 0.5 * g * (1 + ((2 / math.pi) ** 0.5 * (g + 0.044715 * g**3)).tanh())
+
+
+def _gelu_erf(g):
+    import torch
+
+    return 0.5 * g * (1 + torch.erf(g / math.sqrt(2)))
+
+
+ACTIVATIONS = {
+    "silu": (r"a=\operatorname{SiLU}(g)=\frac{g}{1+e^{-g}}", lambda g: g * g.sigmoid()),
+    "gelu_tanh": (r"a=\tfrac12 g\big(1+\tanh\big(\sqrt{2/\pi}\,(g+0.044715\,g^3)\big)\big)", _gelu_tanh),
+    "gelu": (r"a=g\,\Phi(g)=\tfrac12 g\big(1+\operatorname{erf}(g/\sqrt2)\big)", _gelu_erf),
+    "relu": (r"a=\max(g,0)", lambda g: g.clamp(min=0)),
+}
+
+
+def activation_tex(part: Part) -> str:
+    return ACTIVATIONS[part.facts["activation"]["value"]][0]
+
+
+def activation(part: Part) -> Chain:
+    g = Input("x", "g", "input", "the pre-activation")
+
+    def variant(name):
+        tex_, f = ACTIVATIONS[name]
+        return lambda: Chain([Step(tex_, "a", lambda e: f(e["x"]), summary=True)], [g], "a")
+
+    return part.choose("activation", {name: variant(name) for name in ACTIVATIONS})
+
+
+def activation_name(part: Part) -> str:
+    """The activation a child act_fn computes (measured by its own chain)."""
+    chain_of(part)
+    return part.facts["activation"]["value"]
+
+
+ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}"}
+
+
+# --- dense MLPs --------------------------------------------------------------------------------------
+
+
+def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
+    """gate/up/down (gated), a fused gate-up projection (gated), or up/down with biases (two-layer)."""
+    d = part.ctx.full_config.hidden_size
+    names = set(dict(part.tiny.named_children()))
+    act_child = next((n for n in ("act_fn", "act", "activation_fn") if n in names), None)
+    act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
+    steps: list[Step] = []
+    if {"gate_proj", "up_proj", "down_proj"} <= names:
+        inner = linear_dims(part.full.gate_proj)[1]
+        steps += [
+            Step(rf"g=x W_g^{{\top}}{T.maps(d, inner)}", "g", sub(part, "gate_proj")),
+            Step(rf"u=x W_u^{{\top}}{T.maps(d, inner)}", "u", sub(part, "up_proj")),
+        ]
+        down = "down_proj"
+    elif {"gate_up_proj", "down_proj"} <= names:
+        inner = linear_dims(part.full.gate_up_proj)[1] // 2
+        steps += [
+            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, "gate_up_proj")),
+            Step(rf"g=[g;\,u]_{{:,\,1..{T.num(inner)}}},\quad u=[g;\,u]_{{:,\,{T.num(inner)}+1..2\cdot{T.num(inner)}}}", ("g", "u"),
+                 lambda e: e["gu"].chunk(2, dim=-1)),
+        ]
+        down = "down_proj"
+    else:
+        up = next(n for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in names)
+        down = next(n for n in ("c_proj", "fc2", "down_proj", "dense_4h_to_h") if n in names)
+        inner = linear_dims(getattr(part.full, up))[1]
+        steps += [Step(rf"g=\operatorname{{Lin}}_1(x)=x W_1+b_1{T.maps(d, inner)}", "g", sub(part, up))]
+        steps += [Step(rf"a={act}(g)", "a", sub(part, act_child, x="g"), value="mlp_activation", summary=True),
+                  Step(rf"{out}=\operatorname{{Lin}}_2(a)=a W_2+b_2{T.maps(inner, d)}", "y", sub(part, down, x="a"), value="mlp_output", summary=True)]
+        if "dropout" in names:
+            steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
+        part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
+        return Chain(steps, [X], "y")
+    steps += [
+        Step(rf"a={act}(g)", "a", sub(part, act_child, x="g") if act_child else None, value="mlp_activation", summary=True),
+        Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
+        Step(rf"{out}=h W_d^{{\top}}{T.maps(inner, d)}", "y", sub(part, down, x="h"), value="mlp_output", summary=True),
+    ]
+    part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
+    return Chain([s for s in steps if s.fn is not None], [X], "y")

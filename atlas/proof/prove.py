@@ -1,0 +1,124 @@
+"""Prove every component page's equations on the preview run, and say so in the facts."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from atlas.errors import AtlasError
+from atlas.proof import stack as stacks
+from atlas.proof.core import Call, Context, Part, reproduce
+from atlas.proof.library import chain_of
+from atlas.proof.steps import Chain
+
+
+def slug(text: str) -> str:
+    """A page id from a module or kind name (the pages' own rule)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+def capture_calls(model, ids) -> dict[str, Call]:
+    """Every module's first call on one forward pass of the prompt: its arguments and its output."""
+    import torch
+
+    calls: dict[str, Call] = {}
+    paths = {id(m): p for p, m in model.named_modules()}
+
+    def keep(value):
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, (tuple, list)):
+            return type(value)(keep(v) for v in value)
+        return value
+
+    def hook(module, args, kwargs, output):
+        path = paths[id(module)]
+        if path not in calls:
+            calls[path] = Call(keep(args), {k: keep(v) for k, v in kwargs.items()}, keep(output))
+
+    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
+    try:
+        with torch.no_grad():
+            model(ids, attention_mask=torch.ones_like(ids))
+    finally:
+        for h in handles:
+            h.remove()
+    return calls
+
+
+def _descendants(part: Part) -> list[Part]:
+    out = [part]
+    for name, _ in part.tiny.named_children():
+        out += _descendants(part.child(name))
+    return out
+
+
+def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> dict[str, Any]:
+    from atlas import introspect, standard
+
+    tiny, tiny_config = run.model, run.config
+    ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,
+                  declared={k: dict(v) for k, v in family.equations.items()})
+    block_path = facts["model"]["block_path"]
+    _, full_blocks = introspect.find_block_list(full_model, full_config.num_hidden_layers)
+    _, tiny_blocks = introspect.find_block_list(tiny, tiny_config.num_hidden_layers)
+    tiny_kinds = {k.id: k for k in introspect.block_kinds(tiny_blocks, introspect.layer_types(tiny_config))}
+    where = f"family {family.name}"
+
+    parts: list[Part] = []
+    for row in facts["accounting"]["model"]["rows"]:
+        ctx.page_ids[row["path"]] = slug(row["path"].split(".")[-1])
+        parts += _descendants(Part(ctx.page_ids[row["path"]], row["path"], full_model.get_submodule(row["path"]), tiny.get_submodule(row["path"]), ctx))
+    kind_of_block: dict[int, str] = {}
+    for kind in facts["block_kinds"]:
+        tiny_kind = tiny_kinds.get(kind["id"])
+        if tiny_kind is None:
+            raise AtlasError(where, f"block kind {kind['id']}", f"the preview model has no block of this kind (it has {', '.join(tiny_kinds)}), so its equations cannot be proven")
+        kid = slug(kind["id"])
+        rep = tiny_kind.indices[0]
+        ctx.block_ids[kid] = rep
+        parts += _descendants(Part(kid, f"{block_path}.{rep}", full_blocks[kind["indices"][0]], tiny_blocks[rep], ctx, rep, kind["attention_type"]))
+        kind_of_block.update({i: kid for i in tiny_kind.indices})
+
+    proven: dict[str, tuple[Part, Chain]] = {}
+    not_called: dict[str, str] = {}
+    for part in parts:
+        if part.path not in ctx.calls:  # e.g. GPT-2's attn_dropout: its forward applies dropout as a function
+            not_called[part.id] = f"{part.path.replace(block_path + '.', 'layers[i].', 1)} is not called on the forward pass"
+            continue
+        proven[part.id] = (part, chain_of(part))
+    by_id = {p.id: p for p in parts}
+    rotary = [ctx.calls[f"{block_path}.{n}"].kwargs.get("position_embeddings") for n in range(len(tiny_blocks))]
+    stack = stacks.Stack([ctx.chains[kind_of_block[n]] for n in range(len(tiny_blocks))], rotary, block_path, full_config.num_hidden_layers)
+    first, last = ctx.calls[f"{block_path}.0"], ctx.calls[f"{block_path}.{len(tiny_blocks) - 1}"]
+    ctx.call_overrides["blocks"] = Call((first.kwargs.get("hidden_states", first.args[0] if first.args else None),), {},
+                                        last.output[0] if isinstance(last.output, tuple) else last.output)
+    blocks_part = Part("blocks", block_path, full_model.get_submodule(block_path), tiny.get_submodule(block_path), ctx)
+    proven["blocks"] = (blocks_part, stacks.blocks(blocks_part, stack))
+    model_part = Part("model", "", full_model, tiny, ctx)
+    roles = standard.find_roles(tiny, tiny_config.num_hidden_layers)
+    proven["model"] = (model_part, stacks.model(model_part, stack, roles))
+
+    components = {}
+    # the deepest parts first: where a child's steps are wrong, the failure names the child's step
+    for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
+        result = reproduce(part, chain)
+        if not result["reproduced"]:
+            raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']})")
+        facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
+        components[pid] = {
+            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given} for i in chain.inputs],
+            "steps": [{"tex": s.tex, "sub": s.sub if s.sub in proven else None, "summary": s.summary,
+                       "values": list(s.value) if isinstance(s.value, tuple) else ([s.value] if s.value else [])} for s in chain.steps if s.fn is not None],
+            "facts": facts_of,
+            "proof": {"error": float(f"{result['error']:.3g}"), "tolerance": float(f"{result['tolerance']:.3g}"), "compared": result["compared"],
+                      "block": part.block},
+        }
+    steps = sum(len(c["steps"]) for c in components.values())
+    return {
+        "components": components,
+        "not_called": not_called,
+        "total": {"components": len(components), "steps": steps, "reproduced": steps,
+                  "largest_error": max(c["proof"]["error"] for c in components.values())},
+    }
+

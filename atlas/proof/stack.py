@@ -1,0 +1,108 @@
+"""The block, the stack of blocks and the whole model, each as steps that run their parts' chains."""
+
+from __future__ import annotations
+
+import math
+
+from atlas.proof import tex as T
+from atlas.proof.attention import ROTARY
+from atlas.proof.core import Part
+from atlas.proof.library import X, child_output, sub
+from atlas.proof.steps import Chain, Env, Input, Step, run_chain
+from atlas.standard import block_roles
+
+
+def block(part: Part) -> Chain:
+    r = block_roles(part.tiny)
+    steps: list[Step] = []
+    inputs = [X]
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(ROTARY)
+    if r.attention_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
+    attn_in = "h" if r.attention_norm else "x"
+    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
+                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+    if r.attention_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
+    steps.append(Step(r"x'=x+\Delta_{\mathrm{attn}}", "xm", lambda e: e["x"] + e["da"], value="layer_mid", summary=True))
+    if r.mlp_norm:
+        steps.append(Step(r"h'=\operatorname{Norm}_3(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
+    mlp_in = "hm" if r.mlp_norm else "xm"
+    mlp_arg = "h'" if r.mlp_norm else "x'"
+    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
+                      child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.mlp_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
+    steps.append(Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True))
+    part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
+                        "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+def run_blocks(stack: "Stack", e: Env, x, rel: str):
+    """Every block in order, each by its kind's chain on its own weights (``rel``: the block list's path
+    relative to the chain's module), with the rotary angles the model handed that block."""
+    for n, chain in enumerate(stack.chains):
+        values = {"x": x}
+        if any(i.name == "R" for i in chain.inputs):
+            values["R"] = stack.rotary[n]
+        x = run_chain(chain, e.child(f"{rel}.{n}" if rel else str(n), values))
+    return x
+
+
+class Stack:
+    """The blocks of the tiny model: each one's chain (its kind's) and the rotary angles it received."""
+
+    def __init__(self, chains: list[Chain], rotary: list, path: str, count_full: int):
+        self.chains, self.rotary, self.path, self.count = chains, rotary, path, len(chains)
+        self.count_full = count_full
+
+
+def blocks(part: Part, stack: Stack) -> Chain:
+    n = stack.count_full
+    step = Step(rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n - 1}\quad\text{{(each block by its kind's steps; the preview runs {stack.count})}}",
+                "y", lambda e: run_blocks(stack, e, e["x"], ""), summary=True)
+    return Chain([step], [Input("x", "x_0", "hidden_states", "the stream entering block 0")], "y")
+
+
+def model(part: Part, stack: Stack, roles) -> Chain:
+    """Token ids to logits: embeddings (and positions), every block, the final norm, the head."""
+    cfg = part.ctx.full_config
+    ids = Input("ids", "I", "input_ids", "the token ids of the prompt")
+    embed = roles.embedding
+
+    def build(scale: bool) -> Chain:
+        steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
+        x0 = "e"
+        if roles.position_embedding:
+            import torch
+
+            steps += [
+                Step(r"t=0,\dots,T-1\quad\text{the positions of the prompt}", "pos", lambda e: torch.arange(e["ids"].shape[-1])[None]),
+                Step(r"p=P[t]", "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
+                Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
+            ]
+            x0 = "x0"
+        if scale:
+            steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
+                              lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
+            x0 = "x0"
+        steps.append(Step(rf"x_{{{T.num(cfg.num_hidden_layers)}}}=\operatorname{{Block}}_{{{T.num(cfg.num_hidden_layers - 1)}}}\circ\dots\circ\operatorname{{Block}}_0(x_0)",
+                          "xL", lambda e, s=x0: run_blocks(stack, e, e[s], stack.path), summary=True))
+        steps[-1].sub = "blocks"
+        steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
+        if roles.head:
+            steps.append(Step(r"z=\hat x\,W_{\mathrm{out}}^{\top}", "z", sub(part, roles.head, x="xn"), value="lm_head_output", summary=True))
+            cap = getattr(cfg, "final_logit_softcapping", None)
+            if cap:
+                tiny_cap = part.ctx.tiny_config.final_logit_softcapping
+                steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
+                part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+        return Chain(steps, [ids], "z" if roles.head else "xn", output_element=0)
+
+    return part.choose("embedding_scale", {"none": lambda: build(False), "sqrt_width": lambda: build(True)})
+
