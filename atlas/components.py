@@ -1002,6 +1002,16 @@ def _calc(node: dict[str, Any]) -> str:
     return "sum of its components" if (node["children"] or len(node["tensors"]) > 1) else (node["tensors"][0]["calculation"] if node["tensors"] else "no parameters")
 
 
+def proven(facts: dict[str, Any], nid: str) -> dict[str, Any] | None:
+    """A component's equations as the proof ran them (atlas.proof): its steps, summary and how closely
+    they reproduced the module; for a module the forward never calls, why it has none."""
+    eq = facts["equations"]["components"].get(nid)
+    if eq is None:
+        why = facts["equations"]["not_called"].get(nid)
+        return {"not_called": why} if why else None
+    return {**eq, "summary": [st for st in eq["steps"] if st["summary"]] or eq["steps"]}
+
+
 def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every component and tensor page, by id, in reading order."""
     s = Sizes(facts)
@@ -1020,7 +1030,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "role": "model", "parameters": model_acc["total"], "stored_buffers": model_acc["stored_buffers"],
         "instances": 1, "instances_label": "", "crumbs": [],
         "description": f"{n_blocks} transformer blocks between a token embedding and a language-model head; {grouped(model_acc['total'])} weight parameters.",
-        "equations": eq_model(s, n_blocks),
+        "equations": proven(facts, "model"),
         "io": {"in": [{"symbol": "I", "dims": _dims(("B", "batch"), ("T", "positions"))}],
                "out": [{"symbol": "z", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("vocab_size"), "vocab"))}]},
         "children": [], "tensors": [], "accounting": [], "evidence": [],
@@ -1039,7 +1049,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "parameters": sum(k["total"] for k in kinds), "stored_buffers": sum(k["per_instance_stored_buffers"] * k["instances"] for k in kinds),
         "instances": 1, "instances_label": "", "crumbs": [{"id": "model", "title": model_title}],
         "description": "The stack of blocks, grouped by structure: " + "; ".join(f"{_plural(k['instances'], k['label'])} ({kind_info[k['kind']]['ranges']})" for k in kinds) + ".",
-        "equations": {"summary": [rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}"], "steps": [rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n_blocks - 1}"]},
+        "equations": proven(facts, "blocks"),
         "io": {"in": [{"symbol": "x_0", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}],
                "out": [{"symbol": f"x_{{{n_blocks}}}", "dims": _dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}]},
         "children": [], "tensors": [], "accounting": [], "evidence": [],
@@ -1057,7 +1067,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "constructor": node.get("constructor", ""), "path": node["path"], "where": where, "role": r,
             "parameters": node["parameters"] + node["stored_buffers"], "stored_buffers": node["stored_buffers"],
             "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
-            "description": describe(node, s), "equations": equations(node, s, parent), "io": io(node, s),
+            "description": describe(node, s), "equations": proven(facts, nid), "io": io(node, s),
             "children": [], "tensors": [], "accounting": [], "evidence": evidence(facts, node, parent),
         }
         nodes[nid] = page
@@ -1443,6 +1453,8 @@ def check_pages(view: dict[str, Any], family: str) -> None:
 
     nodes = view["nodes"]
     for nid, node in nodes.items():
+        if node["type"] == "component" and not node["equations"]:
+            raise AtlasError(f"family {family}", nid, "the page has no proven equations: no chain of steps reproduced its module on the preview run")
         if node["type"] == "component" and node["accounting"]:
             total = sum(row["parameters"] for row in node["accounting"])
             if total != node["parameters"]:

@@ -97,7 +97,7 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         part.note("window", window, "the module's sliding window")
         rule = rf"{M}_{{ts}}=0\ \text{{if}}\ t-{T.num(window)}<s\le t,\ -\infty\ \text{{otherwise}}"
     else:
-        part.note("window", None, "causal over the whole prompt")
+        part.note("window", "none: every earlier position", "the module has no sliding window")
         rule = rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}"
     steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):

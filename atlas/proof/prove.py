@@ -103,9 +103,11 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
         result = reproduce(part, chain)
-        if not result["reproduced"]:
-            raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']})")
         facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
+        if not result["reproduced"]:
+            declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
+            said = f"; declared by the family: {', '.join(declared)}" if declared else ""
+            raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         components[pid] = {
             "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given} for i in chain.inputs],
             "steps": [{"tex": s.tex, "sub": s.sub if s.sub in proven else None, "summary": s.summary,

@@ -1,0 +1,140 @@
+"""Proven equations: what the steps say matches what each model is (read from its config and tensors
+here, independently of the proof), and a wrong step fails the build in one line naming it."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from atlas import families
+from tests.conftest import ROOT, run_build
+
+
+def config_of(name: str) -> dict:
+    return json.loads((ROOT / "atlas/checkpoints" / families.load(name).checkpoint / "config.json").read_text())
+
+
+def components(collected, name):
+    return collected(name).facts["equations"]["components"]
+
+
+@pytest.mark.parametrize("name", families.names())
+def test_every_component_page_is_proven_or_never_called(collected, name):
+    facts = collected(name).facts
+    eq = facts["equations"]
+    # every module the accounting knows outside the blocks, and every block kind, has a proof
+    expected = {row["path"].split(".")[-1] for row in facts["accounting"]["model"]["rows"]}
+    expected |= {k["id"] for k in facts["block_kinds"]} | {"model", "blocks"}
+    assert expected <= set(eq["components"]) | set(eq["not_called"])
+    assert eq["total"]["steps"] == sum(len(c["steps"]) for c in eq["components"].values())
+    for pid, c in eq["components"].items():
+        assert c["steps"], pid
+        assert c["proof"]["compared"] >= 1, pid
+        assert c["proof"]["error"] <= c["proof"]["tolerance"], pid
+
+
+def test_gpt2_has_layernorm_and_learned_positions_not_rope(collected):
+    eq = components(collected, "gpt2")
+    norms = [c for pid, c in eq.items() if c["facts"].get("kind", {}).get("value") == "norm"]
+    assert norms and all(c["facts"]["norm"]["value"] == "layer" for c in norms)
+    attention = eq["transformer_block.attn"]
+    assert attention["facts"]["positions"]["value"] == "none inside the attention"
+    assert not any("RoPE" in s["tex"] or r"\cos" in s["tex"] for c in eq.values() for s in c["steps"])
+    assert any("position_embeddings" in s["values"] for s in eq["model"]["steps"])
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt_oss", "qwen3", "gpt2"])
+def test_projection_biases_follow_the_config(collected, name):
+    cfg = config_of(name)
+    # GPT-2's Conv1D projections always carry a bias; the others follow attention_bias (default off)
+    expected = True if name == "gpt2" else bool(cfg.get("attention_bias", False))
+    eq = components(collected, name)
+    projections = [c for pid, c in eq.items() if re.search(r"\.(q_proj|k_proj|v_proj|c_attn)$", pid)]
+    assert projections
+    for c in projections:
+        assert c["facts"]["bias"]["value"] is expected
+        assert ("+b" in c["steps"][0]["tex"]) is expected
+
+
+@pytest.mark.parametrize("name", ["mixtral", "qwen3_moe", "kimi_k2", "deepseek_v3", "gpt_oss"])
+def test_router_rule_follows_the_config(collected, name):
+    cfg = config_of(name)
+    scoring = cfg.get("scoring_func", "softmax")
+    if name == "gpt_oss":  # gpt-oss's router takes the top k logits, then a softmax over those k
+        expected = "topk_softmax"
+    elif name == "mixtral":  # Mixtral always renormalises the kept softmax scores
+        expected = "softmax_renormalized"
+    else:
+        expected = scoring + ("_renormalized" if cfg.get("norm_topk_prob") else "")
+    routers = [c for c in components(collected, name).values() if c["facts"].get("kind", {}).get("value") == "router"]
+    assert routers and all(c["facts"]["routing"]["value"] == expected for c in routers)
+    scale = cfg.get("routed_scaling_factor", 1.0)
+    for c in routers:
+        assert ("scaling" in c["facts"]) is (scale != 1.0)
+        if scale != 1.0:
+            assert c["facts"]["scaling"]["value"] == scale
+
+
+@pytest.mark.parametrize("name", ["gemma2", "gemma3"])
+def test_gemma_norms_scale_by_one_plus_gain(collected, name):
+    norms = [c for c in components(collected, name).values() if c["facts"].get("kind", {}).get("value") == "norm"]
+    assert norms and all(c["facts"]["norm"]["value"] == "rms_offset" for c in norms)
+    assert all(any("(1+g)" in s["tex"] for s in c["steps"]) for c in norms)
+
+
+def test_sliding_blocks_state_their_window(collected):
+    cfg = config_of("gpt_oss")
+    eq = components(collected, "gpt_oss")
+    assert eq["sliding_window_block.self_attn"]["facts"]["window"]["value"] == cfg["sliding_window"]
+    assert any(f"t-{cfg['sliding_window']}<s" in s["tex"] for s in eq["sliding_window_block.self_attn"]["steps"])
+    assert not any("<s" in s["tex"] for s in eq["global_block.self_attn"]["steps"])
+
+
+# --- a wrong step fails the build, naming family, component and step ---------------------------------
+
+
+def add_family(project: Path, name: str, sibling: str, equations: dict) -> None:
+    """A family by README's files: a module (the sibling's architecture, declaring ``equations``) and notes."""
+    (project / f"atlas/families/{name}.py").write_text(textwrap.dedent(f'''\
+        """A scratch copy of {sibling} that declares some of its steps."""
+
+        from atlas.families.{sibling} import FAMILY as SIBLING
+
+        FAMILY = SIBLING.but(title="Scratch {sibling}", equations={equations!r})
+        '''))
+    (project / f"atlas/families/{name}.md").write_text("Notes of a scratch family.\n")
+
+
+@pytest.mark.parametrize("sibling, equations, component, step", [
+    # the wrong norm: Llama's RMSNorm declared with a (1 + g) gain
+    ("llama", {"*layernorm": {"norm": "rms_offset"}}, "transformer_block.input_layernorm", "(1+g)"),
+    # a dropped bias: gpt-oss's query projection declared without its bias
+    ("gpt_oss", {"*.q_proj": {"bias": False}}, "sliding_window_block.self_attn.q_proj", r"y=xW^{\top}"),
+    # a softmax router declared as a sigmoid one
+    ("mixtral", {"*.gate": {"routing": "sigmoid_renormalized"}}, "transformer_block.mlp.gate", "routing = sigmoid_renormalized"),
+])
+def test_a_wrong_step_fails_the_build_naming_it(project_copy, sibling, equations, component, step):
+    add_family(project_copy, "scratch", sibling, equations)
+    out = project_copy / "site"
+    result = run_build(project_copy, "--family", "scratch", "--out", str(out))
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    error = lines[0]
+    assert error.startswith("error: family scratch: component "), result.stderr
+    assert f"component {component}:" in error
+    assert "does not reproduce the module on the preview run" in error
+    assert step in error
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_a_declared_variant_that_does_not_exist_is_one_line(project_copy):
+    add_family(project_copy, "scratch", "llama", {"*layernorm": {"norm": "batchnorm"}})
+    result = run_build(project_copy, "--family", "scratch", "--out", str(project_copy / "site"))
+    assert result.returncode == 1
+    assert "equations['transformer_block.input_layernorm'].norm: 'batchnorm' is not one of rms, rms_offset, layer" in result.stderr
+    assert "Traceback" not in result.stderr
