@@ -138,3 +138,93 @@ def test_a_declared_variant_that_does_not_exist_is_one_line(project_copy):
     assert result.returncode == 1
     assert "equations['transformer_block.input_layernorm'].norm: 'batchnorm' is not one of rms, rms_offset, layer" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- a new user's family: README's three files, a config no other test has seen ----------------------
+
+QWEN2_7B = {  # Qwen2.5-7B's released sizes: q, k and v projections with biases, o_proj without
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu", "hidden_size": 3584,
+    "intermediate_size": 18944, "max_position_embeddings": 131072, "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_sliding_window": False, "vocab_size": 152064,
+}
+
+GRANITE_8B = {  # Granite 3.3 8B's released sizes: embedding, residual, attention and logit multipliers
+    "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": False, "attention_multiplier": 0.0078125,
+    "embedding_multiplier": 12.0, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12800, "logits_scaling": 16.0,
+    "max_position_embeddings": 131072, "mlp_bias": False, "num_attention_heads": 32, "num_hidden_layers": 40,
+    "num_key_value_heads": 8, "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_theta": 10000000.0,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "vocab_size": 49159,
+}
+
+
+def add_new_family(project: Path, name: str, repo: str, model_class: str, config: dict, **declared) -> None:
+    fields = "".join(f"    {key}={value!r},\n" for key, value in declared.items())
+    (project / f"atlas/families/{name}.py").write_text(
+        '"""A family a new user adds by README\'s three files."""\n\n'
+        "from atlas.family import Family\n\n"
+        "FAMILY = Family(\n"
+        f'    title="{name}", vendor="tests", released="2024-09", summary="A family added by a test.", tags=(),\n'
+        f'    checkpoint="{repo}", model_class="{model_class}", config_class="{model_class.replace("ForCausalLM", "Config")}",\n'
+        f"{fields})\n"
+    )
+    (project / f"atlas/families/{name}.md").write_text("What a reader should know.\n")
+    folder = project / "atlas/checkpoints" / repo
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    (folder / "checkpoint.json").write_text(json.dumps({"repo": repo, "revision": "unpinned", "safetensors": {}, "provenance": "a test"}))
+
+
+def built_facts(project: Path, name: str) -> dict:
+    out = project / "site"
+    result = run_build(project, "--family", name, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / name / "facts.json").read_text())
+
+
+def test_a_new_family_with_qkv_biases_shows_them(project_copy):
+    add_new_family(project_copy, "qwen2", "Qwen/Qwen2.5-7B", "Qwen2ForCausalLM", QWEN2_7B)
+    facts = built_facts(project_copy, "qwen2")
+    c = QWEN2_7B
+    d, L, V, I, H, KV = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // H
+    attention = (d * H * hd + H * hd) + 2 * (d * KV * hd + KV * hd) + H * hd * d  # q, k, v with biases; o without
+    block = attention + 3 * d * I + 2 * d
+    assert facts["accounting"]["model"]["total"] == V * d + L * block + d + V * d  # embeddings, blocks, final norm, head
+    eq = facts["equations"]["components"]
+    for name, bias in (("q_proj", True), ("k_proj", True), ("v_proj", True), ("o_proj", False)):
+        assert eq[f"transformer_block.self_attn.{name}"]["facts"]["bias"]["value"] is bias
+    page = (project_copy / "site/qwen2/c/transformer_block.self_attn.q_proj.html").read_text()
+    assert "Reproduced on the preview run" in page
+    attention_steps = [s["tex"] for s in eq["transformer_block.self_attn"]["steps"]]
+    assert sum("+b" in t for t in attention_steps[:3]) == 3
+
+
+def test_a_new_family_with_multipliers_shows_each_as_a_proven_step(project_copy):
+    why = "Granite scales each sublayer's contribution by residual_multiplier before the add"
+    add_new_family(project_copy, "granite", "ibm-granite/granite-3.3-8b-base", "GraniteForCausalLM", GRANITE_8B, not_applicable={
+        "block_sum": why, "attention_add": why,
+        "embeddings": "Granite multiplies the token embeddings by embedding_multiplier",
+        "logits": "Granite divides the head's logits by logits_scaling",
+    })
+    facts = built_facts(project_copy, "granite")
+    eq = facts["equations"]["components"]
+    c = GRANITE_8B
+    assert eq["transformer_block"]["facts"]["residual_scale"]["value"] == "config_residual_multiplier"
+    assert any(f"{c['residual_multiplier']:g}" in s["tex"] for s in eq["transformer_block"]["steps"])
+    model = eq["model"]
+    assert model["facts"]["embedding_scale"]["value"] == "config_embedding_multiplier"
+    assert any(f"{c['embedding_multiplier']:g}" in s["tex"] for s in model["steps"])
+    assert model["facts"]["logits_scaling"]["value"] == c["logits_scaling"]
+    assert eq["transformer_block.self_attn"]["facts"]["scaling"]["value"] == c["attention_multiplier"]
+
+
+def test_a_new_family_whose_steps_the_library_lacks_names_the_step(project_copy):
+    # Granite's blocks declared to add their sublayers unscaled: the build says which step does not reproduce
+    add_new_family(project_copy, "granite", "ibm-granite/granite-3.3-8b-base", "GraniteForCausalLM", GRANITE_8B,
+                   not_applicable={"block_sum": "scaled adds", "attention_add": "scaled adds", "embeddings": "scaled", "logits": "scaled"},
+                   equations={"transformer_block": {"residual_scale": "none"}})
+    result = run_build(project_copy, "--family", "granite", "--out", str(project_copy / "site"))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: family granite: component transformer_block: step `x'=x+\\Delta_{\\mathrm{attn}}` does not reproduce")
+    assert "declared by the family: residual_scale = none" in result.stderr

@@ -84,7 +84,7 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     import torch
 
     scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
-    part.note("scaling", round(scale, 6), "the module's scaling")
+    part.note("scaling", scale, "the module's scaling")
     steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
     cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
     if cap:

@@ -13,7 +13,17 @@ from atlas.standard import block_roles
 
 
 def block(part: Part) -> Chain:
+    factor = getattr(part.ctx.full_config, "residual_multiplier", None)
+    if factor in (None, 1, 1.0):
+        return _block(part, None)
+    return part.choose("residual_scale", {"config_residual_multiplier": lambda: _block(part, factor), "none": lambda: _block(part, None)})
+
+
+def _block(part: Part, factor: float | None) -> Chain:
+    """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add."""
     r = block_roles(part.tiny)
+    tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
+    times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
     attn = part.child(r.attention)
@@ -28,7 +38,7 @@ def block(part: Part) -> Chain:
                       child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
     if r.attention_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
-    steps.append(Step(r"x'=x+\Delta_{\mathrm{attn}}", "xm", lambda e: e["x"] + e["da"], value="layer_mid", summary=True))
+    steps.append(Step(rf"x'=x+{times}\Delta_{{\mathrm{{attn}}}}", "xm", lambda e: e["x"] + tiny_factor * e["da"], value="layer_mid", summary=True))
     if r.mlp_norm:
         steps.append(Step(r"h'=\operatorname{Norm}_3(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
     mlp_in = "hm" if r.mlp_norm else "xm"
@@ -37,7 +47,7 @@ def block(part: Part) -> Chain:
                       child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
-    steps.append(Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True))
+    steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
@@ -75,7 +85,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     ids = Input("ids", "I", "input_ids", "the token ids of the prompt")
     embed = roles.embedding
 
-    def build(scale: bool) -> Chain:
+    multiplier = getattr(cfg, "embedding_multiplier", None)
+    tiny_multiplier = getattr(part.ctx.tiny_config, "embedding_multiplier", None)
+    logits_scaling = getattr(cfg, "logits_scaling", None)
+    tiny_logits_scaling = getattr(part.ctx.tiny_config, "logits_scaling", None)
+
+    def build(scale: str) -> Chain:
         steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
         x0 = "e"
         if roles.position_embedding:
@@ -87,7 +102,11 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
             ]
             x0 = "x0"
-        if scale:
+        if scale == "config_embedding_multiplier":
+            steps.append(Step(rf"x_0\leftarrow{T.num(float(multiplier))}\,x_0\quad\text{{(the config's embedding\_multiplier)}}", "x0",
+                              lambda e, s=x0: e[s] * tiny_multiplier, summary=True))
+            x0 = "x0"
+        if scale == "sqrt_width":
             steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
                               lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
             x0 = "x0"
@@ -102,7 +121,14 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 tiny_cap = part.ctx.tiny_config.final_logit_softcapping
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
                 part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+            if logits_scaling not in (None, 1, 1.0):
+                steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
+                                  lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
+                part.note("logits_scaling", logits_scaling, "the config's logits_scaling")
         return Chain(steps, [ids], "z" if roles.head else "xn", output_element=0)
 
-    return part.choose("embedding_scale", {"none": lambda: build(False), "sqrt_width": lambda: build(True)})
+    variants = {"none": lambda: build("none"), "sqrt_width": lambda: build("sqrt_width")}
+    if multiplier not in (None, 1, 1.0):
+        variants = {"config_embedding_multiplier": lambda: build("config_embedding_multiplier"), **variants}
+    return part.choose("embedding_scale", variants)
 
