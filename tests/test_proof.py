@@ -228,3 +228,18 @@ def test_a_new_family_whose_steps_the_library_lacks_names_the_step(project_copy)
     assert result.returncode == 1
     assert result.stderr.startswith("error: family granite: component transformer_block: step `x'=x+\\Delta_{\\mathrm{attn}}` does not reproduce")
     assert "declared by the family: residual_scale = none" in result.stderr
+
+
+def test_latent_attention_without_a_query_latent(project_copy):
+    # DeepSeek-V3's config with q_lora_rank null (as DeepSeek-V2-Lite has it): queries straight from x
+    config = json.loads((ROOT / "atlas/checkpoints/deepseek-ai/DeepSeek-V3/config.json").read_text())
+    config.pop("quantization_config", None)
+    config.update(q_lora_rank=None, num_hidden_layers=4, first_k_dense_replace=1)
+    add_new_family(project_copy, "mla_no_q_latent", "tests/mla-no-q-latent", "DeepseekV3ForCausalLM", config)
+    facts = built_facts(project_copy, "mla_no_q_latent")
+    attention = next(c for pid, c in facts["equations"]["components"].items() if pid.endswith(".self_attn"))
+    assert attention["facts"]["latent"]["value"]["q_lora_rank"] is None
+    first = attention["steps"][0]["tex"]
+    assert "W_Q^{\\top}" in first and "W_{DQ}" not in first
+    heads, nope, rope = config["num_attention_heads"], config["qk_nope_head_dim"], config["qk_rope_head_dim"]
+    assert f"{heads}\\times({nope}+{rope})" in first
