@@ -34,7 +34,7 @@ def router(part: Part) -> Chain:
     tiny_topk_group = _setting(part, ("topk_group",), ("topk_group",), part.ctx.tiny_config) or 1
     has_bias = getattr(part.tiny, "bias", None) is not None and isinstance(part.tiny.bias, torch.nn.Parameter)
     selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == part.tiny.weight.shape[0]), None)
-    part.note("experts", n, "the router's weight rows")
+    part.note("count", n, "the router's weight rows")
     part.note("top_k", k, "the router's setting")
     part.note("selection_bias", selection is not None, "the router holds a per-expert buffer" if selection else "the router holds no per-expert buffer")
     if scale != 1.0:
@@ -149,7 +149,7 @@ def experts(part: Part) -> Chain:
         ]
         return Chain(steps, inputs, "y")
 
-    part.note("experts", n, "the fused weights' first axis")
+    part.note("count", n, "the fused weights' first axis")
     variants = {"gated_halves": halves}
     if hasattr(part.tiny, "limit") and hasattr(part.tiny, "alpha"):
         variants = {"clamped_interleaved": clamped, **variants}

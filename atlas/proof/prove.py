@@ -99,6 +99,13 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     roles = standard.find_roles(tiny, tiny_config.num_hidden_layers)
     proven["model"] = (model_part, stacks.model(model_part, stack, roles))
 
+    # what each child is used as: the name its parent's step gives its result ("Q", "g", "z" ...)
+    used_as: dict[str, dict[str, str]] = {}
+    for pid, (_, chain) in proven.items():
+        for step in chain.steps:
+            if step.sub and step.sub not in used_as:
+                out = step.out if isinstance(step.out, str) else ",".join(step.out)
+                used_as[step.sub] = {"by": pid, "as": out, "step": step.tex}
     components = {}
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
@@ -113,6 +120,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             "steps": [{"tex": s.tex, "sub": s.sub if s.sub in proven else None, "summary": s.summary,
                        "values": list(s.value) if isinstance(s.value, tuple) else ([s.value] if s.value else [])} for s in chain.steps if s.fn is not None],
             "facts": facts_of,
+            "used_as": used_as.get(pid),
             "proof": {"error": float(f"{result['error']:.3g}"), "tolerance": float(f"{result['tolerance']:.3g}"), "compared": result["compared"],
                       "block": part.block},
         }
