@@ -110,7 +110,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
                               lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
             x0 = "x0"
-        steps.append(Step(rf"x_{{{T.num(cfg.num_hidden_layers)}}}=\operatorname{{Block}}_{{{T.num(cfg.num_hidden_layers - 1)}}}\circ\dots\circ\operatorname{{Block}}_0(x_0)",
+        steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(cfg.num_hidden_layers)}",
                           "xL", lambda e, s=x0: run_blocks(stack, e, e[s], stack.path), summary=True))
         steps[-1].sub = "blocks"
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
