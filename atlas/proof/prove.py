@@ -124,10 +124,16 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             "proof": {"error": float(f"{result['error']:.3g}"), "tolerance": float(f"{result['tolerance']:.3g}"), "compared": result["compared"],
                       "block": part.block},
         }
+    from atlas.proof.kinds import kind_of
+
+    # what every part is, called or not (a never-called dropout is still a dropout), for the pages' words
+    kinds = {p.id: kind_of(p) for p in parts}
+    kinds.update(blocks="blocks", model="model")
     steps = sum(len(c["steps"]) for c in components.values())
     return {
         "components": components,
         "not_called": not_called,
+        "kinds": kinds,
         "total": {"components": len(components), "steps": steps, "reproduced": steps,
                   "largest_error": max(c["proof"]["error"] for c in components.values())},
     }
