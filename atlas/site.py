@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from atlas import components
+from atlas import pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
 from atlas.numbers import grouped
@@ -97,8 +97,8 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     per component, tensor and standard value, and the facts."""
     name = facts["family"]["name"]
     env = _environment()
-    view = components.site(facts)
-    components.check_pages(view, name)
+    view = pages.site(facts)
+    pages.check_pages(view, name)
     files = {
         f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
         f"{name}/facts.json": facts_json(facts),
@@ -135,7 +135,7 @@ def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_index(all_facts: list[dict[str, Any]]) -> str:
-    views = [components.site(f) for f in all_facts]
+    views = [pages.site(f) for f in all_facts]
     cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
     return _environment().get_template("index.html").render(cards=cards, root="")
 

@@ -1,4 +1,4 @@
-"""The pages' data (atlas.components) for Kimi K2, against the released config and SPEC §10."""
+"""The pages' data (atlas.pages) for Kimi K2, against the released config and SPEC §10."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from atlas import components
+from atlas import pages
+from atlas.pages.equations import eq_block
+from atlas.pages.roles import anatomy
+from atlas.pages.sizes import Sizes
 from atlas.math import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +27,7 @@ EMBEDDING = 1_174_405_120
 
 @pytest.fixture(scope="module")
 def view(kimi):
-    return components.site(kimi)
+    return pages.site(kimi)
 
 
 def test_hierarchy_levels_and_breadcrumbs(view):
@@ -140,7 +143,7 @@ def test_support_is_preferred_when_the_facts_carry_it(kimi):
         {"name": "attention_scores", "layout": "Pattern", "dims": ["batch", "num_heads", "query", "key"], "shape": ["batch", 64, "query", "key"],
          "description": "scores", "read_at": "inside", "module": "model.layers.{i}.self_attn", "condition": "eager attention only", "blocks": None, "missing": {}},
     ]}]}
-    view = components.site(facts)
+    view = pages.site(facts)
     assert view["values"]["attention_norm_output"]["description"] == "from support"
     assert view["values"]["attention_scores"]["condition"] == "eager attention only"
     assert "value.attention_scores" in view["nodes"]
@@ -169,23 +172,23 @@ def _node(name, cls, children=()):
 def test_block_anatomy_by_names(names, expected):
     classes = {"self_attn": "XAttention", "attn": "GPT2Attention", "mlp": "XMLP", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
     block = _node("0", "XDecoderLayer", [_node(n, classes.get(n, "XRMSNorm")) for n in names])
-    a = components.anatomy(block)
+    a = anatomy(block)
     assert {k: a[k] for k in expected} == expected
     assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
-    eq = components.eq_block(block, components.Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
+    eq = eq_block(block, Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
     post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
     assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
 
 
 def test_page_claims_are_checked_before_writing(view):
-    components.check_pages(view, "kimi_k2")  # the real pages pass
+    pages.check_pages(view, "kimi_k2")  # the real pages pass
     from atlas.errors import AtlasError
 
     broken = copy.deepcopy(view)
     broken["nodes"]["MoE_block.self_attn"]["accounting"][0]["parameters"] += 1
     with pytest.raises(AtlasError, match="MoE_block.self_attn.*sums to 101,124,097"):
-        components.check_pages(broken, "kimi_k2")
+        pages.check_pages(broken, "kimi_k2")
     broken = copy.deepcopy(view)
     broken["nodes"]["MoE_block.mlp"]["children"].append({"id": "MoE_block.mlp.nowhere"})
     with pytest.raises(AtlasError, match="nowhere"):
-        components.check_pages(broken, "kimi_k2")
+        pages.check_pages(broken, "kimi_k2")

@@ -1,0 +1,80 @@
+"""The pages' view of a family, as plain data computed from its facts.
+
+``site(facts)`` returns everything the templates lay out beyond the facts themselves:
+
+- ``nodes``: the component hierarchy, model › blocks › block kind › component › sub-component ›
+  tensor, one page each (``hierarchy``), with breadcrumbs, a description (``words``), the
+  constructor call, equations (``equations``: TeX, per component kind, filled with the checkpoint's
+  numbers), inputs and outputs with named dims (``shapes``), the accounting table and the evidence
+  (``evidence``: pinned excerpts, each with the claim it supports); and a page per standard value
+  (``values``);
+- ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
+  each part naming the standard value it produces and the card a reader sees on hover (``diagram``);
+- ``search``: the words the index's search box matches for the family.
+
+Equations are written per component *kind* (RMSNorm, latent attention, grouped-query attention, a
+mixture of experts, a gated MLP, an embedding, a linear map …), never per family: the numbers come
+from the config and the accounting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.numbers import grouped
+from atlas.pages.diagram import diagram
+from atlas.pages.hierarchy import hierarchy
+from atlas.pages.roles import slug
+from atlas.pages.values import value_pages, values
+
+
+def site(facts: dict[str, Any]) -> dict[str, Any]:
+    """The pages' data for a family (plain, JSON-serialisable)."""
+    nodes = hierarchy(facts)
+    vals = values(facts)
+    drawn = diagram(facts, set(nodes), vals)
+    # Without support(), only the values of the parts the diagram draws are named (no expert_weights on
+    # a dense model); with it, every value support() lists.
+    parts = {p["part"] for d in drawn["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]} | {c["part"] for c in drawn["flow"]}
+    vals = {k: v for k, v in vals.items() if v["source"] == "support" or k in parts}
+    value_pages(facts, vals, nodes)
+    kinds = facts["accounting"]["block_kinds"]
+    kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
+    return {
+        "nodes": nodes,
+        "values": vals,
+        "diagram": drawn,
+        "blocks": [kind_index[k] for k in facts["blocks"]],
+        "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
+        "preview_values": sorted({k.split(".")[-1] for k in ((facts.get("preview") or {}).get("tensors") or {})} & set(vals)),
+        "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
+    }
+
+
+def check_pages(view: dict[str, Any], family: str) -> None:
+    """What the pages state about the accounting and their links, checked before anything is written:
+    every table sums to its component's count, and every link inside a family points at a page."""
+    from atlas.errors import AtlasError
+
+    nodes = view["nodes"]
+    for nid, node in nodes.items():
+        if node["type"] == "component" and node["accounting"]:
+            total = sum(row["parameters"] for row in node["accounting"])
+            if total != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")]:
+            if ref["id"] not in nodes:
+                raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
+        if node["type"] == "tensor":
+            product = 1
+            for n in node["shape"]:
+                product *= n
+            if product != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"shape {node['shape']} holds {product} elements, not {node['parameters']}")
+    for d in view["diagram"]["kinds"]:
+        for b in d["boxes"]:
+            if b["link"] is not None and b["link"] not in nodes:
+                raise AtlasError(f"family {family}", f"diagram {d['kind']}", f"{b['label']} links to {b['link']!r}, which has no page")
+    for step in view["diagram"]["flow"]:
+        if step["link"] is not None and step["link"] not in nodes:
+            raise AtlasError(f"family {family}", "diagram flow", f"{step['label']} links to {step['link']!r}, which has no page")
