@@ -150,3 +150,33 @@ def check_notes(notes: dict[str, Any]) -> None:
     for number, block in enumerate(notes["blocks"], 1):
         if not block["ran"]:
             raise AtlasError(block["file"], f"python block {number}", "did not run")
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def check_pages(view: dict[str, Any], family: str) -> None:
+    """What the pages state about the accounting and their links, checked before anything is written:
+    every table sums to its component's count, and every link inside a family points at a page."""
+    nodes = view["nodes"]
+    for nid, node in nodes.items():
+        if node["type"] == "component" and node["accounting"]:
+            total = sum(row["parameters"] for row in node["accounting"])
+            if total != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")]:
+            if ref["id"] not in nodes:
+                raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
+        if node["type"] == "tensor":
+            product = 1
+            for n in node["shape"]:
+                product *= n
+            if product != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"shape {node['shape']} holds {product} elements, not {node['parameters']}")
+    for d in view["diagram"]["kinds"]:
+        for b in d["boxes"]:
+            if b["link"] is not None and b["link"] not in nodes:
+                raise AtlasError(f"family {family}", f"diagram {d['kind']}", f"{b['label']} links to {b['link']!r}, which has no page")
+    for step in view["diagram"]["flow"]:
+        if step["link"] is not None and step["link"] not in nodes:
+            raise AtlasError(f"family {family}", "diagram flow", f"{step['label']} links to {step['link']!r}, which has no page")

@@ -17,6 +17,7 @@ import jinja2
 import markupsafe
 
 from atlas import pages
+from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
 from atlas.numbers import grouped
@@ -98,7 +99,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     name = facts["family"]["name"]
     env = _environment()
     view = pages.site(facts)
-    pages.check_pages(view, name)
+    check_pages(view, name)
     files = {
         f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
         f"{name}/facts.json": facts_json(facts),
