@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from atlas import sources
+from atlas.collected import Collected
 from atlas.errors import AtlasError
-from atlas.facts import Collected
 from atlas.numbers import grouped
 
 
