@@ -156,9 +156,15 @@ def check_notes(notes: dict[str, Any]) -> None:
 
 
 def check_pages(view: dict[str, Any], family: str) -> None:
-    """What the pages state about the accounting and their links, checked before anything is written:
-    every table sums to its component's count, and every link inside a family points at a page."""
+    """What the pages state about the accounting, their links and their values, checked before anything
+    is written: every table sums to its component's count, every link inside a family points at a page,
+    every listed value is one the family produces and has its page, and the diagram names no other."""
     nodes = view["nodes"]
+    for name, value in view["values"].items():
+        if value["read_at"] is None or value["blocks"] == []:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but support() places it nowhere in this family")
+        if f"value.{name}" not in nodes:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but has no page")
     for nid, node in nodes.items():
         if node["type"] == "component" and node["accounting"]:
             total = sum(row["parameters"] for row in node["accounting"])
@@ -180,3 +186,7 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     for step in view["diagram"]["flow"]:
         if step["link"] is not None and step["link"] not in nodes:
             raise AtlasError(f"family {family}", "diagram flow", f"{step['label']} links to {step['link']!r}, which has no page")
+    drawn = [(f"diagram {d['kind']}", p) for d in view["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
+    for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
+        if p["part"] is not None and p["part"] not in view["values"]:
+            raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")

@@ -136,18 +136,26 @@ def test_values_resolved_at_the_checkpoints_sizes(view):
     assert v["expert_weights"]["shape"] == ["batch", "seq", RELEASED["num_experts_per_tok"]]
 
 
-def test_support_is_preferred_when_the_facts_carry_it(kimi):
+def test_values_are_supports_rows_that_the_family_produces(kimi, view):
+    produced = {v["name"] for h in kimi["support"]["hosts"] for v in h["values"] if v["read_at"] is not None and v["blocks"] != []}
+    assert set(view["values"]) == produced
+    assert {n[len("value."):] for n in view["nodes"] if n.startswith("value.")} == produced
+
     facts = copy.deepcopy(kimi)
-    facts["support"] = {"hosts": [{"host": "layers[i]", "path": "model.layers.{i}", "class": "DeepseekV3DecoderLayer", "values": [
-        {"name": "attention_norm_output", "layout": "Residual", "dims": ["batch", "seq", "hidden_size"], "shape": ["batch", "seq", 7168],
-         "description": "from support", "read_at": "somewhere", "module": "model.layers.{i}.input_layernorm", "condition": None, "blocks": None, "missing": {}},
-        {"name": "attention_scores", "layout": "Pattern", "dims": ["batch", "num_heads", "query", "key"], "shape": ["batch", 64, "query", "key"],
-         "description": "scores", "read_at": "inside", "module": "model.layers.{i}.self_attn", "condition": "eager attention only", "blocks": None, "missing": {}},
-    ]}]}
-    view = pages.site(facts)
-    assert view["values"]["attention_norm_output"]["description"] == "from support"
-    assert view["values"]["attention_scores"]["condition"] == "eager attention only"
-    assert "value.attention_scores" in view["nodes"]
+    mlp = next(h for h in facts["support"]["hosts"] if h["host"] == "layers[i].mlp")
+    for v in mlp["values"]:
+        if v["name"] in ("router_logits", "routed_output"):  # as on a dense model: placed in no block
+            v.update(read_at=None, module=None, blocks=[], condition="no block")
+    doctored = pages.site(facts)
+    for gone in ("router_logits", "routed_output"):
+        assert gone not in doctored["values"] and f"value.{gone}" not in doctored["nodes"]
+        assert gone not in doctored["search"] and gone not in doctored["preview_values"]
+        parts = [p["part"] for d in doctored["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
+        assert gone not in parts + [s["part"] for s in doctored["diagram"]["flow"]]
+    # the box stays, naming its module only
+    moe = next(d for d in doctored["diagram"]["kinds"] if d["kind"] == "MoE_block")
+    assert next(b for b in moe["boxes"] if b["label"] == "experts")["part"] is None
+    check_pages(doctored, "kimi_k2")
 
 
 def _node(name, cls, children=()):
@@ -192,4 +200,12 @@ def test_page_claims_are_checked_before_writing(view):
     broken = copy.deepcopy(view)
     broken["nodes"]["MoE_block.mlp"]["children"].append({"id": "MoE_block.mlp.nowhere"})
     with pytest.raises(AtlasError, match="nowhere"):
+        check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    broken["values"]["router_logits"]["read_at"] = None  # a value placed nowhere, listed anyway
+    with pytest.raises(AtlasError, match="router_logits.*places it nowhere"):
+        check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    del broken["values"]["shared_expert_output"]  # the diagram's shared expert still names it
+    with pytest.raises(AtlasError, match="diagram MoE_block.*shared_expert_output"):
         check_pages(broken, "kimi_k2")

@@ -10,6 +10,7 @@
   (``values``);
 - ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
   each part naming the standard value it produces and the card a reader sees on hover (``diagram``);
+- ``values``: the standard values the family produces, from support() (``values``);
 - ``search``: the words the index's search box matches for the family.
 
 Equations are written per component *kind* (RMSNorm, latent attention, grouped-query attention, a
@@ -32,10 +33,6 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     nodes = hierarchy(facts)
     vals = values(facts)
     drawn = diagram(facts, set(nodes), vals)
-    # Without support(), only the values of the parts the diagram draws are named (no expert_weights on
-    # a dense model); with it, every value support() lists.
-    parts = {p["part"] for d in drawn["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]} | {c["part"] for c in drawn["flow"]}
-    vals = {k: v for k, v in vals.items() if v["source"] == "support" or k in parts}
     value_pages(facts, vals, nodes)
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
@@ -45,6 +42,6 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "diagram": drawn,
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
-        "preview_values": sorted({k.split(".")[-1] for k in ((facts.get("preview") or {}).get("tensors") or {})} & set(vals)),
+        "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
         "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
     }

@@ -112,37 +112,48 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     }
 
 
-def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The model from input to output: embeddings, the blocks, what follows them, the logits."""
     n = facts["model"]["num_blocks"]
-    at = {v["module"]: v["name"] for v in (vals or {}).values() if v.get("source") == "support" and "output" in (v.get("read_at") or "")}
+    at = {v["module"]: v["name"] for v in vals.values() if "output" in v["read_at"]}
+
+    def listed(name: str) -> str | None:
+        return name if name in vals else None
+
     before, after = [], []
     for row in facts["accounting"]["model"]["rows"]:
         name = row["path"].split(".")[-1]
         nid = slug(name)
-        if "Embedding" in row["class"] or "Embed" in row["class"]:
-            part = at.get(row["path"]) or ("token_embeddings" if not before else None)
-            before.append({"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None})
+        embedding = "Embed" in row["class"]
+        if embedding:
+            part = at.get(row["path"]) or (listed("token_embeddings") if not before else None)
         elif "Norm" in row["class"]:
-            after.append({"label": name, "sub": "final_norm_output", "part": "final_norm_output", "link": nid if nid in known else None})
+            part = listed("final_norm_output")
         else:
-            head = name == "lm_head" or row["class"] == "Linear"
-            after.append({"label": name, "sub": "lm_head_output" if head else row["class"], "part": "lm_head_output" if head else None, "link": nid if nid in known else None})
-    return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": "layer_output", "link": "blocks"}] + after + [
-        {"label": "logits", "sub": "the output", "part": "logits", "link": "model"}
+            part = listed("lm_head_output") if name == "lm_head" or row["class"] == "Linear" else None
+        step = {"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None}
+        (before if embedding else after).append(step)
+    return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": listed("layer_output"), "link": "blocks"}] + after + [
+        {"label": "logits", "sub": "the output", "part": listed("logits"), "link": "model"}
     ]
 
 
 def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The flow and every block kind's drawing; a part names a value only where ``vals`` (the values
+    the family produces) has it, so no card describes a value the model never computes."""
     s = Sizes(facts)
-    # a value read at the output of a block's child module names that child's part (support, when the facts carry it)
+    # a value read at the output of a block's child module names that child's part
     by_module = {}
     for v in vals.values():
-        module = v.get("module") or ""
-        if v.get("source") == "support" and ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
+        module = v["module"]
+        if ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
-    types = {k["id"]: k.get("attention_type") for k in facts["block_kinds"]}
-    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types.get(k["kind"])) for k in facts["accounting"]["block_kinds"]]
+    types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
+    for d in kinds:
+        for part in d["boxes"] + d["adds"] + d["terminals"]:
+            if part["part"] not in vals:
+                part["part"] = None
     # One height for every kind: moving the slider then repaints the drawing without moving the page.
     height = max(d["height"] for d in kinds)
     for d in kinds:
