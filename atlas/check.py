@@ -21,10 +21,9 @@ def check(collected: Collected) -> None:
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
     sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
-    if "preview" in facts:
-        check_preview(name, facts["preview"])
-        check_support(name, facts["support"])
-        check_notes(facts["notes"])
+    check_preview(name, facts["preview"])
+    check_support(name, facts["support"])
+    check_notes(facts["notes"])
 
 
 # --- parameter accounting --------------------------------------------------------------------------
@@ -127,8 +126,8 @@ def check_preview(family: str, preview: dict[str, Any]) -> None:
                                  f"the preview run gave {shape}, the layout {layout} says {want}")
     if preview["uncaptured"]:
         raise AtlasError(family, "preview run", f"placed but never captured: {preview['uncaptured'][0]}")
-    changed = preview.get("selection_changed_by_bias") or {}
-    if changed and not any(changed.values()) and preview.get("weights") is None:  # seeded runs only
+    changed = preview["selection_changed_by_bias"]
+    if changed and not any(changed.values()) and preview["weights"] is None:  # seeded runs only
         raise AtlasError(family, "preview run", "the seeded router bias changes no token's experts: the run would not show the bias at work")
     size = len(json.dumps(preview["tensors"]))
     if size > PREVIEW_BYTES:

@@ -101,7 +101,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     view = pages.site(facts)
     check_pages(view, name)
     files = {
-        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
+        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
         f"{name}/facts.json": facts_json(facts),
     }
     page = env.get_template("component.html")
@@ -116,12 +116,12 @@ def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | 
     if not keys:
         return None
     pv = facts["preview"]
-    config = pv.get("config") or {}
+    config = pv["config"]
     experts = next((config[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if config.get(k)), None)
-    return {"labels": pv.get("token_labels") or [], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
+    return {"labels": pv["token_labels"], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 
-def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+def page_data(view: dict[str, Any]) -> dict[str, Any]:
     """What the family page's script needs: block kinds, the standard values' cards, the links."""
     return {
         "blocks": view["blocks"],
@@ -131,7 +131,6 @@ def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
                 "previewed": k in view["preview_values"]}
             for k, v in view["values"].items()
         },
-        "preview": bool(facts.get("preview")),
     }
 
 

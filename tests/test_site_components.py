@@ -158,6 +158,27 @@ def test_values_are_supports_rows_that_the_family_produces(kimi, view):
     check_pages(doctored, "kimi_k2")
 
 
+@pytest.mark.parametrize("key", ["support", "preview", "notes", "config.explained", "checkpoint_check.figures", "checkpoint_check.not_checked"])
+def test_the_family_page_reads_the_facts_whole(kimi, view, key):
+    """No template guards a key that facts always have: facts without one fail to render instead of
+    quietly dropping a section or falling back to an older layout."""
+    import jinja2
+
+    from atlas.site import _environment, page_data
+
+    template = _environment().get_template("family.html")
+    template.render(f=kimi, v=view, root="../", data=page_data(view))  # whole facts render
+    facts = copy.copy(kimi)
+    *outer, last = key.split(".")
+    holder = facts
+    for part in outer:
+        holder[part] = copy.copy(holder[part])
+        holder = holder[part]
+    del holder[last]
+    with pytest.raises(jinja2.UndefinedError):
+        template.render(f=facts, v=view, root="../", data=page_data(view))
+
+
 def _node(name, cls, children=()):
     return {"name": name, "class": cls, "path": name, "children": list(children), "tensors": [], "parameters": 0, "stored_buffers": 0}
 
@@ -184,7 +205,8 @@ def test_block_anatomy_by_names(names, expected):
     a = anatomy(block)
     assert {k: a[k] for k in expected} == expected
     assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
-    eq = eq_block(block, Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
+    eq = eq_block(block, Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}},
+                                 "attention": {"scaling": None, "scaling_rounded": None}}))
     post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
     assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
 

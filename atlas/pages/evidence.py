@@ -9,7 +9,7 @@ from atlas.pages.words import lowercase_title, title_of
 
 
 def excerpt(facts: dict[str, Any], cls: str, part: str) -> dict[str, Any] | None:
-    ex = facts.get("excerpts", {}).get(cls, {}).get(part)
+    ex = facts["excerpts"].get(cls, {}).get(part)
     if ex is None:
         return None
     return {k: ex[k] for k in ("path", "start", "end", "version", "sha256", "text", "qualname") if k in ex}

@@ -80,7 +80,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         title = title_of(node, parent_role, slot)
         page = {
             "id": nid, "type": "component", "title": title, "name": node["name"], "class": node["class"],
-            "constructor": node.get("constructor", ""), "path": node["path"], "where": where, "role": r,
+            "constructor": node["constructor"], "path": node["path"], "where": where, "role": r,
             "parameters": node["parameters"] + node["stored_buffers"], "stored_buffers": node["stored_buffers"],
             "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
             "description": describe(node, s), "equations": equations(node, s, parent), "io": io(node, s),
@@ -134,7 +134,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         kid = slug(k["kind"])
         label = f"{_plural(k['instances'], k['label'])}"
         tree = k["tree"]
-        s.attention_type = info.get("attention_type")
+        s.attention_type = info["attention_type"]
         page = add_module(
             tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
             k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": block_path.split(".")[-1]},

@@ -9,7 +9,7 @@ from typing import Any
 def role(node: dict[str, Any]) -> str:
     """The kind of component a tree node is, from its class and its children's names."""
     cls = node["class"]
-    names = {c["name"] for c in node.get("children", [])}
+    names = {c["name"] for c in node["children"]}
     if cls.endswith("DecoderLayer") or cls.endswith("Block"):
         return "block"
     if "RMSNorm" in cls:

@@ -11,7 +11,7 @@ class Sizes:
     def __init__(self, facts: dict[str, Any]):
         self.raw = facts["config"]["raw"]
         self.std = facts["config"]["standardized"]
-        self.attention = facts.get("attention", {})
+        self.attention = facts["attention"]
         self.attention_type: str | None = None  # of the block kind whose pages are being built
         self.act = self.first("hidden_act", "hidden_activation", "activation_function", default="silu")
 
