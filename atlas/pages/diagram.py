@@ -151,9 +151,9 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
     kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
-        for part in d["boxes"] + d["adds"] + d["terminals"]:
-            if part["part"] not in vals:
-                part["part"] = None
+        for piece in d["boxes"] + d["adds"] + d["terminals"]:
+            if piece["part"] not in vals:
+                piece["part"] = None
     # One height for every kind: moving the slider then repaints the drawing without moving the page.
     height = max(d["height"] for d in kinds)
     for d in kinds:
