@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from atlas import sources
+from atlas.collected import Collected
 from atlas.errors import AtlasError
-from atlas.facts import Collected
 from atlas.numbers import grouped
 
 
@@ -21,10 +21,9 @@ def check(collected: Collected) -> None:
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
     sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
-    if "preview" in facts:
-        check_preview(name, facts["preview"])
-        check_support(name, facts["support"])
-        check_notes(facts["notes"])
+    check_preview(name, facts["preview"])
+    check_support(name, facts["support"])
+    check_notes(facts["notes"])
 
 
 # --- parameter accounting --------------------------------------------------------------------------
@@ -127,8 +126,8 @@ def check_preview(family: str, preview: dict[str, Any]) -> None:
                                  f"the preview run gave {shape}, the layout {layout} says {want}")
     if preview["uncaptured"]:
         raise AtlasError(family, "preview run", f"placed but never captured: {preview['uncaptured'][0]}")
-    changed = preview.get("selection_changed_by_bias") or {}
-    if changed and not any(changed.values()) and preview.get("weights") is None:  # seeded runs only
+    changed = preview["selection_changed_by_bias"]
+    if changed and not any(changed.values()) and preview["weights"] is None:  # seeded runs only
         raise AtlasError(family, "preview run", "the seeded router bias changes no token's experts: the run would not show the bias at work")
     size = len(json.dumps(preview["tensors"]))
     if size > PREVIEW_BYTES:
@@ -150,3 +149,45 @@ def check_notes(notes: dict[str, Any]) -> None:
     for number, block in enumerate(notes["blocks"], 1):
         if not block["ran"]:
             raise AtlasError(block["file"], f"python block {number}", "did not run")
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def check_pages(view: dict[str, Any], family: str) -> None:
+    """What the pages state about the accounting, their links and their values, checked before anything
+    is written: every table sums to its component's count, every link inside a family points at a page,
+    every listed value is one the family produces and has its page, and the diagram names no other."""
+    nodes = view["nodes"]
+    for name, value in view["values"].items():
+        if value["read_at"] is None or value["blocks"] == []:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but support() places it nowhere in this family")
+        if f"value.{name}" not in nodes:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but has no page")
+    for nid, node in nodes.items():
+        if node["type"] == "component" and not node["equations"]:
+            raise AtlasError(f"family {family}", nid, "the page has no proven equations: no chain of steps reproduced its module on the preview run")
+        if node["type"] == "component" and node["accounting"]:
+            total = sum(row["parameters"] for row in node["accounting"])
+            if total != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")]:
+            if ref["id"] not in nodes:
+                raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
+        if node["type"] == "tensor":
+            product = 1
+            for n in node["shape"]:
+                product *= n
+            if product != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"shape {node['shape']} holds {product} elements, not {node['parameters']}")
+    for d in view["diagram"]["kinds"]:
+        for b in d["boxes"]:
+            if b["link"] is not None and b["link"] not in nodes:
+                raise AtlasError(f"family {family}", f"diagram {d['kind']}", f"{b['label']} links to {b['link']!r}, which has no page")
+    for step in view["diagram"]["flow"]:
+        if step["link"] is not None and step["link"] not in nodes:
+            raise AtlasError(f"family {family}", "diagram flow", f"{step['label']} links to {step['link']!r}, which has no page")
+    drawn = [(f"diagram {d['kind']}", p) for d in view["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
+    for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
+        if p["part"] is not None and p["part"] not in view["values"]:
+            raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")

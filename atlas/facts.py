@@ -1,33 +1,27 @@
 """Collect: the plain, JSON-serialisable facts of one family, computed from its model and checkpoint.
 
-Everything a page shows comes from here. Nothing is rendered in this module and nothing is checked
-except by construction; ``atlas.check`` holds the checks that can fail a build.
+Everything a page shows comes from here. Nothing is rendered in this module; ``atlas.check`` holds
+the checks that can fail a build. Collecting runs two of them itself, where what it does next relies
+on them: the preview's identities before the notes run, a local checkpoint's headers before its
+weights are loaded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from atlas import introspect, params, sources, standard
+from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
+from atlas.collected import Collected
 from atlas.families import load
 from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
 SCHEMA = 1
-
-
-@dataclass
-class Collected:
-    """A family's facts, plus what the checks need that the facts keep only in summary."""
-
-    facts: dict[str, Any]
-    layout: list = field(default_factory=list)  # every predicted stored tensor
-    local_tensors: list | None = None  # every tensor read from --weights, if given
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
@@ -131,8 +125,6 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         seen.add(line["path"])
         line["values"] = hosted.get(line["path"], []) if first else []
     # The notes' code relies on the identities: a broken one is reported as itself, not as a notes failure.
-    from atlas.check import check_preview
-
     check_preview(family.name, facts["preview"])
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
@@ -229,8 +221,6 @@ def _local_preview_model(family, local: dict[str, Any]):
     own = local["checkpoint"]
     if own is None or own.config.get("quantization_config") or local["facts"]["summary"]["payload_bytes"] > LOCAL_PREVIEW_BYTES:
         return None
-    from atlas.check import check_local_headers
-
     check_local_headers(local["facts"]["directory"], local["layout"], local["read"])
     import torch
     import transformers

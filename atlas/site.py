@@ -16,7 +16,8 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from atlas import components
+from atlas import pages
+from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
 from atlas.numbers import grouped
@@ -97,10 +98,10 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     per component, tensor and standard value, and the facts."""
     name = facts["family"]["name"]
     env = _environment()
-    view = components.site(facts)
-    components.check_pages(view, name)
+    view = pages.site(facts)
+    check_pages(view, name)
     files = {
-        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(facts, view)),
+        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
         f"{name}/facts.json": facts_json(facts),
     }
     page = env.get_template("component.html")
@@ -115,12 +116,12 @@ def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | 
     if not keys:
         return None
     pv = facts["preview"]
-    config = pv.get("config") or {}
+    config = pv["config"]
     experts = next((config[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if config.get(k)), None)
-    return {"labels": pv.get("token_labels") or [], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
+    return {"labels": pv["token_labels"], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 
-def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+def page_data(view: dict[str, Any]) -> dict[str, Any]:
     """What the family page's script needs: block kinds, the standard values' cards, the links."""
     return {
         "blocks": view["blocks"],
@@ -130,12 +131,11 @@ def page_data(facts: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
                 "previewed": k in view["preview_values"]}
             for k, v in view["values"].items()
         },
-        "preview": bool(facts.get("preview")),
     }
 
 
 def render_index(all_facts: list[dict[str, Any]]) -> str:
-    views = [components.site(f) for f in all_facts]
+    views = [pages.site(f) for f in all_facts]
     cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
     return _environment().get_template("index.html").render(cards=cards, root="")
 

@@ -244,6 +244,7 @@ def test_index_search_filters_families_and_standard_names(browser, base):
         assert page.locator(".family-card:visible").count() == 1
         assert "Kimi K2" in page.locator(".family-card:visible h2").inner_text()
         page.fill("#search", "expert_weights")
+        assert page.locator(".family-card[data-family='gpt2']").is_hidden()  # GPT-2 routes no token to an expert
         names = page.locator(".family-card:visible .names a")
         assert names.count() >= 1
         names.first.click()

@@ -1,4 +1,4 @@
-"""The pages' data (atlas.components) for Kimi K2, against the released config and SPEC §10."""
+"""The pages' data (atlas.pages) for Kimi K2, against the released config and SPEC §10."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from atlas import components
+from atlas import pages
+from atlas.check import check_pages
+from atlas.pages.roles import anatomy
+from atlas.pages.sizes import Sizes
 from atlas.math import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +27,7 @@ EMBEDDING = 1_174_405_120
 
 @pytest.fixture(scope="module")
 def view(kimi):
-    return components.site(kimi)
+    return pages.site(kimi)
 
 
 def test_hierarchy_levels_and_breadcrumbs(view):
@@ -59,27 +62,30 @@ def test_accounting_matches_the_reference_truth(view):
 
 def test_equations_carry_the_checkpoints_numbers(view):
     nodes = view["nodes"]
-    router = " ".join(nodes["MoE_block.mlp.gate"]["equations"]["steps"])
+
+    def tex(nid, part="steps"):
+        return " ".join(st["tex"] for st in nodes[nid]["equations"][part])
+
+    router = tex("MoE_block.mlp.gate")
     assert rf"\operatorname{{top}}_{{{RELEASED['num_experts_per_tok']}}}" in router
-    assert str(RELEASED["routed_scaling_factor"]) in router
-    assert "384" in router and r"\sigma(z)" in router  # sigmoid scoring, as config.json says
-    attn = " ".join(nodes["MoE_block.self_attn"]["equations"]["steps"])
+    assert f"{RELEASED['routed_scaling_factor']:.4g}" in router
+    assert f"{RELEASED['n_routed_experts']}" in router and r"\sigma(z)" in router  # sigmoid scoring, as config.json says
+    attn = tex("MoE_block.self_attn")
     assert "0.1309" in attn  # SPEC §10: self_attn.scaling
-    assert "1{,}536" in attn and "512" in attn and "64" in attn
+    for size in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim"):
+        assert f"{RELEASED[size]:,}".replace(",", "{,}") in attn
     for cls in ("st-q", "st-k", "st-v", "st-c"):
         assert rf"\htmlClass{{{cls}}}" in attn
-    assert "7{,}168" in " ".join(nodes["MoE_block.input_layernorm"]["equations"]["summary"])
-    assert "18{,}432" in " ".join(nodes["dense_block.mlp"]["equations"]["steps"])
-    moe_block = nodes["MoE_block"]["equations"]["steps"]
-    dense_block = nodes["dense_block"]["equations"]["steps"]
-    assert any(r"\operatorname{top}" in s for s in moe_block) and not any(r"\operatorname{top}" in s for s in dense_block)
+    assert f"{RELEASED['hidden_size']:,}".replace(",", "{,}") in tex("MoE_block.input_layernorm")
+    assert f"{RELEASED['intermediate_size']:,}".replace(",", "{,}") in tex("dense_block.mlp")
+    assert "Router" in tex("MoE_block.mlp") and "Router" not in tex("dense_block.mlp")
 
 
 def test_every_equation_renders(view):
     count = 0
     for node in view["nodes"].values():
-        eq = node.get("equations")
-        for tex in (eq["summary"] + eq["steps"]) if eq else []:
+        eq = node.get("equations") or {}
+        for tex in [st["tex"] for st in eq.get("steps", [])]:
             html = render(tex)
             assert 'class="katex' in html
             count += 1
@@ -132,18 +138,47 @@ def test_values_resolved_at_the_checkpoints_sizes(view):
     assert v["expert_weights"]["shape"] == ["batch", "seq", RELEASED["num_experts_per_tok"]]
 
 
-def test_support_is_preferred_when_the_facts_carry_it(kimi):
+def test_values_are_supports_rows_that_the_family_produces(kimi, view):
+    produced = {v["name"] for h in kimi["support"]["hosts"] for v in h["values"] if v["read_at"] is not None and v["blocks"] != []}
+    assert set(view["values"]) == produced
+    assert {n[len("value."):] for n in view["nodes"] if n.startswith("value.")} == produced
+
     facts = copy.deepcopy(kimi)
-    facts["support"] = {"hosts": [{"host": "layers[i]", "path": "model.layers.{i}", "class": "DeepseekV3DecoderLayer", "values": [
-        {"name": "attention_norm_output", "layout": "Residual", "dims": ["batch", "seq", "hidden_size"], "shape": ["batch", "seq", 7168],
-         "description": "from support", "read_at": "somewhere", "module": "model.layers.{i}.input_layernorm", "condition": None, "blocks": None, "missing": {}},
-        {"name": "attention_scores", "layout": "Pattern", "dims": ["batch", "num_heads", "query", "key"], "shape": ["batch", 64, "query", "key"],
-         "description": "scores", "read_at": "inside", "module": "model.layers.{i}.self_attn", "condition": "eager attention only", "blocks": None, "missing": {}},
-    ]}]}
-    view = components.site(facts)
-    assert view["values"]["attention_norm_output"]["description"] == "from support"
-    assert view["values"]["attention_scores"]["condition"] == "eager attention only"
-    assert "value.attention_scores" in view["nodes"]
+    mlp = next(h for h in facts["support"]["hosts"] if h["host"] == "layers[i].mlp")
+    for v in mlp["values"]:
+        if v["name"] in ("router_logits", "routed_output"):  # as on a dense model: placed in no block
+            v.update(read_at=None, module=None, blocks=[], condition="no block")
+    doctored = pages.site(facts)
+    for gone in ("router_logits", "routed_output"):
+        assert gone not in doctored["values"] and f"value.{gone}" not in doctored["nodes"]
+        assert gone not in doctored["search"] and gone not in doctored["preview_values"]
+        parts = [p["part"] for d in doctored["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
+        assert gone not in parts + [s["part"] for s in doctored["diagram"]["flow"]]
+    # the box stays, naming its module only
+    moe = next(d for d in doctored["diagram"]["kinds"] if d["kind"] == "MoE_block")
+    assert next(b for b in moe["boxes"] if b["label"] == "experts")["part"] is None
+    check_pages(doctored, "kimi_k2")
+
+
+@pytest.mark.parametrize("key", ["support", "preview", "notes", "config.explained", "checkpoint_check.figures", "checkpoint_check.not_checked"])
+def test_the_family_page_reads_the_facts_whole(kimi, view, key):
+    """No template guards a key that facts always have: facts without one fail to render instead of
+    quietly dropping a section or falling back to an older layout."""
+    import jinja2
+
+    from atlas.site import _environment, page_data
+
+    template = _environment().get_template("family.html")
+    template.render(f=kimi, v=view, root="../", data=page_data(view))  # whole facts render
+    facts = copy.copy(kimi)
+    *outer, last = key.split(".")
+    holder = facts
+    for part in outer:
+        holder[part] = copy.copy(holder[part])
+        holder = holder[part]
+    del holder[last]
+    with pytest.raises(jinja2.UndefinedError):
+        template.render(f=facts, v=view, root="../", data=page_data(view))
 
 
 def _node(name, cls, children=()):
@@ -169,23 +204,28 @@ def _node(name, cls, children=()):
 def test_block_anatomy_by_names(names, expected):
     classes = {"self_attn": "XAttention", "attn": "GPT2Attention", "mlp": "XMLP", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
     block = _node("0", "XDecoderLayer", [_node(n, classes.get(n, "XRMSNorm")) for n in names])
-    a = components.anatomy(block)
+    a = anatomy(block)
     assert {k: a[k] for k in expected} == expected
     assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
-    eq = components.eq_block(block, components.Sizes({"config": {"raw": {}, "standardized": {"hidden_size": 8, "num_heads": 2, "num_kv_heads": 1, "head_dim": 4}}}))
-    post = [st for st in eq["steps"] if r"\leftarrow\operatorname{RMSNorm}" in st or r"\leftarrow\operatorname{LayerNorm}" in st]
-    assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])  # one step per norm after a part
 
 
 def test_page_claims_are_checked_before_writing(view):
-    components.check_pages(view, "kimi_k2")  # the real pages pass
+    check_pages(view, "kimi_k2")  # the real pages pass
     from atlas.errors import AtlasError
 
     broken = copy.deepcopy(view)
     broken["nodes"]["MoE_block.self_attn"]["accounting"][0]["parameters"] += 1
     with pytest.raises(AtlasError, match="MoE_block.self_attn.*sums to 101,124,097"):
-        components.check_pages(broken, "kimi_k2")
+        check_pages(broken, "kimi_k2")
     broken = copy.deepcopy(view)
     broken["nodes"]["MoE_block.mlp"]["children"].append({"id": "MoE_block.mlp.nowhere"})
     with pytest.raises(AtlasError, match="nowhere"):
-        components.check_pages(broken, "kimi_k2")
+        check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    broken["values"]["router_logits"]["read_at"] = None  # a value placed nowhere, listed anyway
+    with pytest.raises(AtlasError, match="router_logits.*places it nowhere"):
+        check_pages(broken, "kimi_k2")
+    broken = copy.deepcopy(view)
+    del broken["values"]["shared_expert_output"]  # the diagram's shared expert still names it
+    with pytest.raises(AtlasError, match="diagram MoE_block.*shared_expert_output"):
+        check_pages(broken, "kimi_k2")

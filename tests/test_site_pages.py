@@ -121,3 +121,30 @@ def test_the_printout_keeps_one_line_per_module_line(built_site):
     assert len(lines) == len(facts["printout"])
     assert lines[0].startswith("DeepseekV3ForCausalLM(")
     assert any("(1-60): 60 x DeepseekV3DecoderLayer(" in line for line in lines)
+
+
+def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
+    """A value support() places nowhere in a family (GPT-2's router and experts) keeps its support() row,
+    saying why, but gets no page, no search entry, no card data, and nothing links to it or names it."""
+    import json
+
+    index = (built_site / "index.html").read_text(encoding="utf-8")
+    searched = {m.group(2): set(m.group(1).split()) for m in re.finditer(r'data-search="([^"]*)" data-family="([^"]+)"', index)}
+    absent_in = {}
+    for facts_file in sorted(built_site.glob("*/facts.json")):
+        facts = json.loads(facts_file.read_text(encoding="utf-8"))
+        name = facts["family"]["name"]
+        rows = [v for host in facts["support"]["hosts"] for v in host["values"]]
+        produced = {v["name"] for v in rows if v["read_at"] is not None and v["blocks"] != []}
+        absent = {v["name"] for v in rows} - produced
+        absent_in[name] = absent
+        assert {p.name[len("value."):-len(".html")] for p in (built_site / name / "c").glob("value.*.html")} == produced, name
+        assert produced <= searched[name] and not absent & searched[name], name
+        family_page = (built_site / name / "index.html").read_text(encoding="utf-8")
+        data = json.loads(re.search(r'<script type="application/json" id="page-data">(.*?)</script>', family_page, re.S).group(1))
+        assert set(data["values"]) == produced, name
+        for page in (built_site / name).rglob("*.html"):
+            text = page.read_text(encoding="utf-8")
+            for value in absent:
+                assert f"value.{value}.html" not in text and f'data-part="{value}"' not in text, (page, value)
+    assert {"router_logits", "expert_weights", "routed_output"} <= absent_in["gpt2"]

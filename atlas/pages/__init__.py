@@ -1,0 +1,47 @@
+"""The pages' view of a family, as plain data computed from its facts.
+
+``site(facts)`` returns everything the templates lay out beyond the facts themselves:
+
+- ``nodes``: the component hierarchy, model › blocks › block kind › component › sub-component ›
+  tensor, one page each (``hierarchy``), with breadcrumbs, a description (``words``), the
+  constructor call, equations (``equations``: TeX, per component kind, filled with the checkpoint's
+  numbers), inputs and outputs with named dims (``shapes``), the accounting table and the evidence
+  (``evidence``: pinned excerpts, each with the claim it supports); and a page per standard value
+  (``values``);
+- ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
+  each part naming the standard value it produces and the card a reader sees on hover (``diagram``);
+- ``values``: the standard values the family produces, from support() (``values``);
+- ``search``: the words the index's search box matches for the family.
+
+Equations are written per component *kind* (RMSNorm, latent attention, grouped-query attention, a
+mixture of experts, a gated MLP, an embedding, a linear map …), never per family: the numbers come
+from the config and the accounting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.pages.diagram import diagram
+from atlas.pages.hierarchy import hierarchy
+from atlas.pages.roles import slug
+from atlas.pages.values import value_pages, values
+
+
+def site(facts: dict[str, Any]) -> dict[str, Any]:
+    """The pages' data for a family (plain, JSON-serialisable)."""
+    nodes = hierarchy(facts)
+    vals = values(facts)
+    drawn = diagram(facts, set(nodes), vals)
+    value_pages(facts, vals, nodes)
+    kinds = facts["accounting"]["block_kinds"]
+    kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
+    return {
+        "nodes": nodes,
+        "values": vals,
+        "diagram": drawn,
+        "blocks": [kind_index[k] for k in facts["blocks"]],
+        "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
+        "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
+        "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
+    }

@@ -1,0 +1,208 @@
+"""The component hierarchy: model › blocks › block kind › component › sub-component › tensor, one
+page each, with breadcrumbs, a description, the constructor call, equations, inputs and outputs,
+the accounting table and the evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.numbers import grouped
+from atlas.pages.evidence import evidence, excerpt
+from atlas.pages.roles import anatomy, role, slug
+from atlas.pages.shapes import io, named_dims
+from atlas.pages.sizes import Sizes
+from atlas.pages.words import describe, title_of
+
+
+def _kind_title(kind: dict[str, Any]) -> str:
+    label = kind["label"]
+    return label[:1].upper() + label[1:]
+
+
+def _plural(n: int, label: str) -> str:
+    return f"{n} {label}" + ("s" if n != 1 else "")
+
+
+def _calc(node: dict[str, Any]) -> str:
+    return "sum of its components" if (node["children"] or len(node["tensors"]) > 1) else (node["tensors"][0]["calculation"] if node["tensors"] else "no parameters")
+
+
+def proven(facts: dict[str, Any], nid: str) -> dict[str, Any] | None:
+    """A component's equations as the proof ran them (atlas.proof): its steps, summary and how closely
+    they reproduced the module; for a module the forward never calls, why it has none."""
+    eq = facts["equations"]["components"].get(nid)
+    if eq is None:
+        why = facts["equations"]["not_called"].get(nid)
+        return {"not_called": why} if why else None
+    return {**eq, "summary": [st for st in eq["steps"] if st["summary"]] or eq["steps"]}
+
+
+def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every component and tensor page, by id, in reading order."""
+    s = Sizes(facts)
+    acc = facts["accounting"]
+    model_acc = acc["model"]
+    n_blocks = facts["model"]["num_blocks"]
+    block_path = facts["model"]["block_path"]
+    nodes: dict[str, dict[str, Any]] = {}
+    model_title = "The whole model"
+    blocks_title = f"{n_blocks} transformer blocks"
+
+    rows_by_path = {r["path"]: r for r in model_acc["rows"]}
+    model_node = {
+        "id": "model", "type": "component", "title": model_title, "heading": f"{facts['family']['title']}: the whole model", "name": "model", "class": facts["model"]["class"],
+        "constructor": f"{facts['model']['class']}(config)", "path": "", "where": "the whole model",
+        "role": "model", "parameters": model_acc["total"], "stored_buffers": model_acc["stored_buffers"],
+        "instances": 1, "instances_label": "", "crumbs": [],
+        "description": f"{n_blocks} transformer blocks between a token embedding and a language-model head; {grouped(model_acc['total'])} weight parameters.",
+        "equations": proven(facts, "model"),
+        "io": {"in": [{"symbol": "I", "dims": named_dims(("B", "batch"), ("T", "positions"))}],
+               "out": [{"symbol": "z", "dims": named_dims(("B", "batch"), ("T", "positions"), (s.get("vocab_size"), "vocab"))}]},
+        "children": [], "tensors": [], "accounting": [], "evidence": [],
+    }
+    ex = excerpt(facts, facts["model"]["class"], "forward")
+    if ex:
+        model_node["evidence"].append({"direct": True, "claim": "The model's forward: the blocks, the final norm and the head, in that order.", "part": "forward", "class": facts["model"]["class"], **ex})
+    nodes["model"] = model_node
+
+    kinds = acc["block_kinds"]
+    kind_info = {k["id"]: k for k in facts["block_kinds"]}
+    blocks_node = {
+        "id": "blocks", "type": "component", "title": blocks_title, "name": "layers", "class": "ModuleList",
+        "constructor": f"nn.ModuleList({facts['model']['block_class']}(config, layer_idx) for layer_idx in range({n_blocks}))",
+        "path": block_path, "where": f"{block_path}[0–{n_blocks - 1}]", "role": "blocks",
+        "parameters": sum(k["total"] for k in kinds), "stored_buffers": sum(k["per_instance_stored_buffers"] * k["instances"] for k in kinds),
+        "instances": 1, "instances_label": "", "crumbs": [{"id": "model", "title": model_title}],
+        "description": "The stack of blocks, grouped by structure: " + "; ".join(f"{_plural(k['instances'], k['label'])} ({kind_info[k['kind']]['ranges']})" for k in kinds) + ".",
+        "equations": proven(facts, "blocks"),
+        "io": {"in": [{"symbol": "x_0", "dims": named_dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}],
+               "out": [{"symbol": f"x_{{{n_blocks}}}", "dims": named_dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}]},
+        "children": [], "tensors": [], "accounting": [], "evidence": [],
+    }
+    ex = excerpt(facts, facts["model"]["class"].replace("ForCausalLM", "Model"), "__init__")
+    if ex:
+        blocks_node["evidence"].append({"direct": False, "claim": "The model builds its blocks, one per layer index; the layer index decides each block's kind.", "part": "__init__", "class": facts["model"]["class"].replace("ForCausalLM", "Model"), **ex})
+    nodes["blocks"] = blocks_node
+
+    def add_module(node, nid, crumbs, instances, instances_label, parent, where, parent_role=None, crumb_title=None, slot=None):
+        r = role(node)
+        title = title_of(node, parent_role, slot)
+        page = {
+            "id": nid, "type": "component", "title": title, "name": node["name"], "class": node["class"],
+            "constructor": node["constructor"], "path": node["path"], "where": where, "role": r,
+            "parameters": node["parameters"] + node["stored_buffers"], "stored_buffers": node["stored_buffers"],
+            "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
+            "description": describe(node, s), "equations": proven(facts, nid), "io": io(node, s),
+            "children": [], "tensors": [], "accounting": [], "evidence": evidence(facts, node, parent),
+        }
+        nodes[nid] = page
+        here = crumbs + [{"id": nid, "title": crumb_title or title}]
+        slots = {}
+        children = node["children"]
+        if r == "block":
+            a = anatomy(node)
+            order = ["pre_attn", "attn", "post_attn", "pre_ffn", "ffn", "post_ffn"]
+            slots = {a[k]: k for k in order if a[k]}
+            rank = {a[k]: i for i, k in enumerate(order) if a[k]}
+            children = sorted(children, key=lambda c: rank.get(c["name"], len(order)))
+        child_role = r
+        if r == "block" and any(role(c) == "moe" for c in node["children"]):
+            child_role = "moe_block"
+        for child in children:
+            cid = f"{nid}.{child['name']}"
+            add_module(child, cid, here, instances, instances_label, node, f"{where}.{child['name']}", parent_role=child_role, slot=slots.get(child["name"]))
+            c = nodes[cid]
+            page["children"].append({"id": cid, "title": c["title"], "class": c["class"], "name": child["name"], "parameters": c["parameters"]})
+            page["accounting"].append({"id": cid, "title": c["title"], "name": child["name"], "calculation": _calc(child) if child["parameters"] + child["stored_buffers"] else "no parameters", "parameters": c["parameters"]})
+        for t in node["tensors"]:
+            tid = f"{nid}.{t['name']}"
+            nodes[tid] = tensor_page(facts, t, tid, node, here, instances, instances_label, where, title)
+            page["tensors"].append({"id": tid, "title": t["name"], "shape": t["shape"], "role": t["role"], "elements": t["elements"]})
+            if node.get("tied_to"):
+                page["accounting"].append({"id": tid, "title": t["name"], "name": t["name"], "calculation": f"tied to {node['tied_to']}.{t['name']}, counted there", "parameters": 0})
+                continue
+            page["accounting"].append({"id": tid, "title": t["name"] + (" (persistent buffer)" if t["role"] == "buffer" else ""), "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]})
+        return page
+
+    # modules outside the blocks, in the order the forward runs them
+    top_children = []
+    outside = [r["path"] for r in model_acc["rows"]]
+    outside_trees = facts["accounting"]["outside"]
+    for path in outside:
+        row = rows_by_path[path]
+        name = path.split(".")[-1]
+        tree = outside_trees[path]
+        if row.get("tied_to"):
+            tree = {**tree, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "tied_to": row["tied_to"]}
+        nid = slug(name)
+        add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": facts["model"]["class"].replace("ForCausalLM", "Model") if path.startswith("model.") else facts["model"]["class"], "name": "model"}, path)
+        top_children.append(nid)
+
+    for k in kinds:
+        info = kind_info[k["kind"]]
+        kid = slug(k["kind"])
+        label = f"{_plural(k['instances'], k['label'])}"
+        tree = k["tree"]
+        s.attention_type = info["attention_type"]
+        page = add_module(
+            tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
+            k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": block_path.split(".")[-1]},
+            f"{block_path}[{info['ranges']}]", crumb_title=label,
+        )
+        s.attention_type = None
+        page["title"] = _kind_title(info)
+        page["name"] = k["kind"]
+        page["ranges"] = info["ranges"]
+        page["indices"] = info["indices"]
+        page["description"] = describe(tree, s)[:-1] + f"; block{'s' if k['instances'] > 1 else ''} {info['ranges']}."
+        blocks_node["children"].append({"id": kid, "title": page["title"], "class": tree["class"], "name": k["kind"], "parameters": page["parameters"],
+                                        "note": f"block{'s' if k['instances'] > 1 else ''} {info['ranges']}, {grouped(page['parameters'])} each"})
+        blocks_node["accounting"].append({"id": kid, "title": f"{page['title']} × {k['instances']}", "name": k["kind"], "calculation": k["calculation"], "parameters": k["total"]})
+
+    # the model's own page lists the outside modules and the blocks in forward order
+    order = []
+    for nid in top_children:
+        if nid == "embed_tokens":
+            order.append(nid)
+    order.append("blocks")
+    order += [n for n in top_children if n != "embed_tokens"]
+    for nid in order:
+        n = nodes[nid]
+        model_node["children"].append({"id": nid, "title": n["title"], "class": n["class"], "name": n["name"], "parameters": n["parameters"]})
+        calc = " + ".join(f"{grouped(k['total'])}" for k in kinds) if nid == "blocks" else ("sum of its components" if n["children"] else (n["accounting"][0]["calculation"] if n["accounting"] else ""))
+        if nid == "blocks" and len(kinds) > 1:
+            calc = " + ".join(k["calculation"].split(" = ")[0] for k in kinds)
+        elif nid == "blocks":
+            calc = kinds[0]["calculation"].split(" = ")[0]
+        model_node["accounting"].append({"id": nid, "title": n["title"], "name": n["name"], "calculation": calc, "parameters": n["parameters"]})
+    return nodes
+
+
+def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where, owner_title) -> dict[str, Any]:
+    learned = t["role"] == "parameter"
+    page = {
+        "id": tid, "type": "tensor", "title": t["name"], "owner_title": owner_title, "name": t["name"], "class": "Parameter" if learned else "buffer",
+        "constructor": "", "path": f"{owner['path']}.{t['name']}", "where": f"{where}.{t['name']}", "role": t["role"],
+        "parameters": t["elements"], "stored_buffers": 0 if learned else t["elements"],
+        "instances": instances, "instances_label": instances_label, "crumbs": crumbs,
+        "shape": t["shape"], "calculation": t["calculation"],
+        "description": (
+            f"A learned tensor of shape [{', '.join(grouped(x) for x in t['shape'])}] that {owner['class']} owns."
+            if learned
+            else f"A persistent buffer of shape [{', '.join(grouped(x) for x in t['shape'])}]: not trained by gradient, yet stored in the checkpoint and counted apart."
+        ),
+        "producer": f"created by {owner['class']}.__init__" + (" and loaded from the checkpoint" if learned else "; its values are loaded from the checkpoint"),
+        "consumers": [f"{owner['class']}.forward"],
+        "owner": crumbs[-1]["id"],
+        "equations": None, "io": None, "children": [], "tensors": [],
+        "accounting": [{"id": None, "title": t["name"], "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]}],
+        "evidence": [],
+    }
+    for part, direct, claim in (
+        ("__init__", True, f"{owner['class']}.__init__ creates {t['name']} with this shape."),
+        ("forward", False, f"{owner['class']}.forward reads {t['name']}."),
+    ):
+        ex = excerpt(facts, owner["class"], part)
+        if ex:
+            page["evidence"].append({"direct": direct, "claim": claim, "part": part, "class": owner["class"], **ex})
+    return page

@@ -1,0 +1,77 @@
+"""A component's inputs and outputs, each with named dims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.math import stream
+from atlas.numbers import grouped
+from atlas.pages.roles import in_out, role
+from atlas.pages.sizes import Sizes, routing
+
+
+def named_dims(*pairs: tuple[Any, str]) -> str:
+    return "[" + ", ".join(f"{grouped(a) if isinstance(a, int) else a} {b}" for a, b in pairs) + "]"
+
+
+def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
+    r = role(node)
+    d = s.get("hidden_size")
+    B, T = ("B", "batch"), ("T", "positions")
+    res = named_dims(B, T, (d, "d"))
+    if r in ("rmsnorm", "layernorm"):
+        width = node["tensors"][0]["shape"][0] if node["tensors"] else d
+        dims = named_dims(B, T, (width, "d" if width == d else "latent"))
+        return {"in": [{"symbol": "x", "dims": dims}], "out": [{"symbol": "y", "dims": dims}]}
+    if r == "embedding":
+        if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
+            return {"in": [], "out": []}
+        vocab, width = node["tensors"][0]["shape"]
+        return {"in": [{"symbol": "I", "dims": named_dims(B, T)}], "out": [{"symbol": "x_0", "dims": named_dims(B, T, (width, "d"))}]}
+    if r == "linear":
+        dims = in_out(node)
+        if dims is None:
+            return {"in": [], "out": []}
+        out_name = "vocab" if node["name"] == "lm_head" else "out"
+        return {
+            "in": [{"symbol": "x", "dims": named_dims(B, T, (dims[0], "in"))}],
+            "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": named_dims(B, T, (dims[1], out_name))}],
+        }
+    if r in ("latent_attention", "attention"):
+        rope = s.get("qk_rope_head_dim") or s.get("head_dim")
+        return {
+            "in": [
+                {"symbol": "x", "dims": res},
+                {"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))},
+                {"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))},
+            ],
+            "out": [{"symbol": r"\Delta_{\mathrm{attn}}", "dims": res}],
+        }
+    if r == "router":
+        rt = routing(s, node)
+        tok = ("B·T", "tokens")
+        return {
+            "in": [{"symbol": "x", "dims": named_dims(tok, (d, "d"))}],
+            "out": [
+                {"symbol": r"\mathcal{E}", "dims": named_dims(tok, (rt["k"], "top_k"))},
+                {"symbol": "G", "dims": named_dims(tok, (rt["k"], "top_k"))},
+            ],
+        }
+    if r == "experts":
+        rt = routing(s, None)
+        tok = ("B·T", "tokens")
+        return {
+            "in": [
+                {"symbol": "x", "dims": named_dims(tok, (d, "d"))},
+                {"symbol": r"\mathcal{E}", "dims": named_dims(tok, (rt["k"], "top_k"))},
+                {"symbol": "G", "dims": named_dims(tok, (rt["k"], "top_k"))},
+            ],
+            "out": [{"symbol": r"y^{\mathrm{routed}}", "dims": named_dims(tok, (d, "d"))}],
+        }
+    if r in ("moe", "gated_mlp", "mlp"):
+        return {"in": [{"symbol": "x", "dims": res}], "out": [{"symbol": r"\Delta_{\mathrm{ffn}}", "dims": res}]}
+    if r == "block":
+        return {"in": [{"symbol": "x_n", "dims": res}], "out": [{"symbol": "x_{n+1}", "dims": res}]}
+    if r == "activation":
+        return {"in": [{"symbol": "g", "dims": named_dims(B, T, ("…", "features"))}], "out": [{"symbol": "a", "dims": named_dims(B, T, ("…", "features"))}]}
+    return {"in": [], "out": []}

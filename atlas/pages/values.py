@@ -1,0 +1,127 @@
+"""Standard values: a page per value the family produces, from support() in the facts (the one
+vocabulary is atlas/standard.py). A value support() lists with no place to read it here (GPT-2's
+router_logits, say) has no page, and no card, search entry or link names it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.pages.roles import anatomy, slug
+
+
+def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every standard value the family produces, by name: layout, dims, shape at the checkpoint's
+    sizes, description, where it is read, the condition under which it exists, the blocks that have it."""
+    return {
+        v["name"]: {
+            "name": v["name"],
+            "host": host["host"],
+            "layout": v["layout"],
+            "dims": list(v["dims"]),
+            "shape": list(v["shape"]),
+            "description": v["description"],
+            "read_at": v["read_at"],
+            "module": v["module"],
+            "condition": v["condition"],
+            "blocks": v["blocks"],
+        }
+        for host in facts["support"]["hosts"]
+        for v in host["values"]
+        if produced(v)
+    }
+
+
+def produced(value: dict[str, Any]) -> bool:
+    """A support() row the family has somewhere: read at a place, and (for a block's value) in some block."""
+    return value["read_at"] is not None and value["blocks"] != []
+
+
+def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
+    """A page per standard value: layout, shape, what produces it, where it is read."""
+    model_title = nodes["model"]["title"]
+    preview = facts["preview"]["tensors"]
+    first_anatomy = anatomy(facts["accounting"]["block_kinds"][0]["tree"])
+    for name, v in vals.items():
+        nid = f"value.{name}"
+        in_block = v["host"].startswith("layers")
+        crumbs = [{"id": "model", "title": model_title}]
+        if in_block:
+            crumbs.append({"id": "blocks", "title": f"{facts['model']['num_blocks']} transformer blocks"})
+        module = v["module"].replace("{i}", "i")
+        producer = _producer_page(module, nodes, facts)
+        related = PREVIEW_TOGETHER.get(name, (name,))
+        shown = [k for k in sorted(preview, key=_preview_order) if k.split(".")[-1] in related] if name in {k.split(".")[-1] for k in preview} else []
+        nodes[nid] = {
+            "id": nid, "type": "value", "title": name, "name": name, "class": v["layout"], "constructor": "",
+            "path": module, "where": f"{v['host']}.{name}" if v["host"] != "model" else f"model.{name}", "role": "value",
+            "parameters": 0, "stored_buffers": 0, "instances": 1, "instances_label": "", "crumbs": crumbs,
+            "description": v["description"] + ".", "layout": v["layout"], "dims": v["dims"], "shape": v["shape"],
+            "read_at": v["read_at"], "condition": v["condition"], "producer_id": producer, "previews": shown,
+            "consumers": consumers(name, first_anatomy), "blocks": v["blocks"],
+            "producer_label": "read from" if "input" in v["read_at"] and "output" not in v["read_at"] else "producer",
+            "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
+        }
+        # the producer's forward is the direct evidence of where the value comes from
+        for ev in nodes.get(producer, {}).get("evidence", []):
+            if ev["direct"] and ev["part"] == "forward":
+                nodes[nid]["evidence"].append({**ev, "claim": f"{ev['class']}.forward, where {name} is computed."})
+
+
+def consumers(name: str, a: dict[str, str | None]) -> list[str]:
+    """Where a value goes next, in the block as its anatomy has it (norms before, after or around each part)."""
+    block = {
+        "layer_input": [f"{a['pre_attn'] or a['attn']} (the attention branch)", "the first add (the residual path)"],
+        "attention_norm_output": [str(a["attn"])],
+        "attention_output": [a["post_attn"] or "the first add"],
+        "layer_mid": [f"{a['pre_ffn'] or a['ffn']} (the MLP branch)", "the second add (the residual path)"],
+        "mlp_norm_output": [str(a["ffn"])],
+        "mlp_output": [a["post_ffn"] or "the second add"],
+    }
+    return block.get(name) or CONSUMERS.get(name, [])
+
+
+# Where the other values go next.
+CONSUMERS = {
+    "token_embeddings": ["the first block, as its input"],
+    "layer_output": ["the next block, or the final norm after the last block"],
+    "final_norm_output": ["the language-model head"],
+    "lm_head_output": ["the logits the model returns"],
+    "router_logits": ["the router's scoring and top-k choice"],
+    "expert_weights": ["the experts, which scale their outputs by it"],
+    "expert_indices": ["the experts, which run only the chosen ones"],
+    "routed_output": ["the mixture's sum with the shared expert"],
+    "shared_expert_output": ["the mixture's sum with the routed experts"],
+    "attention_probabilities": ["the mix of the values"],
+    "attention_scores": ["the softmax"],
+}
+
+
+# Values drawn together: the router's choice is its indices and their weights.
+PREVIEW_TOGETHER = {
+    "expert_weights": ("expert_weights", "expert_indices"),
+    "expert_indices": ("expert_weights", "expert_indices"),
+}
+
+
+def _preview_order(key: str) -> tuple:
+    """layers.10 after layers.9: numeric parts compare as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
+
+
+def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[str, Any]) -> str | None:
+    """The component page of the module a value is read at, for block modules the first kind that has it."""
+    if not module:
+        return "model"
+    parts = module.split(".")
+    depth = len(facts["model"]["block_path"].split("."))
+    if ".".join(parts[:depth]) == facts["model"]["block_path"] and len(parts) > depth:
+        rest = ".".join(parts[depth + 1:])
+        if not rest:
+            return "blocks"  # the block itself: every kind
+        for k in facts["accounting"]["block_kinds"]:
+            nid = slug(k["kind"]) + ("." + rest if rest else "")
+            if nid in nodes:
+                return nid
+        return "blocks"
+    nid = slug(parts[-1])
+    return nid if nid in nodes else "model"
