@@ -64,14 +64,16 @@ def test_projection_biases_follow_the_config(collected, name):
 def test_router_rule_follows_the_config(collected, name):
     cfg = config_of(name)
     scoring = cfg.get("scoring_func", "softmax")
-    if name == "gpt_oss":  # gpt-oss's router takes the top k logits, then a softmax over those k
-        expected = "topk_softmax"
-    elif name == "mixtral":  # Mixtral always renormalises the kept softmax scores
+    if name in ("gpt_oss", "mixtral"):
+        # Mixtral renormalises the kept softmax scores; gpt-oss takes a softmax over the top k logits:
+        # the same weights, so the first of the two that the library tries is the one measured
         expected = "softmax_renormalized"
     else:
         expected = scoring + ("_renormalized" if cfg.get("norm_topk_prob") else "")
     routers = [c for c in components(collected, name).values() if c["facts"].get("kind", {}).get("value") == "router"]
     assert routers and all(c["facts"]["routing"]["value"] == expected for c in routers)
+    if name == "gpt_oss":  # and declaring the other form of the same rule reproduces the router too
+        assert routers[0]["facts"]["routing"]["how"].startswith("measured")
     scale = cfg.get("routed_scaling_factor", 1.0)
     for c in routers:
         assert ("scaling" in c["facts"]) is (scale != 1.0)

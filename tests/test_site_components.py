@@ -181,32 +181,29 @@ def test_the_family_page_reads_the_facts_whole(kimi, view, key):
         template.render(f=facts, v=view, root="../", data=page_data(view))
 
 
-def _node(name, cls, children=()):
-    return {"name": name, "class": cls, "path": name, "children": list(children), "tensors": [], "parameters": 0, "stored_buffers": 0}
-
-
 @pytest.mark.parametrize(
-    "names, expected",
+    "family, expected",
     [
-        # a norm before each part (Llama, DeepSeek)
-        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm"],
-         {"pre_attn": "input_layernorm", "pre_ffn": "post_attention_layernorm", "post_attn": None, "post_ffn": None}),
-        # norms on both sides of each part (Gemma 2 and 3)
-        (["self_attn", "mlp", "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"],
-         {"pre_attn": "input_layernorm", "post_attn": "post_attention_layernorm", "pre_ffn": "pre_feedforward_layernorm", "post_ffn": "post_feedforward_layernorm"}),
+        # a norm before each part (Llama)
+        ("llama", {"pre_attn": "input_layernorm", "pre_ffn": "post_attention_layernorm", "post_attn": None, "post_ffn": None}),
+        # norms on both sides of each part (Gemma 2)
+        ("gemma2", {"pre_attn": "input_layernorm", "post_attn": "post_attention_layernorm", "pre_ffn": "pre_feedforward_layernorm", "post_ffn": "post_feedforward_layernorm"}),
         # norms after each part only (OLMo 2)
-        (["self_attn", "mlp", "post_attention_layernorm", "post_feedforward_layernorm"],
-         {"pre_attn": None, "post_attn": "post_attention_layernorm", "pre_ffn": None, "post_ffn": "post_feedforward_layernorm"}),
+        ("olmo2", {"pre_attn": None, "post_attn": "post_attention_layernorm", "pre_ffn": None, "post_ffn": "post_feedforward_layernorm"}),
         # GPT-2's names
-        (["ln_1", "attn", "ln_2", "mlp"], {"pre_attn": "ln_1", "pre_ffn": "ln_2", "post_attn": None, "post_ffn": None}),
+        ("gpt2", {"pre_attn": "ln_1", "pre_ffn": "ln_2", "post_attn": None, "post_ffn": None}),
     ],
 )
-def test_block_anatomy_by_names(names, expected):
-    classes = {"self_attn": "XAttention", "attn": "GPT2Attention", "mlp": "XMLP", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
-    block = _node("0", "XDecoderLayer", [_node(n, classes.get(n, "XRMSNorm")) for n in names])
+def test_block_anatomy_is_the_blocks_proven_steps(collected, family, expected):
+    facts = pages.with_annotated_trees(collected(family).facts)
+    block = facts["accounting"]["block_kinds"][0]["tree"]
     a = anatomy(block)
     assert {k: a[k] for k in expected} == expected
     assert a["attn"] in ("self_attn", "attn") and a["ffn"] == "mlp"
+    # the block's steps have one norm step after a part for each post-norm
+    steps = [st["tex"] for st in facts["equations"]["components"][block["page_id"]]["steps"]]
+    post = [t for t in steps if r"\leftarrow\operatorname{Norm}" in t]
+    assert len(post) == sum(1 for k in ("post_attn", "post_ffn") if expected[k])
 
 
 def test_page_claims_are_checked_before_writing(view):

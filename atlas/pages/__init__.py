@@ -4,8 +4,8 @@
 
 - ``nodes``: the component hierarchy, model › blocks › block kind › component › sub-component ›
   tensor, one page each (``hierarchy``), with breadcrumbs, a description (``words``), the
-  constructor call, equations (``equations``: TeX, per component kind, filled with the checkpoint's
-  numbers), inputs and outputs with named dims (``shapes``), the accounting table and the evidence
+  constructor call, equations (the proven steps of ``facts["equations"]``, as atlas.proof ran them),
+  inputs and outputs with named dims (``shapes``), the accounting table and the evidence
   (``evidence``: pinned excerpts, each with the claim it supports); and a page per standard value
   (``values``);
 - ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
@@ -13,9 +13,9 @@
 - ``values``: the standard values the family produces, from support() (``values``);
 - ``search``: the words the index's search box matches for the family.
 
-Equations are written per component *kind* (RMSNorm, latent attention, grouped-query attention, a
-mixture of experts, a gated MLP, an embedding, a linear map …), never per family: the numbers come
-from the config and the accounting.
+What a component is (a LayerNorm or an RMSNorm, a router's rule, a projection's bias) is read from
+what its proof found, never guessed from its class name: every module tree is annotated with its
+page id and its proof's facts first (``roles.annotated``).
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from typing import Any
 
 from atlas.pages.diagram import diagram
 from atlas.pages.hierarchy import hierarchy
-from atlas.pages.roles import slug
+from atlas.pages.roles import annotated, slug
 from atlas.pages.values import value_pages, values
 
 
 def site(facts: dict[str, Any]) -> dict[str, Any]:
     """The pages' data for a family (plain, JSON-serialisable)."""
+    facts = with_annotated_trees(facts)
     nodes = hierarchy(facts)
     vals = values(facts)
     drawn = diagram(facts, set(nodes), vals)
@@ -45,3 +46,13 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
         "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
     }
+
+
+def with_annotated_trees(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts with every module tree annotated by its pages' ids and proofs (the facts themselves
+    are left as they are)."""
+    eq = facts["equations"]
+    acc = facts["accounting"]
+    kinds = [{**k, "tree": annotated(k["tree"], slug(k["kind"]), eq)} for k in acc["block_kinds"]]
+    outside = {path: annotated(tree, slug(path.split(".")[-1]), eq) for path, tree in acc["outside"].items()}
+    return {**facts, "accounting": {**acc, "block_kinds": kinds, "outside": outside}}

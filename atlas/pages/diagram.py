@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, gated_inner, role, slug
+from atlas.pages.roles import anatomy, gated_inner, role, slug, norm_word
 from atlas.pages.sizes import Sizes, routing
 from atlas.pages.words import title_of
 
@@ -43,7 +43,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
 
     def norm_box(x, y, name, slot):
         node = kids[name]
-        return _box(x, y, 186, 40, name, "LayerNorm" if role(node) == "layernorm" else "RMSNorm", part_of(slot, name), link(name), "norm")
+        return _box(x, y, 186, 40, name, norm_word(node), part_of(slot, name), link(name), "norm")
 
     y = 44
     lines.append((SPINE, 24, SPINE, 340))
@@ -88,7 +88,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
             node = kids[a[post]]
-            kind = "LayerNorm" if role(node) == "layernorm" else "RMSNorm"
+            kind = norm_word(node)
             boxes.append(_box(246, bottom + 14, 186, 40, a[post], kind, part_of(post, a[post]), link(a[post]), "norm"))
             lines.append((344, bottom, 344, bottom + 14))
             bottom += 54
@@ -121,16 +121,17 @@ def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]
         return name if name in vals else None
 
     before, after = [], []
+    kinds = facts["equations"]["kinds"]  # what each module is, as the proof read it
     for row in facts["accounting"]["model"]["rows"]:
         name = row["path"].split(".")[-1]
         nid = slug(name)
-        embedding = "Embed" in row["class"]
+        embedding = kinds.get(nid) == "embedding"
         if embedding:
             part = at.get(row["path"]) or (listed("token_embeddings") if not before else None)
-        elif "Norm" in row["class"]:
+        elif kinds.get(nid) == "norm":
             part = listed("final_norm_output")
         else:
-            part = listed("lm_head_output") if name == "lm_head" or row["class"] == "Linear" else None
+            part = listed("lm_head_output") if kinds.get(nid) == "linear" else None
         step = {"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None}
         (before if embedding else after).append(step)
     return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": listed("layer_output"), "link": "blocks"}] + after + [

@@ -12,6 +12,7 @@ class Sizes:
         self.raw = facts["config"]["raw"]
         self.std = facts["config"]["standardized"]
         self.attention = facts["attention"]
+        self.sizes = facts["support"]["sizes"]  # the layouts' sizes: num_experts, top_k ...
         self.attention_type: str | None = None  # of the block kind whose pages are being built
         self.act = self.first("hidden_act", "hidden_activation", "activation_function", default="silu")
 
@@ -34,13 +35,18 @@ class Sizes:
 
 
 def routing(s: Sizes, router: dict[str, Any] | None) -> dict[str, Any]:
-    """How tokens are sent to experts: n routed experts, k per token, the scale, the scoring function,
-    whether a stored bias steers the choice (seen on ``router``'s tensors) and whether the kept weights
-    are renormalized."""
-    n = s.first("n_routed_experts", "num_local_experts", "num_experts")
-    k = s.first("num_experts_per_tok", "top_k")
-    scale = s.get("routed_scaling_factor")
-    scoring = s.get("scoring_func", "softmax")
-    bias = bool(router and any(t["name"] == "e_score_correction_bias" for t in router["tensors"]))
-    normalize = s.get("norm_topk_prob", True)
-    return {"n": n, "k": k, "scale": scale, "scoring": scoring, "bias": bias, "normalize": normalize}
+    """How tokens are sent to experts, as the router's proof found it: n routed experts, k per token,
+    its rule, the scale, whether a stored bias steers the choice, its groups. Without a router node
+    (an experts module's page), the counts come from the checkpoint's sizes."""
+    from atlas.pages.roles import fact
+
+    if router is None:
+        return {"n": s.sizes.get("num_experts"), "k": s.sizes.get("top_k"), "rule": None, "scale": None, "bias": False, "groups": None}
+    return {
+        "n": fact(router, "count"),
+        "k": fact(router, "top_k"),
+        "rule": fact(router, "routing"),
+        "scale": fact(router, "scaling"),
+        "bias": bool(fact(router, "selection_bias")),
+        "groups": fact(router, "groups"),
+    }

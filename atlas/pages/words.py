@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, gated_inner, in_out, role
+from atlas.pages.roles import anatomy, fact, gated_inner, in_out, norm_word, role
 from atlas.pages.sizes import Sizes, routing
 
 
 TITLES = {
-    "embed_tokens": "Token embedding",
-    "norm": "Final RMSNorm",
-    "lm_head": "Language-model head",
     "input_layernorm": "Attention RMSNorm",
     "post_attention_layernorm": "MLP RMSNorm",
     "self_attn": "Attention",
@@ -59,15 +56,46 @@ SLOT_TITLES = {"pre_attn": "Attention {norm}", "post_attn": "Post-attention {nor
 def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | None = None) -> str:
     r = role(node)
     name = node["name"]
-    if slot in SLOT_TITLES and r in ("rmsnorm", "layernorm"):
-        return SLOT_TITLES[slot].format(norm="LayerNorm" if r == "layernorm" else "RMSNorm", mlp="MoE" if parent_role == "moe_block" else "MLP")
+    norm = norm_word(node) if r in ("rmsnorm", "layernorm") else None
+    if slot in SLOT_TITLES and norm:
+        return SLOT_TITLES[slot].format(norm=norm, mlp="MoE" if parent_role == "moe_block" else "MLP")
     if name in ("self_attn", "mlp") and r in ROLE_TITLES:
         return ROLE_TITLES[r]
-    if name == "post_attention_layernorm" and parent_role == "moe_block":
-        return "MoE RMSNorm"
     if name == "mlp" and r == "gated_mlp":
         return "Dense MLP"
-    return TITLES.get(name) or ROLE_TITLES.get(r) or name
+    used = USED_AS_TITLES.get((node["used_as"] or {}).get("as"))
+    if norm:
+        if (node["used_as"] or {}).get("by") == "model":
+            return f"Final {norm}"
+        return TITLES[name].replace("RMSNorm", norm) if name in TITLES else norm
+    if r == "linear" and linear_use(node):
+        return linear_use(node)[0]
+    return used or TITLES.get(name) or ROLE_TITLES.get(r) or name
+
+
+# What a module is, named by the step of its parent that runs it (atlas.proof's "used as").
+USED_AS_TITLES = {"e": "Token embedding", "p": "Position embedding", "z": "Language-model head"}
+
+# A linear map by the kind of its parent and the name the parent's step gives its result: (title, what it does).
+LINEAR_USES = {
+    ("attention", "Q"): ("Query projection", "Projects the stream into the queries of every head"),
+    ("attention", "K"): ("Key projection", "Projects the stream into the keys of the key–value heads"),
+    ("attention", "V"): ("Value projection", "Projects the stream into the values of the key–value heads"),
+    ("attention", "QKV"): ("Query, key and value projection", "Projects the stream into the queries, keys and values of every head at once"),
+    ("attention", "y"): ("Output projection", "Mixes the heads' outputs, side by side, back into the residual width"),
+    ("latent_attention", "y"): ("Output projection", "Mixes the heads' outputs, side by side, back into the residual width"),
+    ("dense_mlp", "g"): ("Gate projection", "Projects the stream into the gate that the activation opens"),
+    ("dense_mlp", "u"): ("Up projection", "Projects the stream into the features the gate multiplies"),
+    ("dense_mlp", "gu"): ("Gate and up projection", "Projects the stream into the gate and the features it multiplies, side by side"),
+    ("dense_mlp", "f"): ("Up projection", "Projects the stream into the MLP's hidden features"),
+    ("dense_mlp", "y"): ("Down projection", "Projects the hidden features back into the residual width"),
+    ("model", "z"): ("Language-model head", "Scores every vocabulary entry from the final normed stream"),
+}
+
+
+def linear_use(node: dict[str, Any]) -> tuple[str, str] | None:
+    used = node["used_as"] or {}
+    return LINEAR_USES.get((used.get("by_kind"), used.get("as")))
 
 
 def lowercase_title(title: str) -> str:
@@ -96,80 +124,140 @@ LINEAR_ROLES = {
 
 
 def describe(node: dict[str, Any], s: Sizes) -> str:
+    """One sentence on what the module computes, from what its proof found (the same facts that chose
+    its steps), with the checkpoint's numbers."""
     r = role(node)
     d = s.get("hidden_size")
     kids = {c["name"]: c for c in node["children"]}
     if r in ("rmsnorm", "layernorm"):
         width = node["tensors"][0]["shape"][0] if node["tensors"] else d
-        what = "root-mean-square" if r == "rmsnorm" else "zero mean and unit variance"
-        return f"Rescales each {grouped(width)}-wide vector to unit {what}, then multiplies it by a learned gain per feature."
+        eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
+        if r == "layernorm":
+            return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned gain and bias per feature."
+        gain = "one plus a learned offset per feature (the stored gain is 1 + g)" if fact(node, "norm") == "rms_offset" else "a learned gain per feature"
+        return f"Divides each {grouped(width)}-wide vector by its root mean square{eps}, then multiplies it by {gain}."
     if r == "embedding":
         if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
             return "A learned lookup table."
         vocab, width = node["tensors"][0]["shape"]
-        if node["name"] in ("wpe", "embed_positions", "position_embeddings"):
+        scaled = f", multiplied by √{grouped(width)}" if fact(node, "embedding") == "scaled_by_sqrt_width" else ""
+        if (node["used_as"] or {}).get("as") == "p":
             return f"Looks up a learned {grouped(width)}-wide vector for each position, up to {grouped(vocab)} positions; added to the token embeddings."
-        return f"Looks up a learned {grouped(width)}-wide vector for each token id, one row per entry of a {grouped(vocab)}-token vocabulary."
-    if r == "linear" and node.get("tied_to"):
-        return f"{LINEAR_ROLES.get(node['name'], 'A linear map')}, with the weight of {node['tied_to']} (tied): counted there, not here."
-    if r == "dropout":
-        return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
+        return f"Looks up a learned {grouped(width)}-wide vector for each token id{scaled}, one row per entry of a {grouped(vocab)}-token vocabulary."
     if r == "linear":
         dims = in_out(node)
-        base = LINEAR_ROLES.get(node["name"], "A learned linear map")
+        base = linear_use(node)[1] if linear_use(node) else LINEAR_ROLES.get(node["name"], "A learned linear map")
+        if node.get("tied_to"):
+            return f"{base}, with the weight of {node['tied_to']} (tied): counted there, not here."
         if dims is None:
             return base + "."
-        bias = "with a bias" if any(t["name"] == "bias" for t in node["tensors"]) else "no bias"
-        stored = " (a Conv1D: the weight is stored in × out)" if node["class"] == "Conv1D" else ""
+        bias = "with a bias" if fact(node, "bias") else "no bias"
+        stored = " (the weight is stored in × out)" if fact(node, "stored") == "in × out" else ""
         return f"{base}: {grouped(dims[0])} → {grouped(dims[1])} features, {bias}{stored}."
+    if r == "dropout":
+        return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
     if r == "activation":
-        act = (s.act or "silu").upper().replace("SILU", "SiLU")
+        act = ACTIVATION_WORDS.get(fact(node, "activation"), "An activation function")
         return f"{act}, applied to each feature on its own; it has no parameters."
-    if r == "latent_attention":
-        return (
-            f"{s.get('num_heads')} heads whose keys and values are rebuilt from a {grouped(s.get('kv_lora_rank'))}-wide latent, "
-            f"each query and key carrying a {s.get('qk_rope_head_dim')}-wide rotary part; scores scaled by {s.attention.get('scaling_rounded')}."
-        )
-    if r == "attention":
-        heads, kv = s.get("num_heads"), s.get("num_kv_heads") or s.get("num_heads")
-        share = f"{heads} query heads sharing {kv} key–value heads" if kv != heads else f"{heads} heads, each with its own keys and values"
-        return f"Causal self-attention: {share}, {s.get('head_dim')} wide."
+    if r in ("latent_attention", "attention"):
+        return _attention_words(node, s)
     if r == "router":
-        rt = routing(s, node)
-        scale = f", then scaled by {rt['scale']}" if rt["scale"] not in (None, 1, 1.0) else ""
-        bias = " A stored bias per expert (b) steers which experts are kept, not how much they weigh." if rt["bias"] else ""
-        return f"Scores the {rt['n']} experts for each token and keeps the top {rt['k']}; the kept scores are normalized{scale}.{bias}"
+        return _router_words(routing(s, node))
     if r == "experts":
         rt = routing(s, None)
         inner = node["tensors"][-1]["shape"][-1] if node["tensors"] else None
-        return f"{rt['n']} gated MLPs of inner width {grouped(inner)}, stored as fused 3-D tensors; each token runs only the {rt['k']} its router picked."
+        how = (f"gated MLPs of inner width {grouped(inner)} with biases, whose gate and up columns are interleaved, clamped and combined as (u + 1) · g σ(αg)"
+               if fact(node, "experts") == "clamped_interleaved" else f"gated MLPs of inner width {grouped(inner)}")
+        return f"{grouped(rt['n'])} {how}, stored as fused 3-D tensors; each token runs only the {rt['k']} its router picked."
     if r == "moe":
         rt = routing(s, kids.get("gate") or kids.get("router"))
-        shared = " and adds a shared expert that every token runs" if ("shared_experts" in kids or "shared_expert" in kids) else ""
-        return f"Sends each token to {rt['k']} of {rt['n']} routed experts, weights their outputs by the router{shared}."
+        shared = " and adds a shared expert that every token runs" if fact(node, "shared_expert") else ", with no shared expert"
+        return f"Sends each token to {rt['k']} of {grouped(rt['n'])} routed experts and weights their outputs by the router{shared}."
     if r == "gated_mlp":
         inner = gated_inner(node)
         return f"A gated MLP: two projections {grouped(d)} → {grouped(inner)}, one through the activation, multiplied, then projected back to {grouped(d)}."
     if r == "mlp":
-        act = (s.act or "silu").upper().replace("SILU", "SiLU").replace("GELU_NEW", "GELU (tanh)").replace("GELU_PYTORCH_TANH", "GELU (tanh)")
+        act_node = next((c for c in node["children"] if role(c) == "activation"), None)
+        act = ACTIVATION_WORDS.get(fact(act_node, "activation") if act_node else None, "its activation")
         if "gate_up_proj" in kids and in_out(kids["gate_up_proj"]):
             inner = in_out(kids["gate_up_proj"])[1] // 2
-            return f"A gated MLP whose gate and up projections are one fused matrix: {grouped(d)} → 2 × {grouped(inner)}, the {act} gate times the rest, back to {grouped(d)}."
-        up = next((kids[n] for n in ("c_fc", "fc1", "up_proj") if n in kids and in_out(kids[n])), None)
+            return f"A gated MLP whose gate and up projections are one fused matrix: {grouped(d)} → 2 × {grouped(inner)}, {act} of the gate times the rest, back to {grouped(d)}."
+        up = next((c for c in node["children"] if role(c) == "linear" and in_out(c) and in_out(c)[0] == d), None)
         if up is not None:
-            inner = in_out(up)[1]
-            return f"A two-layer MLP: {grouped(d)} → {grouped(inner)} through {act}, then back to {grouped(d)}."
+            return f"A two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])} with a bias, through {act}, then back to {grouped(d)} with a bias."
     if r == "block":
         a = anatomy(node)
         attn, mlp = kids.get(a["attn"] or ""), kids.get(a["ffn"] or "")
         parts = [lowercase_title(title_of(x)) for x in (attn, mlp) if x is not None]
-        norm = "LayerNorm" if any(role(c) == "layernorm" for c in node["children"]) else "RMSNorm"
-        article = "a" if norm == "LayerNorm" else "an"
+        kinds = {fact(kids[n], "norm") for n in (a["pre_attn"], a["post_attn"], a["pre_ffn"], a["post_ffn"]) if n}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        one = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain"}.get(kind, "a norm")
+        two = {"layer": "LayerNorms", "rms": "RMSNorms", "rms_offset": "RMSNorms with a (1 + g) gain"}.get(kind, "norms")
         if a["post_attn"] and (a["pre_attn"] or a["pre_ffn"]):
-            where = f"each between two {norm}s"
+            where = f"each between two {two}"
         elif a["post_attn"] or a["post_ffn"]:
-            where = f"each followed by {article} {norm}"
+            where = f"each followed by {one}"
         else:
-            where = f"each after {article} {norm}"
-        return f"Applies {' then '.join(parts)}, {where} and each added back to the residual stream."
+            where = f"each after {one}"
+        scale = fact(node, "residual_scale")
+        added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
+        return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
     return f"A {node['class']} module."
+
+
+ACTIVATION_WORDS = {
+    "silu": "SiLU (x · σ(x))",
+    "gelu_tanh": "GELU in its tanh approximation",
+    "gelu": "GELU (x · Φ(x), the exact form)",
+    "relu": "ReLU",
+}
+
+
+def _attention_words(node: dict[str, Any], s: Sizes) -> str:
+    heads = fact(node, "heads") or {}
+    parts = []
+    if role(node) == "latent_attention":
+        latent = fact(node, "latent", {})
+        q = f"queries from a {grouped(latent['q_lora_rank'])}-wide latent, " if latent.get("q_lora_rank") else "queries straight from the stream, "
+        parts.append(f"{s.get('num_heads')} heads: {q}keys and values rebuilt from a {grouped(latent['kv_lora_rank'])}-wide latent, "
+                     f"each query and key carrying a {latent['rope_dims']}-wide rotary part (one rotary key shared by all heads)")
+    else:
+        h, kv = heads.get("query"), heads.get("key_value")
+        share = (f"{h} query heads sharing one key–value head" if kv == 1 else
+                 f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
+        parts.append(f"{share}, {heads.get('head_dim')} wide")
+        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
+    window = fact(node, "window")
+    parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
+    if fact(node, "softcap"):
+        parts.append(f"scores soft-capped at {fact(node, 'softcap'):g}")
+    if fact(node, "sinks"):
+        parts.append("a learned sink logit per head joins each softmax")
+    scaling = fact(node, "scaling")
+    if scaling is not None:
+        parts.append(f"scores scaled by {scaling:.4g}")
+    return "Causal self-attention: " + "; ".join(parts) + "."
+
+
+ROUTING_WORDS = {
+    "softmax_renormalized": "takes the softmax of its logits, keeps the top {k} and renormalizes the kept scores to sum to one (the same weights as a softmax over the {k} kept logits alone)",
+    "softmax": "takes the softmax of its logits and keeps the top {k} as they are (not renormalized)",
+    "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
+    "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
+    "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+}
+
+
+def _router_words(rt: dict[str, Any]) -> str:
+    words = ROUTING_WORDS.get(rt["rule"], "keeps the top {k}").format(k=rt["k"])
+    text = f"Scores the {grouped(rt['n'])} experts for each token, {words}"
+    if rt["groups"]:
+        text += f"; it first keeps the best {rt['groups']} groups of experts"
+    if rt["scale"] not in (None, 1, 1.0):
+        text += f"; the weights are then multiplied by {rt['scale']:g}"
+    text += "."
+    if rt["bias"]:
+        text += " A stored bias per expert is added to the scores only to choose the experts, not to weigh them."
+    return text
+
+

@@ -136,7 +136,7 @@ def _claim(steps: list[Step], values: dict[str, str]) -> None:
 
 def attention(part: Part) -> Chain:
     if not _rotary_given(part):
-        return part.choose("positions", {"none": lambda: _attention(part, None)})
+        return _attention(part, None)
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
                                          "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles)})
 

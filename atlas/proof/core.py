@@ -100,12 +100,19 @@ class Part:
                                  f"{declared!r} is not one of {', '.join(variants)}")
             self.note(feature, declared, "declared by the family")
             return variants[declared]()
+        reproducing = {}
         for name, build in variants.items():
             chain = build()
             if reproduce(self, chain)["reproduced"]:
-                self.note(feature, name, "measured: the only variant that reproduces the module on the preview run"
-                          if len(variants) > 1 else "checked on the preview run")
-                return chain
+                reproducing[name] = chain
+        if reproducing:
+            name, chain = next(iter(reproducing.items()))
+            others = [n for n in reproducing if n != name]
+            how = ("checked on the preview run" if len(variants) == 1 else
+                   "measured: the only variant that reproduces the module on the preview run" if not others else
+                   f"measured: reproduces the module on the preview run, as {' and '.join(others)} also does (the same values here)")
+            self.note(feature, name, how)
+            return chain
         first = next(iter(variants))
         self.note(feature, first, "no variant reproduces the module on the preview run")
         return variants[first]()

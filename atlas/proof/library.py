@@ -215,8 +215,8 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         up = next(n for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in names)
         down = next(n for n in ("c_proj", "fc2", "down_proj", "dense_4h_to_h") if n in names)
         inner = linear_dims(getattr(part.full, up))[1]
-        steps += [Step(rf"g=\operatorname{{Lin}}_1(x)=x W_1+b_1{T.maps(d, inner)}", "g", sub(part, up))]
-        steps += [Step(rf"a={act}(g)", "a", sub(part, act_child, x="g"), value="mlp_activation", summary=True),
+        steps += [Step(rf"f=\operatorname{{Lin}}_1(x)=x W_1+b_1{T.maps(d, inner)}", "f", sub(part, up))]
+        steps += [Step(rf"a={act}(f)", "a", sub(part, act_child, x="f"), value="mlp_activation", summary=True),
                   Step(rf"{out}=\operatorname{{Lin}}_2(a)=a W_2+b_2{T.maps(inner, d)}", "y", sub(part, down, x="a"), value="mlp_output", summary=True)]
         if "dropout" in names:
             steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))

@@ -105,7 +105,9 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
         for step in chain.steps:
             if step.sub and step.sub not in used_as:
                 out = step.out if isinstance(step.out, str) else ",".join(step.out)
-                used_as[step.sub] = {"by": pid, "as": out, "step": step.tex}
+                parent = ctx.parts.get(pid)
+                by_kind = parent.facts["kind"]["value"] if parent and "kind" in parent.facts else pid
+                used_as[step.sub] = {"by": pid, "by_kind": by_kind, "as": out, "step": step.tex}
     components = {}
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):

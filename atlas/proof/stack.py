@@ -48,6 +48,7 @@ def _block(part: Part, factor: float | None) -> Chain:
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
