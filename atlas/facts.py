@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import introspect, params, sources, standard
+from atlas import config_words, introspect, params, sources, standard
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.families import load
 from atlas.errors import AtlasError
@@ -123,7 +123,9 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         facts["preview"]["conditions"],
         standard.host_classes(model, resolution),
     )
-    facts["config"]["explained"] = standard.explain_config(facts["config"]["raw"])
+    raw = facts["config"]["raw"]
+    facts["config"]["explained"] = config_words.explain_config(
+        raw, facts["checkpoint"]["config_file"], config_words.unread_keys(raw, type(model), type(config)), facts["stack"]["transformers"])
     hosted = standard.hosted_values(resolution)
     seen: set[str] = set()
     for line in facts["printout"]:
