@@ -110,7 +110,7 @@ def role(node: dict[str, Any]) -> str:
     """The kind of component a tree node is, from its class and its children's names."""
     cls = node["class"]
     names = {c["name"] for c in node.get("children", [])}
-    if cls.endswith("DecoderLayer") or cls.endswith("Block"):
+    if cls.endswith("DecoderLayer") or (cls.endswith("Block") and "SparseMoe" not in cls):  # Mixtral's MLP is a *SparseMoeBlock
         return "block"
     if "RMSNorm" in cls:
         return "rmsnorm"

@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from atlas import components
+from atlas import components, visible_text
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
 from atlas.numbers import grouped
@@ -142,6 +142,7 @@ def render_index(all_facts: list[dict[str, Any]]) -> str:
 
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
     """Write the built families into ``out``, keeping the other families it already holds."""
+    visible_text.check_pages(family_files)  # before anything is written: no page says None
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.building-{os.getpid()}"
@@ -165,7 +166,9 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             for name in known_families
             if (staging / name / "facts.json").is_file()
         ]
-        (staging / "index.html").write_text(render_index(present), encoding="utf-8")
+        index = render_index(present)
+        visible_text.check_page("index.html", index)
+        (staging / "index.html").write_text(index, encoding="utf-8")
         _swap(staging, out)
     finally:
         if staging.exists():

@@ -44,16 +44,15 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "scalar": (),
 }
 
-CALL_DIMS = {"batch", "seq", "query", "key"}  # sizes of the call, not of the checkpoint
-
 
 def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
     """A layout's dims at given sizes: symbolic call dims stay names, the others become numbers.
 
     ``sizes`` maps dim names to numbers (the standardized sizes plus num_experts and top_k, or the
-    tiny run's sizes including batch and seq). A dim the sizes lack stays symbolic.
+    tiny run's sizes including batch and seq). A dim the sizes lack, or hold no number for (a dense
+    model's num_experts), stays symbolic: a shape never shows a missing size as a value.
     """
-    return [sizes.get(d, d) if (d not in CALL_DIMS or d in sizes) else d for d in LAYOUTS[layout]]
+    return [d if sizes.get(d) is None else sizes[d] for d in LAYOUTS[layout]]
 
 
 def checkpoint_sizes(config) -> dict[str, int | None]:
@@ -522,6 +521,12 @@ def _present_anywhere(resolution: Resolution, value: StandardValue) -> bool:
     return any(resolution.at(value.name, i).read is not None for i in range(len(resolution.roles.blocks)))
 
 
+def _nowhere(first: Placement, present: list[int] | None) -> str:
+    """Where a value is read on a checkpoint that has it nowhere: the words say so and why."""
+    where = "the model has no place for it" if present is None else "no block has it"
+    return f"not read on this checkpoint: {where} ({first.missing})"
+
+
 def support_facts(
     resolution: Resolution,
     sizes: Mapping[str, Any],
@@ -568,7 +573,7 @@ def support_facts(
                 "dims": list(LAYOUTS[value.layout]),
                 "shape": resolve_dims(value.layout, sizes),
                 "description": value.description,
-                "read_at": first.read.words() if first.read else None,
+                "read_at": first.read.words() if first.read else _nowhere(first, present),
                 "module": _generic_path(first.module, roles.block_list, present[0]) if (first.read and present) else first.module,
                 "condition": "; ".join(words) or None,
                 "blocks": present,
@@ -605,4 +610,3 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)
     return hosted
-
