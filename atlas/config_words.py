@@ -131,6 +131,11 @@ def _settings(values: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
     return ", ".join(f"{k} {_value_words(v)}" for k, v in values.items() if k not in skip)
 
 
+def settings_words(values: Mapping[str, Any]) -> str:
+    """Every setting of an object in words ("rope_type \"yarn\", factor 32"), unset ones called unset."""
+    return _settings(values)
+
+
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"

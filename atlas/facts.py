@@ -37,7 +37,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     model = build_on_meta(family, config, checkpoint.config_path)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
-    kinds = introspect.block_kinds(blocks, _layer_types(config))
+    kinds = introspect.block_kinds(blocks, introspect.layer_types(config))
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention_name = standard.block_roles(blocks[0]).attention
     attention = getattr(blocks[0], attention_name) if attention_name else None
@@ -115,7 +115,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         run = preview.run_model(family, local_model, facts["checkpoint_check"]["local"]["directory"])
     else:
         run = preview.preview_run(family.name)
-    facts["preview"] = preview.preview_facts(run, family)
+    facts["preview"] = preview.preview_facts(run, family, config, facts["block_kinds"])
     facts["support"] = standard.support_facts(
         resolution,
         standard.checkpoint_sizes(config),
@@ -137,17 +137,6 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
 
     check_preview(family.name, facts["preview"])
     facts["notes"] = notes.family_notes(family, facts, run)
-
-
-def _layer_types(config) -> list[str] | None:
-    """The attention type of every block: config.layer_types where the config lists them; otherwise a
-    sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
-    listed = getattr(config, "layer_types", None)
-    if listed:
-        return list(listed)
-    if getattr(config, "sliding_window", None):
-        return ["sliding_attention"] * config.num_hidden_layers
-    return None
 
 
 def _standardized_sizes(config) -> dict[str, int | None]:
