@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import config_words, introspect, params, sources, standard
+from atlas import config_words, features, introspect, params, sources, standard
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.families import load
 from atlas.errors import AtlasError
@@ -100,6 +100,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "excerpts": _excerpts(model),
     }
     _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"])
     return Collected(facts, layout)
