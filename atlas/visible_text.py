@@ -20,6 +20,7 @@ None there is as much a missing fact as anywhere else.
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -84,17 +85,34 @@ class _Reader(HTMLParser):
             self.found.append((match.group(1), prefix + context))
 
 
-def unsaid_words(html: str) -> list[tuple[str, str]]:
+# The exempt elements as the templates write them. None of them can nest inside itself (a <pre> holds
+# no <pre>, a <code> no <code>, a script ends at its first </script>), so each match is exactly one
+# exempt element; the elements of other spellings are simply left for the parser.
+EXEMPT_ELEMENTS = re.compile(
+    r'<script\b[^>]*>.*?</script>|<style\b[^>]*>.*?</style>|<pre class="(?:code|printout)">.*?</pre>'
+    r'|<code class="(?:json|language-python)">.*?</code>', re.S)
+
+
+def _may_say(page: str) -> bool:
+    """False where the page certainly says none of the words: the page without its exempt elements
+    holds every visible text and attribute, so no match there means none anywhere. Parsing is slow
+    (the site is tens of megabytes); this test is a regex, and only a page that fails it is parsed."""
+    return bool(UNSAID.search(html.unescape(EXEMPT_ELEMENTS.sub("", page))))
+
+
+def unsaid_words(page: str) -> list[tuple[str, str]]:
     """Every None, undefined, NaN or null in the page's visible text: (word, the text around it)."""
+    if not _may_say(page):
+        return []
     reader = _Reader()
-    reader.feed(html)
+    reader.feed(page)
     reader.close()
     return reader.found
 
 
-def check_page(page: str, html: str) -> None:
+def check_page(page: str, text: str) -> None:
     """One error, naming the page and the text, at the first offending word."""
-    found = unsaid_words(html)
+    found = unsaid_words(text)
     if found:
         word, context = found[0]
         more = f" (and {len(found) - 1} more on this page)" if len(found) > 1 else ""
