@@ -30,6 +30,16 @@ def words(html: str) -> list[str]:
 ])
 def test_visible_words(html, found):
     assert words(html) == found
+    # The quick pass before parsing never hides what the parser finds.
+    reader = visible_text._Reader()
+    reader.feed(html)
+    assert [w for w, _ in reader.found] == found
+
+
+@pytest.mark.parametrize("html", ['<pre class="code x">None</pre>', '<div data-json="null">x</div>', "<p>&#78;one</p>"])
+def test_other_spellings_go_to_the_parser(html):
+    assert visible_text._may_say(html)
+    assert words(html) == (["None"] if "&#78;" in html else [])
 
 
 def test_an_offending_page_is_one_error_naming_the_page_and_the_text():
