@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import introspect, params, sources, standard
+from atlas import config_words, features, introspect, params, sources, standard
 from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.collected import Collected
@@ -94,6 +94,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "excerpts": _excerpts(model),
     }
     _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"])
     return Collected(facts, layout)
@@ -109,7 +110,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         run = preview.run_model(family, local_model, facts["checkpoint_check"]["local"]["directory"])
     else:
         run = preview.preview_run(family.name)
-    facts["preview"] = preview.preview_facts(run, family)
+    facts["preview"] = preview.preview_facts(run, family, config, facts["block_kinds"])
     facts["support"] = standard.support_facts(
         resolution,
         standard.checkpoint_sizes(config),
@@ -117,7 +118,9 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         facts["preview"]["conditions"],
         standard.host_classes(model, resolution),
     )
-    facts["config"]["explained"] = standard.explain_config(facts["config"]["raw"])
+    raw = facts["config"]["raw"]
+    facts["config"]["explained"] = config_words.explain_config(
+        raw, facts["checkpoint"]["config_file"], config_words.unread_keys(raw, type(model), type(config)), facts["stack"]["transformers"])
     hosted = standard.hosted_values(resolution)
     seen: set[str] = set()
     for line in facts["printout"]:

@@ -109,6 +109,17 @@ class BlockKind:
         return self.indices[0]
 
 
+def layer_types(config) -> list[str] | None:
+    """The attention type of every block: config.layer_types where the config lists them; otherwise a
+    sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
+    listed = getattr(config, "layer_types", None)
+    if listed:
+        return list(listed)
+    if getattr(config, "sliding_window", None):
+        return ["sliding_attention"] * config.num_hidden_layers
+    return None
+
+
 def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
     """Blocks grouped by structure (and by attention type where the config gives one per block)."""
     groups: dict[tuple, list[int]] = {}

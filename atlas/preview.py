@@ -2,7 +2,7 @@
 
 The tiny config is derived from the pinned one by rule: the same block kinds in the same pattern
 (DeepSeek-style "first k blocks dense" keeps its k dense blocks and adds two mixture blocks), the same
-routing rule, expert groups, top-k ratio and scaling factor, the same rotary (YaRN) settings, and small
+routing rule, expert groups, top-k ratio and scaling factor, the same rotary settings, and small
 widths. Weights come from a fixed seed, the router's selection bias included, so the experts picked
 differ from a plain top-k of the scores. The prompt is tokenized as UTF-8 bytes (the tiny vocabulary
 is the 256 byte values), so no tokenizer is needed.
@@ -376,13 +376,21 @@ def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
     return tensors
 
 
-def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
+def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoint_kinds: list[dict] | None = None) -> dict[str, Any]:
+    """facts["preview"]. The tiny run is compared with the pinned checkpoint: ``checkpoint_config``
+    (its transformers config) and ``checkpoint_kinds`` (facts["block_kinds"]); where they are not
+    given they are computed here from the pinned checkpoint."""
     from atlas.standard import checkpoint_sizes
 
+    if checkpoint_config is None or checkpoint_kinds is None:
+        checkpoint_config, checkpoint_kinds = _pinned_shape(family)
     measured, skipped = identities(preview, dict(family.not_applicable))
     sizes = checkpoint_sizes(preview.config)
+    differences, kept = compare(preview.config, tiny_kinds(preview), checkpoint_config, checkpoint_kinds)
     return {
-        "description": _description(preview),
+        "description": _description(preview, differences, kept),
+        "differences": differences,
+        "kept": kept,
         "weights": preview.weights,
         "seed": SEED,
         "prompt": PROMPT,
@@ -402,20 +410,123 @@ def preview_facts(preview: PreviewRun, family) -> dict[str, Any]:
     }
 
 
-def _description(preview: PreviewRun) -> str:
+def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: list[dict[str, str]]) -> str:
+    """The run in words, its departures from the checkpoint written from ``differences`` and what it
+    keeps from ``kept``: every size named here is the run's own or the checkpoint's, never typed."""
     model = type(preview.model).__name__
     if preview.weights is not None:
-        return (
-            f"A real forward pass of transformers' {model} on CPU with the weights of the local checkpoint "
-            f"{preview.weights} ({preview.config.num_hidden_layers} blocks, its own sizes); the prompt is read as "
-            "UTF-8 bytes."
-        )
-    return (
-        f"A real forward pass of transformers' {model} on CPU at a tiny config derived "
-        f"from the pinned one: {preview.config.num_hidden_layers} blocks in the same pattern of kinds, the same "
-        "routing and rotary settings, reduced widths. The weights are random (seeded), not the checkpoint's; "
-        "the prompt is read as UTF-8 bytes."
-    )
+        text = (f"A real forward pass of transformers' {model} on CPU with the weights of the local checkpoint "
+                f"{preview.weights}; the prompt is read as UTF-8 bytes.")
+        theirs = "the pinned checkpoint"
+    else:
+        text = (f"A real forward pass of transformers' {model} on CPU at a tiny config derived from the pinned one, "
+                "on seeded random weights, not the checkpoint's; the prompt is read as UTF-8 bytes.")
+        theirs = "the checkpoint"
+    if differences:
+        text += f" Where it differs from {theirs}: " + "; ".join(
+            f"{d['tiny']} ({theirs}: {d['checkpoint']})" for d in differences) + "."
+    else:
+        text += f" It matches {theirs} in every respect compared here."
+    if kept:
+        text += f" The same as {theirs}: " + "; ".join(k["value"] for k in kept) + "."
+    return text
+
+
+# --- the tiny run against the checkpoint -----------------------------------------------------------
+
+
+def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
+    """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
+    from atlas.introspect import block_kinds, find_block_list, layer_types
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    return [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(preview.config))]
+
+
+def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
+    """The pinned checkpoint's transformers config and block kinds, from its meta-device model."""
+    from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
+    from atlas.introspect import block_kinds, find_block_list, layer_types
+
+    pinned = load_pinned(family.checkpoint)
+    config = transformers_config(family, pinned)
+    _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), config.num_hidden_layers)
+    return config, [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(config))]
+
+
+def _count(n: int, label: str) -> str:
+    return f"{n:,} {label}{'' if n == 1 else 's'}"
+
+
+def _blocks_words(config, kinds: list[dict[str, Any]]) -> str:
+    words = _count(config.num_hidden_layers, "block")
+    if len(kinds) > 1:
+        parts = [_count(k["count"], k["label"]) for k in kinds]
+        words += ": " + ", ".join(parts[:-1]) + " and " + parts[-1]
+    return words
+
+
+def _groups_words(groups: int, kept: int | None) -> str:
+    if groups == 1:
+        return "a single expert group"
+    return f"the best {kept} of {groups} expert groups"
+
+
+def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
+    """What the comparison looks at, each in words at this config's values (None where it has none)."""
+    from atlas.config_words import settings_words
+    from atlas.standard import checkpoint_sizes
+
+    s = checkpoint_sizes(config)
+    get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
+    moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
+    mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
+    heads = f"{_count(s['num_heads'], 'query head')}, {_count(s['num_kv_heads'], 'key/value head')}"
+    head_width = (f"{s['qk_head_dim']} query/key and {s['head_dim']} value dims per head" if s["qk_head_dim"] != s["head_dim"]
+                  else f"{s['head_dim']} dims per head")
+    latent = None
+    if get("kv_lora_rank"):
+        query = f"a {get('q_lora_rank'):,}-wide query latent" if get("q_lora_rank") else "no query latent"
+        latent = f"{query}, a {get('kv_lora_rank'):,}-wide key/value latent"
+    rope = get("rope_parameters")
+    softcaps = [f"{name} {get(key):g}" for key, name in (("attn_logit_softcapping", "attention softcap"),
+                                                          ("final_logit_softcapping", "logit softcap")) if get(key)]
+    return {
+        "blocks": _blocks_words(config, kinds),
+        "width": f"a residual width of {s['hidden_size']:,}",
+        "heads": heads,
+        "head width": head_width,
+        "latents": latent,
+        "MLP width": f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"] else None,
+        "expert width": f"expert hidden width {moe_width:,}" if moe_width else None,
+        "routed experts": f"top-{s['top_k']} of {experts:,} routed experts" if experts else None,
+        "shared experts": _count(get("n_shared_experts"), "shared expert") if get("n_shared_experts") else None,
+        "expert groups": _groups_words(get("n_group"), get("topk_group")) if experts and get("n_group") else None,
+        "renormalizing": (("the chosen weights renormalized" if get("norm_topk_prob") else "the chosen weights not renormalized")
+                          if experts and get("norm_topk_prob") is not None else None),
+        "scaling factor": f"a routed scaling factor of {get('routed_scaling_factor'):g}" if experts and get("routed_scaling_factor") else None,
+        "window": f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window") else None,
+        "rotary": f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope else None,
+        "softcaps": ", ".join(softcaps) if softcaps else None,
+        "vocabulary": f"a vocabulary of {s['vocab_size']:,}",
+    }
+
+
+def compare(tiny_config, tiny_kinds: list[dict[str, Any]], checkpoint_config, checkpoint_kinds: list[dict[str, Any]]
+            ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(differences, kept): each aspect the two configs both have, in words at each one's values;
+    those whose words differ are differences ({what, tiny, checkpoint}), the others kept ({what, value})."""
+    tiny, checkpoint = _aspects(tiny_config, tiny_kinds), _aspects(checkpoint_config, checkpoint_kinds)
+    differences, kept = [], []
+    for what in tiny:
+        mine, theirs = tiny[what], checkpoint[what]
+        if mine is None and theirs is None:
+            continue
+        if mine == theirs:
+            kept.append({"what": what, "value": mine})
+        else:
+            differences.append({"what": what, "tiny": mine or f"no {what}", "checkpoint": theirs or f"no {what}"})
+    return differences, kept
 
 
 TINY_RAW_KEYS = (

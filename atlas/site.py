@@ -11,12 +11,12 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import markupsafe
 
-from atlas import pages
+from atlas import pages, search, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
@@ -134,14 +134,20 @@ def page_data(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_index(all_facts: list[dict[str, Any]]) -> str:
+def render_index(all_facts: list[dict[str, Any]], page_exists: Callable[[str], bool] | None = None) -> str:
+    """The index page; with ``page_exists`` (a path relative to the site root -> whether the site has
+    that page), every search entry is first checked to lead to a page."""
     views = [pages.site(f) for f in all_facts]
+    if page_exists is not None:
+        for f, v in zip(all_facts, views):
+            search.check_targets(f["family"]["name"], v["search"], page_exists)
     cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
     return _environment().get_template("index.html").render(cards=cards, root="")
 
 
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
     """Write the built families into ``out``, keeping the other families it already holds."""
+    visible_text.check_pages(family_files)  # before anything is written: no page says None
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.building-{os.getpid()}"
@@ -165,7 +171,9 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             for name in known_families
             if (staging / name / "facts.json").is_file()
         ]
-        (staging / "index.html").write_text(render_index(present), encoding="utf-8")
+        index = render_index(present, lambda rel: (staging / rel).is_file())
+        visible_text.check_page("index.html", index)
+        (staging / "index.html").write_text(index, encoding="utf-8")
         _swap(staging, out)
     finally:
         if staging.exists():

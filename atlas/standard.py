@@ -44,16 +44,15 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "scalar": (),
 }
 
-CALL_DIMS = {"batch", "seq", "query", "key"}  # sizes of the call, not of the checkpoint
-
 
 def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
     """A layout's dims at given sizes: symbolic call dims stay names, the others become numbers.
 
     ``sizes`` maps dim names to numbers (the standardized sizes plus num_experts and top_k, or the
-    tiny run's sizes including batch and seq). A dim the sizes lack stays symbolic.
+    tiny run's sizes including batch and seq). A dim the sizes lack, or hold no number for (a dense
+    model's num_experts), stays symbolic: a shape never shows a missing size as a value.
     """
-    return [sizes.get(d, d) if (d not in CALL_DIMS or d in sizes) else d for d in LAYOUTS[layout]]
+    return [d if sizes.get(d) is None else sizes[d] for d in LAYOUTS[layout]]
 
 
 def checkpoint_sizes(config) -> dict[str, int | None]:
@@ -522,6 +521,12 @@ def _present_anywhere(resolution: Resolution, value: StandardValue) -> bool:
     return any(resolution.at(value.name, i).read is not None for i in range(len(resolution.roles.blocks)))
 
 
+def _nowhere(first: Placement, present: list[int] | None) -> str:
+    """Where a value is read on a checkpoint that has it nowhere: the words say so and why."""
+    where = "the model has no place for it" if present is None else "no block has it"
+    return f"not read on this checkpoint: {where} ({first.missing})"
+
+
 def support_facts(
     resolution: Resolution,
     sizes: Mapping[str, Any],
@@ -568,7 +573,7 @@ def support_facts(
                 "dims": list(LAYOUTS[value.layout]),
                 "shape": resolve_dims(value.layout, sizes),
                 "description": value.description,
-                "read_at": first.read.words() if first.read else None,
+                "read_at": first.read.words() if first.read else _nowhere(first, present),
                 "module": _generic_path(first.module, roles.block_list, present[0]) if (first.read and present) else first.module,
                 "condition": "; ".join(words) or None,
                 "blocks": present,
@@ -605,69 +610,3 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)
     return hosted
-
-
-# --- config keys, explained ------------------------------------------------------------------------
-
-CONFIG_KEYS: dict[str, str] = {
-    "architectures": "The model class the checkpoint was saved from",
-    "attention_bias": "Whether the attention projections add a bias",
-    "attention_dropout": "Dropout on the attention pattern during training (0 at inference)",
-    "auto_map": "Where the checkpoint's own remote code defines its classes; transformers' native classes ignore it",
-    "aux_loss_alpha": "Weight of the load-balancing loss used in training; no effect on a forward pass",
-    "bos_token_id": "The id of the beginning-of-sequence token",
-    "eos_token_id": "The id (or ids) of the end-of-sequence token",
-    "pad_token_id": "The id of the padding token",
-    "ep_size": "Expert-parallel degree of the original training code; no effect on the model's shape",
-    "first_k_dense_replace": "How many leading blocks keep a dense MLP instead of the mixture of experts",
-    "hidden_act": "The activation function inside every MLP and expert",
-    "hidden_size": "The width of the residual stream",
-    "initializer_range": "Standard deviation of the random initialization (training only)",
-    "intermediate_size": "The hidden width of a dense block's MLP",
-    "kv_lora_rank": "Width of the per-token latent that keys and values are expanded from",
-    "max_position_embeddings": "The longest context the rotary settings are laid out for",
-    "model_type": "The configuration type; transformers maps it to its classes",
-    "moe_intermediate_size": "The hidden width of each routed or shared expert",
-    "moe_layer_freq": "Every how many blocks a mixture replaces the dense MLP (after the dense first blocks)",
-    "n_group": "Groups the routed experts are split into for selection",
-    "n_routed_experts": "Routed experts per mixture block",
-    "n_shared_experts": "Shared experts per mixture block, run for every token (fused into one MLP of that many times the width)",
-    "norm_topk_prob": "Whether the chosen experts' weights are renormalized to sum to one before scaling",
-    "num_attention_heads": "Query heads per attention",
-    "num_experts_per_tok": "Routed experts each token is sent to",
-    "num_hidden_layers": "Decoder blocks",
-    "num_key_value_heads": "Key and value heads per attention (fewer than query heads under grouped-query attention)",
-    "num_nextn_predict_layers": "Multi-token-prediction blocks stored after the last layer; transformers builds none",
-    "pretraining_tp": "Tensor-parallel degree used in pretraining; no effect here",
-    "q_lora_rank": "Width of the per-token latent that queries are expanded from",
-    "qk_nope_head_dim": "Per-head query and key width that carries no rotary position",
-    "qk_rope_head_dim": "Per-head query and key width that is rotated (the key part shared by all heads)",
-    "quantization_config": "How the released files store the weights (format and block size of the scales)",
-    "rms_norm_eps": "The epsilon inside every RMSNorm",
-    "rope_theta": "Base of the rotary frequencies",
-    "rope_scaling": "The context-extension rule applied to the rotary frequencies (YaRN here) and its settings",
-    "routed_scaling_factor": "What the chosen experts' weights are multiplied by after renormalizing",
-    "scoring_func": "How the router turns logits into scores (sigmoid here)",
-    "seq_aux": "Whether training's balancing loss was computed per sequence; no effect on a forward pass",
-    "tie_word_embeddings": "Whether the output head reuses the embedding table's weights",
-    "topk_group": "How many expert groups stay candidates for each token",
-    "topk_method": "The original code's name for its expert-selection rule (noaux_tc: scores plus a selection bias)",
-    "torch_dtype": "The dtype the weights were saved in, before quantization",
-    "dtype": "The dtype the weights were saved in",
-    "transformers_version": "The transformers version that wrote the config",
-    "use_cache": "Whether generation keeps a key/value cache by default",
-    "v_head_dim": "Per-head value width",
-    "vocab_size": "Rows of the embedding table and outputs of the head",
-    "head_dim": "Per-head width of queries, keys and values",
-    "rope_parameters": "The rotary settings: base, type and any context-extension values",
-    "sliding_window": "How many past positions a sliding-window attention block sees",
-    "layer_types": "The attention kind of each block, in order",
-    "num_local_experts": "Routed experts per mixture block",
-    "num_experts": "Routed experts per mixture block",
-    "rope_interleave": "Whether the stored rotary dimensions come in interleaved pairs",
-}
-
-
-def explain_config(raw: Mapping[str, Any]) -> dict[str, str | None]:
-    """Each key of a released config.json in a few words (None for a key the atlas has no words for yet)."""
-    return {key: CONFIG_KEYS.get(key) for key in raw}

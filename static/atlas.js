@@ -177,15 +177,17 @@
         if (ok) shown++;
         var names = $(".names", card);
         names.innerHTML = "";
-        var matches = words.length ? card.getAttribute("data-search").split(" ").filter(function (n) {
-          return n.indexOf("_") > 0 && words.some(function (w) { return n.indexOf(w) >= 0; });
+        // Each standard value carries the page it leads to; the build checked that every one exists.
+        var entries = JSON.parse(card.getAttribute("data-names") || "[]");
+        var matches = words.length ? entries.filter(function (n) {
+          return words.some(function (w) { return n.term.indexOf(w) >= 0; });
         }) : [];
         names.hidden = !matches.length;
         if (matches.length) {
           names.appendChild(document.createTextNode("standard names: "));
           matches.forEach(function (n, k) {
             if (k) names.appendChild(document.createTextNode(", "));
-            names.appendChild(el("a", { href: card.getAttribute("data-family") + "/c/value." + n + ".html" }, [el("code", { text: n })]));
+            names.appendChild(el("a", { href: n.target }, [el("code", { text: n.term })]));
           });
         }
       });

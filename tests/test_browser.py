@@ -256,6 +256,24 @@ def test_index_search_filters_families_and_standard_names(browser, base):
         assert not w.errors
 
 
+def test_index_search_finds_families_by_derived_abbreviations(browser, base, built_site):
+    import json
+
+    derived = {p.parent.name: {f["abbreviation"].lower() for f in json.loads(p.read_text(encoding="utf-8"))["features"]}
+               for p in built_site.glob("*/facts.json")}
+    with Watched(browser) as w:
+        page = w.page
+        page.goto(base + "index.html")
+        for query in ("gqa", "mla", "mxfp4", "swa"):
+            page.fill("#search", query)
+            shown = set(page.locator(".family-card:visible").evaluate_all("cards => cards.map(c => c.dataset.family)"))
+            assert shown == {name for name, found in derived.items() if query in found}, query
+        page.fill("#search", "gqa")
+        shown = set(page.locator(".family-card:visible").evaluate_all("cards => cards.map(c => c.dataset.family)"))
+        assert "llama" in shown and "gpt2" not in shown
+        assert not w.errors
+
+
 def test_works_from_file_urls(browser, built_site):
     with Watched(browser) as w:
         page = w.page

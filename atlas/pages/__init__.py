@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from atlas import search
 from atlas.pages.diagram import diagram
 from atlas.pages.hierarchy import hierarchy
 from atlas.pages.roles import annotated, slug
@@ -44,7 +45,7 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
         "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
-        "search": sorted({facts["family"]["name"], facts["family"]["title"].lower(), facts["family"]["vendor"].lower(), *[t.lower() for t in facts["family"]["tags"]], *vals}),
+        "search": search.entries(facts, vals),  # each entry leads to a page: atlas.search
     }
 
 

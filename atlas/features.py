@@ -1,0 +1,158 @@
+"""The architecture's abbreviations (MLA, GQA, MoE, SWA, FP8, RoPE, ...) derived from the facts.
+
+No family declares these: each is found in what the build computed (the module tree, the block
+kinds, the head counts, config.json's quantization_config), and each comes with its evidence in
+words at the checkpoint's own values, so a reader (and the search box) can see why it applies.
+``facts["features"]`` is the list of {abbreviation, name, evidence}, in the order of RULES.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from atlas.introspect import index_ranges
+from atlas.standard import POSITION_EMBEDDING_NAMES
+
+ROTARY_LINE = re.compile(r"^\((?P<name>[\w.-]+)\): (?P<cls>\w*RotaryEmbedding)\(")
+
+
+def blocks_without_rotary(config) -> list[int] | None:
+    """Blocks a per-layer switch takes the rotary embedding away from, where the config has one.
+
+    transformers' families with NoPE layers (SmolLM3, Llama 4) keep ``no_rope_layers``, one flag a
+    block, where 1 means the block applies the rotary embedding and 0 that it does not. None where the
+    config has no such switch."""
+    flags = getattr(config, "no_rope_layers", None)
+    if not flags:
+        return None
+    return [i for i, flag in enumerate(list(flags)[: config.num_hidden_layers]) if not flag]
+
+
+def _module_lines(facts: dict[str, Any]):
+    for line in facts["printout"]:
+        yield line["path"], line["text"]
+
+
+def _latent_attention(facts):
+    raw = facts["config"]["raw"]
+    modules = sorted({path for path, _ in _module_lines(facts) if path.endswith(".kv_a_proj_with_mqa")})
+    rank = raw.get("kv_lora_rank")
+    if not modules and not rank:
+        return None
+    parts = []
+    if rank:
+        parts.append(f"keys and values are expanded from a {rank:,}-wide latent per token (kv_lora_rank)")
+    if modules:
+        parts.append(f"projected into it by {_generic(modules[0], facts)}")
+    return ", ".join(parts)
+
+
+def _grouped_query(facts):
+    heads, kv = _heads(facts)
+    if 1 < kv < heads:
+        return f"{kv} key/value heads serve {heads} query heads, {heads // kv} each"
+    return None
+
+
+def _multi_query(facts):
+    heads, kv = _heads(facts)
+    if kv == 1 and heads > 1:
+        return f"one key/value head serves all {heads} query heads"
+    return None
+
+
+def _mixture(facts):
+    mixed = [k for k in facts["block_kinds"] if k["mixture"]]
+    if not mixed:
+        return None
+    count = sum(k["count"] for k in mixed)
+    words = f"{count} of {facts['model']['num_blocks']} blocks are mixtures of experts"
+    sizes = (facts.get("support") or {}).get("sizes") or {}
+    if sizes.get("num_experts") and sizes.get("top_k"):
+        words += f", each token sent to {sizes['top_k']} of {sizes['num_experts']} routed experts"
+    return words
+
+
+def _sliding_window(facts):
+    sliding = [k for k in facts["block_kinds"] if k["attention_type"] == "sliding_attention"]
+    if not sliding:
+        return None
+    count = sum(k["count"] for k in sliding)
+    indices = sorted(i for k in sliding for i in k["indices"])
+    window = facts["config"]["raw"].get("sliding_window")
+    words = f"{count} of {facts['model']['num_blocks']} blocks attend within a sliding window"
+    if isinstance(window, int) and not isinstance(window, bool):
+        words += f" of {window:,} positions"
+    spans = index_ranges(indices)
+    # The block numbers are named where they read at a glance; an alternation of many spans is not.
+    return words + (f" (blocks {spans})" if spans.count(",") < 4 else "")
+
+
+def _quantized(method: str) -> Callable[[dict], str | None]:
+    def rule(facts):
+        quantization = facts["config"]["raw"].get("quantization_config")
+        if not isinstance(quantization, dict) or quantization.get("quant_method") != method:
+            return None
+        return f'config.json\'s quantization_config has quant_method "{method}": the released files store the weights that way'
+
+    return rule
+
+
+def _rotary(facts):
+    found = [(path, m.group("cls")) for path, text in _module_lines(facts) if (m := ROTARY_LINE.match(text))]
+    if not found:
+        return None
+    return "; ".join(f"{path} ({cls}) turns queries and keys by position" for path, cls in found)
+
+
+def _no_positions(facts):
+    switched_off = facts.get("blocks_without_rotary")
+    if switched_off:
+        return f"blocks {index_ranges(switched_off)} apply no rotary embedding (no_rope_layers)"
+    has_table = any(path.rpartition(".")[2] in POSITION_EMBEDDING_NAMES for path, _ in _module_lines(facts))
+    if _rotary(facts) is None and not has_table:
+        return "the model has neither a rotary embedding nor a learned position table: no block is given positions"
+    return None
+
+
+def _heads(facts) -> tuple[int, int]:
+    sizes = facts["config"]["standardized"]
+    return sizes["num_heads"], sizes["num_kv_heads"]
+
+
+def _generic(path: str, facts) -> str:
+    """model.layers.0.self_attn.kv_a_proj_with_mqa -> model.layers.{i}.self_attn.kv_a_proj_with_mqa."""
+    prefix = facts["model"]["block_path"] + "."
+    if path.startswith(prefix):
+        rest = path[len(prefix):].split(".", 1)
+        return prefix + "{i}" + ("." + rest[1] if len(rest) > 1 else "")
+    return path
+
+
+# abbreviation, name, rule: the rule returns the evidence in words, or None where the feature is absent.
+RULES: tuple[tuple[str, str, Callable[[dict], str | None]], ...] = (
+    ("MLA", "multi-head latent attention", _latent_attention),
+    ("GQA", "grouped-query attention", _grouped_query),
+    ("MQA", "multi-query attention", _multi_query),
+    ("MoE", "mixture of experts", _mixture),
+    ("SWA", "sliding-window attention", _sliding_window),
+    ("FP8", "8-bit floating-point weights", _quantized("fp8")),
+    ("MXFP4", "microscaling 4-bit floating-point weights", _quantized("mxfp4")),
+    ("RoPE", "rotary position embedding", _rotary),
+    ("NoPE", "no position embedding", _no_positions),
+)
+
+
+def derive(facts: dict[str, Any], no_rotary: list[int] | None = None) -> list[dict[str, str]]:
+    """facts["features"]: every abbreviation whose rule finds evidence in the facts.
+
+    ``no_rotary`` are the blocks a per-layer switch takes the rotary embedding away from
+    (``blocks_without_rotary``), which the facts do not otherwise record."""
+    facts = {**facts, "blocks_without_rotary": no_rotary}
+    found = []
+    for abbreviation, name, rule in RULES:
+        evidence = rule(facts)
+        if evidence:
+            found.append({"abbreviation": abbreviation, "name": name, "evidence": evidence})
+    return found
