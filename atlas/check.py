@@ -109,7 +109,8 @@ def check_preview(family: str, preview: dict[str, Any]) -> None:
     from atlas.standard import BY_NAME, resolve_dims
 
     for ident in preview["identities"]:
-        if not ident["holds"]:
+        # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way
+        if not ident["holds"] or not ident["max_abs_residual"] <= ident["tolerance"]:
             where = f" (blocks {ident['blocks']})" if ident["blocks"] is not None else ""
             raise AtlasError(
                 family, f"identity {ident['statement']}",

@@ -167,4 +167,8 @@ def test_a_small_local_checkpoint_feeds_the_preview_run(bf16_dir, tmp_path):
     shown = torch.tensor(preview["tensors"]["layers.0.layer_output"]["data"])
     assert shown.shape == hidden.shape
     torch.testing.assert_close(shown, hidden, atol=2e-2, rtol=1e-2)
-    assert all(identity["holds"] for identity in preview["identities"])
+    # ... and so do the next-token probabilities at the last position, the whole model's output.
+    with torch.no_grad():
+        probs = torch.softmax(reference(ids).logits[0, -1], dim=-1)
+    kept = preview["tensors"]["next_token_probs"]
+    torch.testing.assert_close(torch.tensor(kept["data"]), probs[:: kept["strides"][0]], atol=1e-3, rtol=1e-2)
