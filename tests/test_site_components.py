@@ -10,6 +10,7 @@ import pytest
 
 from atlas import components
 from atlas.math import render
+from tests.conftest import tree_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASED = json.loads((ROOT / "atlas/checkpoints/moonshotai/Kimi-K2-Instruct/config.json").read_text())
@@ -57,22 +58,46 @@ def test_accounting_matches_the_reference_truth(view):
     assert nodes["embed_tokens.weight"]["calculation"] == "163,840 × 7,168 = 1,174,405,120"
 
 
-def test_equations_carry_the_checkpoints_numbers(view):
-    nodes = view["nodes"]
-    router = " ".join(nodes["MoE_block.mlp.gate"]["equations"]["steps"])
-    assert rf"\operatorname{{top}}_{{{RELEASED['num_experts_per_tok']}}}" in router
-    assert str(RELEASED["routed_scaling_factor"]) in router
-    assert "384" in router and r"\sigma(z)" in router  # sigmoid scoring, as config.json says
-    attn = " ".join(nodes["MoE_block.self_attn"]["equations"]["steps"])
-    assert "0.1309" in attn  # SPEC §10: self_attn.scaling
-    assert "1{,}536" in attn and "512" in attn and "64" in attn
-    for cls in ("st-q", "st-k", "st-v", "st-c"):
-        assert rf"\htmlClass{{{cls}}}" in attn
-    assert "7{,}168" in " ".join(nodes["MoE_block.input_layernorm"]["equations"]["summary"])
-    assert "18{,}432" in " ".join(nodes["dense_block.mlp"]["equations"]["steps"])
-    moe_block = nodes["MoE_block"]["equations"]["steps"]
-    dense_block = nodes["dense_block"]["equations"]["steps"]
-    assert any(r"\operatorname{top}" in s for s in moe_block) and not any(r"\operatorname{top}" in s for s in dense_block)
+def test_the_sizes_the_pages_show_are_config_jsons(kimi, view):
+    """The latent ranks, the rotary width, the widths of the MLPs and the router's sizes, as the facts
+    and the component pages carry them, each derived from config.json here."""
+    c = RELEASED
+    d, H, E = c["hidden_size"], c["num_attention_heads"], c["n_routed_experts"]
+    q_lora, kv_lora, rope = c["q_lora_rank"], c["kv_lora_rank"], c["qk_rope_head_dim"]
+    qk, v = c["qk_nope_head_dim"] + rope, c["v_head_dim"]
+    attention = {
+        "self_attn.q_a_proj.weight": [q_lora, d],
+        "self_attn.q_a_layernorm.weight": [q_lora],
+        "self_attn.q_b_proj.weight": [H * qk, q_lora],
+        "self_attn.kv_a_proj_with_mqa.weight": [kv_lora + rope, d],  # the latent and the shared rotary key
+        "self_attn.kv_a_layernorm.weight": [kv_lora],
+        "self_attn.kv_b_proj.weight": [H * (c["qk_nope_head_dim"] + v), kv_lora],
+        "self_attn.o_proj.weight": [d, H * v],
+        "input_layernorm.weight": [d],
+        "post_attention_layernorm.weight": [d],
+    }
+    expected = {
+        "dense_block": {**attention, "mlp.gate_proj.weight": [c["intermediate_size"], d], "mlp.down_proj.weight": [d, c["intermediate_size"]]},
+        "MoE_block": {
+            **attention,
+            "mlp.gate.weight": [E, d],
+            "mlp.gate.e_score_correction_bias": [E],
+            "mlp.experts.gate_up_proj": [E, 2 * c["moe_intermediate_size"], d],
+            "mlp.experts.down_proj": [E, d, c["moe_intermediate_size"]],
+            "mlp.shared_experts.gate_proj.weight": [c["n_shared_experts"] * c["moe_intermediate_size"], d],
+        },
+    }
+    for row in kimi["accounting"]["block_kinds"]:
+        prefix = row["tree"]["path"] + "."
+        in_facts = {node["path"][len(prefix):] + "." + t["name"]: t["shape"] for node in tree_rows(row["tree"]) for t in node["tensors"]}
+        kind = {"dense block": "dense_block", "MoE block": "MoE_block"}[row["label"]]
+        for path, shape in expected[kind].items():
+            assert in_facts[path] == shape, (kind, path)
+            assert view["nodes"][f"{kind}.{path}"]["shape"] == shape, (kind, path)
+    values = {v["name"]: v for h in kimi["support"]["hosts"] for v in h["values"]}
+    assert values["router_logits"]["shape"] == ["batch", "seq", E]
+    assert values["expert_weights"]["shape"] == values["expert_indices"]["shape"] == ["batch", "seq", c["num_experts_per_tok"]]
+    assert values["attention_queries"]["shape"] == ["batch", H, "seq", qk]
 
 
 def test_every_equation_renders(view):
@@ -132,18 +157,19 @@ def test_values_resolved_at_the_checkpoints_sizes(view):
     assert v["expert_weights"]["shape"] == ["batch", "seq", RELEASED["num_experts_per_tok"]]
 
 
-def test_support_is_preferred_when_the_facts_carry_it(kimi):
-    facts = copy.deepcopy(kimi)
-    facts["support"] = {"hosts": [{"host": "layers[i]", "path": "model.layers.{i}", "class": "DeepseekV3DecoderLayer", "values": [
-        {"name": "attention_norm_output", "layout": "Residual", "dims": ["batch", "seq", "hidden_size"], "shape": ["batch", "seq", 7168],
-         "description": "from support", "read_at": "somewhere", "module": "model.layers.{i}.input_layernorm", "condition": None, "blocks": None, "missing": {}},
-        {"name": "attention_scores", "layout": "Pattern", "dims": ["batch", "num_heads", "query", "key"], "shape": ["batch", 64, "query", "key"],
-         "description": "scores", "read_at": "inside", "module": "model.layers.{i}.self_attn", "condition": "eager attention only", "blocks": None, "missing": {}},
-    ]}]}
-    view = components.site(facts)
-    assert view["values"]["attention_norm_output"]["description"] == "from support"
-    assert view["values"]["attention_scores"]["condition"] == "eager attention only"
-    assert "value.attention_scores" in view["nodes"]
+@pytest.mark.parametrize("name", ["kimi_k2", "gpt2", "gpt_oss", "gemma2"])
+def test_every_value_a_page_shows_is_supports_own(collected, name):
+    """The pages' values come from support() as collected, field for field, on the real facts: none is
+    filled in from the diagram's small vocabulary (the build never takes that path)."""
+    facts = collected(name).facts
+    listed = {v["name"]: dict(v, host=h["host"]) for h in facts["support"]["hosts"] for v in h["values"]}
+    shown = components.values(facts)
+    assert set(shown) == set(listed)
+    for value, v in shown.items():
+        assert v["source"] == "support", value
+        for field in ("host", "layout", "dims", "shape", "description", "read_at", "condition", "blocks"):
+            assert v[field] == listed[value][field], (value, field)
+        assert v["module"] == (listed[value]["module"] or ""), value  # a value the family lacks shows no module
 
 
 def _node(name, cls, children=()):
