@@ -292,31 +292,27 @@ def pages_with_previews(site: Path) -> list[str]:
 
 def test_previews_are_drawn(browser, base, built_site):
     drawn = pages_with_previews(built_site)
-    if not drawn:
-        pytest.skip("this build carries no preview run (facts['preview'] comes with the standard-names work)")
+    assert {"value.attention_probabilities.html", "value.layer_output.html", "value.expert_weights.html"} <= set(drawn)
     with Watched(browser) as w:
         page = w.page
-        if "value.attention_probabilities.html" in drawn:
-            page.goto(base + "kimi_k2/c/value.attention_probabilities.html")
-            canvas = page.locator("#previews canvas").first
-            assert canvas.is_visible()
-            before = canvas.evaluate("c => c.toDataURL()")
-            page.click("#previews [aria-label=head] button >> nth=1")
-            assert page.locator("#previews [aria-label=head] button >> nth=1").get_attribute("aria-pressed") == "true"
-            assert page.locator("#previews canvas").first.evaluate("c => c.toDataURL()") != before  # another head, another pattern
-            page.locator("#previews canvas").first.scroll_into_view_if_needed()
-            box = page.locator("#previews canvas").first.bounding_box()
-            page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.9)
-            assert "query" in page.locator("#previews .readout").first.inner_text()
-            assert "random" in page.locator("#preview").inner_text()  # the page says what the run was
-        if "value.layer_output.html" in drawn:
-            page.goto(base + "kimi_k2/c/value.layer_output.html")
-            assert page.locator("#previews .grid-figure canvas").count() >= 1
-            assert page.locator("#previews .hist canvas").count() >= 1
-        if "value.expert_weights.html" in drawn:
-            page.goto(base + "kimi_k2/c/value.expert_weights.html")
-            assert page.locator("#previews canvas").count() >= 1
-            assert "chosen experts" in page.locator("#previews").inner_text()
+        page.goto(base + "kimi_k2/c/value.attention_probabilities.html")
+        canvas = page.locator("#previews canvas").first
+        assert canvas.is_visible()
+        before = canvas.evaluate("c => c.toDataURL()")
+        page.click("#previews [aria-label=head] button >> nth=1")
+        assert page.locator("#previews [aria-label=head] button >> nth=1").get_attribute("aria-pressed") == "true"
+        assert page.locator("#previews canvas").first.evaluate("c => c.toDataURL()") != before  # another head, another pattern
+        page.locator("#previews canvas").first.scroll_into_view_if_needed()
+        box = page.locator("#previews canvas").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.9)
+        assert "query" in page.locator("#previews .readout").first.inner_text()
+        assert "random" in page.locator("#preview").inner_text()  # the page says what the run was
+        page.goto(base + "kimi_k2/c/value.layer_output.html")
+        assert page.locator("#previews .grid-figure canvas").count() >= 1
+        assert page.locator("#previews .hist canvas").count() >= 1
+        page.goto(base + "kimi_k2/c/value.expert_weights.html")
+        assert page.locator("#previews canvas").count() >= 1
+        assert "chosen experts" in page.locator("#previews").inner_text()
         assert not w.errors, w.errors
 
 
