@@ -162,6 +162,7 @@ def test_katex_rendered_with_its_fonts_and_all_steps_open(browser, base):
         loaded = page.evaluate("[...document.fonts].filter(f => f.family.startsWith('KaTeX') && f.status === 'loaded').length")
         assert loaded >= 2
         assert any(u.endswith(".woff2") for u in w.requests)
+        assert not any(u.endswith((".woff", ".ttf")) for u in w.requests)  # the fallbacks are served, never loaded
         # the query stream is colored, and differently from the key stream
         q = page.locator(".eq-summary .st-q").first.evaluate("e => getComputedStyle(e).color")
         k = page.locator(".eq-summary .st-k").first.evaluate("e => getComputedStyle(e).color")
