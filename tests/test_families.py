@@ -399,7 +399,9 @@ def test_every_family_collects_and_passes_its_checks(collected, name):
     check(family)
     facts = family.facts
     assert facts["family"]["name"] == name
-    assert len(facts["blocks"]) == facts["model"]["num_blocks"] == facts["config"]["standardized"]["num_layers"]
+    c = released_config(name)
+    layers = c["num_hidden_layers"] if "num_hidden_layers" in c else c["n_layer"]
+    assert len(facts["blocks"]) == facts["model"]["num_blocks"] == facts["config"]["standardized"]["num_layers"] == layers
     assert facts["excerpts"], "every family pins the source of its classes"
 
 

@@ -57,7 +57,10 @@ def test_every_internal_link_resolves(built_site, pages):
     assert checked > 1000
 
 
-def test_every_page_carries_the_csp_and_loads_nothing_off_site(pages):
+def test_every_page_carries_the_csp_and_loads_nothing_off_site(built_site, pages):
+    from atlas.families import names
+
+    assert {p.relative_to(built_site).parts[0] for p in pages} == {"index.html", *names()}  # the loop reads every family's pages
     for page, refs in pages.items():
         assert refs.meta_csp and "default-src 'self'" in refs.meta_csp and "connect-src 'none'" in refs.meta_csp, page
         text = page.read_text(encoding="utf-8")
