@@ -201,8 +201,29 @@ def test_every_value_captured_in_its_layout_shape(preview):
 
 
 def test_router_bias_changes_some_selections(preview):
-    assert preview["selection_changed_by_bias"].keys() == {"1", "2"}
-    assert sum(preview["selection_changed_by_bias"].values()) > 0
+    """The counts are recomputed from the traced router scores and chosen experts; a run where the bias
+    changes nothing fails the check (collect runs it, so the facts alone could never show a zero)."""
+    import copy
+
+    import torch
+
+    from atlas.check import check_preview
+    from atlas.errors import AtlasError
+    from atlas.preview import preview_run
+
+    t = preview_run("kimi_k2").eager
+    recounted = {}
+    for i in (1, 2):
+        k = t.layers[i].mlp.expert_indices.shape[-1]
+        chosen = [frozenset(row) for row in t.layers[i].mlp.expert_indices[0].tolist()]
+        plain = [frozenset(row) for row in torch.topk(t.layers[i].mlp.router_logits[0], k).indices.tolist()]
+        recounted[str(i)] = sum(a != b for a, b in zip(chosen, plain))
+    assert preview["selection_changed_by_bias"] == recounted
+    assert sum(recounted.values()) > 0
+    unchanged = copy.deepcopy(preview)
+    unchanged["selection_changed_by_bias"] = {"1": 0, "2": 0}
+    with pytest.raises(AtlasError, match="the seeded router bias changes no token's experts"):
+        check_preview("kimi_k2", unchanged)
 
 
 def test_preview_data_is_compact(preview):
