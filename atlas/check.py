@@ -5,6 +5,8 @@ Each check raises ``AtlasError`` naming the file (or family) and the figure that
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from atlas import sources
@@ -108,7 +110,8 @@ def check_preview(family: str, preview: dict[str, Any]) -> None:
     from atlas.standard import BY_NAME, resolve_dims
 
     for ident in preview["identities"]:
-        if not ident["holds"]:
+        # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way
+        if not ident["holds"] or not ident["max_abs_residual"] <= ident["tolerance"]:
             where = f" (blocks {ident['blocks']})" if ident["blocks"] is not None else ""
             raise AtlasError(
                 family, f"identity {ident['statement']}",
@@ -145,10 +148,47 @@ def check_support(family: str, support: dict[str, Any]) -> None:
         raise AtlasError(family, "support", f"standard values not listed: {missing}")
 
 
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON_LANGUAGES = ("python", "py", "python3", "py3", "pycon", "ipython", "ipython3")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
+
+
+def python_fences(text: str) -> list[tuple[int, str]]:
+    """(line, info) of every fenced block whose info names python, found by a plain scan of the lines
+    (CommonMark's fence rule: a fence closes on a line of the same character, at least as long)."""
+    found, open_fence = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = FENCE.match(line)
+        if open_fence is None:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                open_fence = m.group(1)
+                info = m.group(2).strip()
+                if info and info.split()[0].lower() in PYTHON_LANGUAGES:
+                    found.append((number, info))
+        elif m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) and not m.group(2).strip():
+            open_fence = None
+    return found
+
+
 def check_notes(notes: dict[str, Any]) -> None:
-    for number, block in enumerate(notes["blocks"], 1):
-        if not block["ran"]:
-            raise AtlasError(block["file"], f"python block {number}", "did not run")
+    """Every python block in every notes file ran: the files are scanned again here, and each python
+    fence must have its record, marked as run by the execution itself."""
+    files = notes["files"]
+    for block in notes["blocks"]:
+        if block["file"] not in files:
+            raise AtlasError(block["file"], f"python block (line {block['line']})", "recorded for a file the notes do not list")
+    for file in files:
+        recorded = {b["line"]: b for b in notes["blocks"] if b["file"] == file}
+        fences = python_fences((ROOT / file).read_text(encoding="utf-8"))
+        for line, info in fences:
+            block = recorded.get(line)
+            if block is None:
+                raise AtlasError(file, f"python block (line {line})", f"did not run: no record of the ```{info} block")
+            if block["ran"] is not True or not isinstance(block["output"], str):
+                raise AtlasError(file, f"python block (line {line})", f"did not run: {block.get('why') or 'it is recorded as not run'}")
+        stray = sorted(set(recorded) - {line for line, _ in fences})
+        if stray:
+            raise AtlasError(file, f"python block (line {stray[0]})", "recorded as run, but the file has no python block there")
 
 
 # --- the pages ------------------------------------------------------------------------------------

@@ -8,6 +8,10 @@ Every ```python block runs, in order and in one namespace, against the family's 
 ``model`` (the tiny model, eager attention and experts), ``ids`` (the prompt, (1, seq)), ``config``
 (the tiny config), ``pinned_config`` (the pinned checkpoint's config), ``facts``, ``atlas`` and
 ``torch``. What a block prints is shown under it. A block that raises stops the build.
+
+Each block is recorded with whether it ran and what it printed. A fence that names python another
+way (```py, ```python3, ```python skip) is not run, and is recorded as not run, with why:
+``atlas.check.check_notes`` then fails the build, since the page would show code that never ran.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Any
 
 from atlas.errors import AtlasError
 
-FAMILIES = Path(__file__).parent / "families"
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ROOT / "atlas" / "families"
+PYTHON_LANGUAGES = ("python", "py", "python3", "py3", "pycon", "ipython", "ipython3")  # fences that name python
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 
 
@@ -106,27 +112,44 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
     scope: dict[str, Any] | None = None
     blocks: list[dict[str, Any]] = []
     parts: list[str] = []
-    for path in notes_files(family):
-        where = Path("atlas/families") / path.name
+    files = notes_files(family)
+    for path in files:
+        where = _shown(path)
         text = substitute(path.read_text(encoding="utf-8"), facts, where)
         tokens = md.parse(text)
         for token in tokens:
-            if token.type == "fence" and token.info.strip() == "python":
+            fence = token.info.strip() if token.type == "fence" else ""
+            if not fence or fence.split()[0].lower() not in PYTHON_LANGUAGES:
+                continue
+            line = token.map[0] + 1 if token.map else 0
+            block = {"file": str(where), "line": line, "fence": fence, "code": token.content, "ran": False, "output": ""}
+            if fence == "python":
                 if scope is None:
                     scope = namespace(facts, run)
-                line = token.map[0] + 1 if token.map else 0
-                output = run_block(token.content, scope, where, len(blocks) + 1, line)
-                blocks.append({"file": str(where), "line": line, "code": token.content, "ran": True, "output": output})
+                block["output"] = run_block(token.content, scope, where, len(blocks) + 1, line)
+                block["ran"] = True  # reached only when the block ran to its end
+            else:
+                block["why"] = f"its fence says ```{fence}; only a ```python fence runs"
+            blocks.append(block)
         parts.append(md.renderer.render(tokens, md.options, {}))
     html_text = "".join(parts)
-    return {"files": [f"atlas/families/{p.name}" for p in notes_files(family)], "html": _with_outputs(html_text, blocks), "blocks": blocks}
+    return {"files": [str(_shown(p)) for p in files], "html": _with_outputs(html_text, blocks), "blocks": blocks}
+
+
+def _shown(path: Path) -> Path:
+    """A notes file as the facts name it: relative to the project (atlas/families/x.md) where it is inside."""
+    try:
+        return path.resolve().relative_to(ROOT)
+    except ValueError:
+        return path
 
 
 def _with_outputs(rendered: str, blocks: list[dict[str, Any]]) -> str:
     """Each python block's printed output, right under the block."""
+    rendered_as_python = [b for b in blocks if b["fence"].split()[0] == "python"]  # class="language-python"
     pieces = rendered.split('<pre><code class="language-python">')
     out = [pieces[0]]
-    for block, piece in zip(blocks, pieces[1:]):
+    for block, piece in zip(rendered_as_python, pieces[1:]):
         code, _, rest = piece.partition("</code></pre>\n")
         shown = f'<pre class="output" aria-label="printed">{html.escape(block["output"])}</pre>\n' if block["output"] else ""
         out.append('<pre><code class="language-python">' + code + "</code></pre>\n" + shown + rest)

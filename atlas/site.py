@@ -190,12 +190,14 @@ def _copy_static(staging: Path) -> None:
     if not (katex / "katex.min.css").is_file():
         raise AtlasError("node_modules/katex", "dist/katex.min.css", "KaTeX's stylesheet is missing: run `npm ci` (make site does)")
     (target / "katex" / "fonts").mkdir(parents=True)
-    css = (katex / "katex.min.css").read_text(encoding="utf-8")
-    # Only the woff2 fonts are copied: drop the woff and ttf fallbacks so that no reference dangles.
-    css = re.sub(r",url\(fonts/[^)]+\.(?:woff|ttf)\) format\(\"(?:woff|truetype)\"\)", "", css)
-    (target / "katex" / "katex.min.css").write_text(css, encoding="utf-8")
-    for font in sorted((katex / "fonts").glob("*.woff2")):
-        shutil.copyfile(font, target / "katex" / "fonts" / font.name)
+    # KaTeX's own stylesheet, byte for byte, and every font file it names: the woff2 that browsers load
+    # and the woff and ttf fallbacks after it, so that no reference dangles.
+    shutil.copyfile(katex / "katex.min.css", target / "katex" / "katex.min.css")
+    named = sorted(set(re.findall(r"url\((fonts/[^)]+)\)", (katex / "katex.min.css").read_text(encoding="utf-8"))))
+    for ref in named:
+        if not (katex / ref).is_file():
+            raise AtlasError("node_modules/katex", f"dist/{ref}", "named by katex.min.css but missing: run `npm ci` (make site does)")
+        shutil.copyfile(katex / ref, target / "katex" / ref)
 
 
 def _swap(staging: Path, out: Path) -> None:

@@ -3,6 +3,7 @@ builds that must fail, and tiny real models for checkpoints the tests write."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "node_modules")
+
+
+def released_config(name: str) -> dict:
+    """The family's pinned config.json as the file holds it: the tests' independent source of sizes."""
+    from atlas import families
+
+    return json.loads((ROOT / "atlas/checkpoints" / families.load(name).checkpoint / "config.json").read_text())
 
 
 def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:

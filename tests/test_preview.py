@@ -4,10 +4,12 @@ and a wrong standard-name override fails the build, naming the identity it broke
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from tests.conftest import run_build
+from atlas import families
+from tests.conftest import released_config, run_build
 
 REQUIRED_IDENTITIES = {"block_sum", "mixture_sum", "expert_weights_sum", "attention_rows", "embeddings", "logits"}
 
@@ -33,20 +35,151 @@ def test_tiny_config_keeps_the_pinned_rules(kimi, preview):
 
 def test_mixture_block_pattern_of_deepseek_v3(collected):
     tiny = collected("deepseek_v3").facts["preview"]
-    assert tiny["config"]["num_hidden_layers"] == 5  # its 3 dense first blocks, then 2 mixture blocks
-    assert sorted(tiny["shapes"]["routed_output"]) == ["3", "4"]
-    assert all(i["holds"] for i in tiny["identities"])
+    dense = released_config("deepseek_v3")["first_k_dense_replace"]
+    assert tiny["config"]["num_hidden_layers"] == dense + 2  # its dense first blocks, then 2 mixture blocks
+    assert sorted(tiny["shapes"]["routed_output"], key=int) == [str(dense), str(dense + 1)]
+    assert {i["id"]: i["blocks"] for i in tiny["identities"]}["mixture_sum"] == [dense, dense + 1]
 
 
-def test_every_identity_holds_within_1e_5(preview):
+def test_the_identities_kimi_k2_states(preview):
     ids = {i["id"]: i for i in preview["identities"]}
     assert REQUIRED_IDENTITIES <= set(ids)
-    for ident in ids.values():
-        assert ident["holds"] and ident["max_abs_residual"] <= 1e-5 and ident["tolerance"] == 1e-5
+    assert {i["tolerance"] for i in ids.values()} == {1e-5}
+    dense = released_config("kimi_k2")["first_k_dense_replace"]
     assert ids["block_sum"]["blocks"] == [0, 1, 2]
-    assert ids["mixture_sum"]["blocks"] == [1, 2]
-    assert "2.827" in ids["expert_weights_sum"]["statement"]
+    assert ids["mixture_sum"]["blocks"] == list(range(dense, 3))
+    factor = released_config("kimi_k2")["routed_scaling_factor"]
+    assert ids["expert_weights_sum"]["statement"] == f"mlp.expert_weights sum to routed_scaling_factor ({factor}) at every token"
     assert preview["not_applicable"] == []
+
+
+# --- the identities, measured again here ----------------------------------------------------------
+
+BLOCK_IDENTITIES = {"block_sum", "attention_add", "attention_rows", "attention_softmax"}
+MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
+
+
+def expected_identities(name):
+    """(measured, not applicable) ids, from config.json and the family's declared exceptions."""
+    c, declared = released_config(name), dict(families.load(name).not_applicable)
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
+    skipped = set(declared)
+    if not mixture:
+        skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
+    elif not c.get("norm_topk_prob"):
+        skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
+    if c.get("final_logit_softcapping"):
+        skipped.add("logits")  # the head's logits are softcapped
+    return every - skipped, skipped
+
+
+@pytest.mark.parametrize("name", families.names())
+def test_measured_residuals_agree_with_a_recomputation(collected, name):
+    """Every residual the facts report is measured again here, on the run's tensors with this test's own
+    formulas, and the tensors themselves are compared with transformers' own record of the same pass
+    (hidden_states: what enters each block; the model's logits). The recomputed residual must be under
+    the tolerance: this, not the facts' ``holds``, is what says that an identity holds."""
+    import torch
+
+    from atlas.preview import preview_run
+
+    facts = collected(name).facts["preview"]
+    run = preview_run(name)  # the run collect measured (one per process)
+    t, c = run.eager, released_config(name)
+    n = len(t.layers)
+    L = t.layers
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the preview run: the same sums in the same order, so equal to the bit
+    try:
+        with torch.no_grad():
+            own = run.model(run.ids, attention_mask=torch.ones_like(run.ids), output_hidden_states=True)
+    finally:
+        torch.set_num_threads(threads)
+    assert len(own.hidden_states) == n + 1
+    exact = dict(rtol=0, atol=0)
+    for i in range(n):
+        torch.testing.assert_close(L[i].input, own.hidden_states[i], **exact)
+    for i in range(n - 1):
+        torch.testing.assert_close(L[i].output, own.hidden_states[i + 1], **exact)
+    torch.testing.assert_close(t.logits, own.logits, **exact)
+
+    dense = c.get("first_k_dense_replace") or 0
+    mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
+    shared = bool(c.get("n_shared_experts"))
+    target = c.get("routed_scaling_factor") or 1.0
+    recompute = {
+        "block_sum": lambda i: L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output,
+        "attention_add": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].layer_mid,
+        "mixture_sum": lambda i: L[i].mlp.routed_output + (L[i].mlp.shared_expert_output if shared else 0) - L[i].mlp.mlp_output,
+        "expert_slots": lambda i: L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output,
+        "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
+        "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
+        "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
+        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output - own.logits,
+    }
+    where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
+             "embeddings": None, "logits": None}
+
+    measured, skipped = expected_identities(name)
+    assert {i["id"] for i in facts["identities"]} == measured
+    assert {i["id"] for i in facts["not_applicable"]} == skipped
+    assert all(i["why"] for i in facts["not_applicable"])
+    for ident in facts["identities"]:
+        blocks = where.get(ident["id"], list(range(n)))
+        assert ident["blocks"] == blocks, ident["id"]
+        worst = max(float(recompute[ident["id"]](i).abs().max()) for i in (blocks if blocks is not None else [None]))
+        assert worst <= 1e-5, f"{name}: {ident['statement']}: recomputed residual {worst:.3g}"
+        assert ident["max_abs_residual"] == pytest.approx(worst, rel=5e-3, abs=1e-12), ident["id"]  # 3 significant figures
+
+
+@pytest.mark.parametrize(
+    "value, index, change, broken",
+    [
+        ("shared_expert_output", 2, lambda x: x + 1e-3, ["mixture_sum"]),
+        ("layer_output", 1, lambda x: x * 1.01, ["block_sum"]),
+        ("attention_probabilities", 0, lambda x: x * 1.01, ["attention_rows", "attention_softmax"]),
+        ("expert_weights", 1, lambda x: x + 1e-3, ["expert_weights_sum"]),
+        ("token_embeddings", None, lambda x: x - 1e-3, ["embeddings"]),
+    ],
+)
+def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, index, change, broken):
+    """One captured tensor changed on a copy of the run: its identity is measured broken, the others
+    still hold, and check_preview fails naming the first broken identity."""
+    import dataclasses
+
+    from atlas.check import check_preview
+    from atlas.errors import AtlasError
+    from atlas.preview import preview_facts, preview_run
+    from atlas.trace import Trace
+
+    run = preview_run("kimi_k2")
+    tampered = Trace(run.eager.resolution, run.eager.implementations)
+    tampered.captured = dict(run.eager.captured)  # a copy: the cached run stays as it was
+    tampered.captured[(value, index)] = change(tampered.captured[(value, index)])
+    facts = preview_facts(dataclasses.replace(run, eager=tampered), families.load("kimi_k2"))
+    ids = {i["id"]: i for i in facts["identities"]}
+    assert [i for i, ident in ids.items() if not ident["holds"]] == broken
+    assert all(ids[i]["max_abs_residual"] > ids[i]["tolerance"] for i in broken)
+    first = re.escape(ids[broken[0]]["statement"])
+    with pytest.raises(AtlasError, match=rf"identity {first}: broken on the preview run.*max abs residual"):
+        check_preview("kimi_k2", facts)
+
+
+def test_a_residual_over_the_tolerance_fails_whatever_holds_says(preview):
+    import copy
+
+    from atlas.check import check_preview
+    from atlas.errors import AtlasError
+
+    check_preview("kimi_k2", preview)  # the real run passes
+    for residual in (2e-5, float("nan")):
+        doctored = copy.deepcopy(preview)
+        doctored["identities"][1].update(holds=True, max_abs_residual=residual)
+        with pytest.raises(AtlasError, match=re.escape(f"identity {doctored['identities'][1]['statement']}")):
+            check_preview("kimi_k2", doctored)
 
 
 def test_every_value_captured_in_its_layout_shape(preview):
@@ -68,8 +201,29 @@ def test_every_value_captured_in_its_layout_shape(preview):
 
 
 def test_router_bias_changes_some_selections(preview):
-    assert preview["selection_changed_by_bias"].keys() == {"1", "2"}
-    assert sum(preview["selection_changed_by_bias"].values()) > 0
+    """The counts are recomputed from the traced router scores and chosen experts; a run where the bias
+    changes nothing fails the check (collect runs it, so the facts alone could never show a zero)."""
+    import copy
+
+    import torch
+
+    from atlas.check import check_preview
+    from atlas.errors import AtlasError
+    from atlas.preview import preview_run
+
+    t = preview_run("kimi_k2").eager
+    recounted = {}
+    for i in (1, 2):
+        k = t.layers[i].mlp.expert_indices.shape[-1]
+        chosen = [frozenset(row) for row in t.layers[i].mlp.expert_indices[0].tolist()]
+        plain = [frozenset(row) for row in torch.topk(t.layers[i].mlp.router_logits[0], k).indices.tolist()]
+        recounted[str(i)] = sum(a != b for a, b in zip(chosen, plain))
+    assert preview["selection_changed_by_bias"] == recounted
+    assert sum(recounted.values()) > 0
+    unchanged = copy.deepcopy(preview)
+    unchanged["selection_changed_by_bias"] = {"1": 0, "2": 0}
+    with pytest.raises(AtlasError, match="the seeded router bias changes no token's experts"):
+        check_preview("kimi_k2", unchanged)
 
 
 def test_preview_data_is_compact(preview):
@@ -87,7 +241,8 @@ def test_preview_data_is_compact(preview):
             flat = [x for row in flat for x in row]
         assert min(flat) == t["min"] and max(flat) == t["max"], name
     weights = tensors["layers.1.mlp.expert_weights"]["data"]
-    assert all(abs(sum(row) - 2.827) < 1e-2 for row in weights)  # float16 rows still sum to the scaling factor
+    factor = released_config("kimi_k2")["routed_scaling_factor"]
+    assert all(abs(sum(row) - factor) < 1e-2 for row in weights)  # float16 rows still sum to the scaling factor
 
 
 def test_preview_run_is_deterministic():

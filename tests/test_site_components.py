@@ -11,8 +11,8 @@ import pytest
 from atlas import pages
 from atlas.check import check_pages
 from atlas.pages.roles import anatomy
-from atlas.pages.sizes import Sizes
 from atlas.math import render
+from tests.conftest import tree_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASED = json.loads((ROOT / "atlas/checkpoints/moonshotai/Kimi-K2-Instruct/config.json").read_text())
@@ -79,6 +79,48 @@ def test_equations_carry_the_checkpoints_numbers(view):
     assert f"{RELEASED['hidden_size']:,}".replace(",", "{,}") in tex("MoE_block.input_layernorm")
     assert f"{RELEASED['intermediate_size']:,}".replace(",", "{,}") in tex("dense_block.mlp")
     assert "Router" in tex("MoE_block.mlp") and "Router" not in tex("dense_block.mlp")
+
+
+def test_the_sizes_the_pages_show_are_config_jsons(kimi, view):
+    """The latent ranks, the rotary width, the widths of the MLPs and the router's sizes, as the facts
+    and the component pages carry them, each derived from config.json here."""
+    c = RELEASED
+    d, H, E = c["hidden_size"], c["num_attention_heads"], c["n_routed_experts"]
+    q_lora, kv_lora, rope = c["q_lora_rank"], c["kv_lora_rank"], c["qk_rope_head_dim"]
+    qk, v = c["qk_nope_head_dim"] + rope, c["v_head_dim"]
+    attention = {
+        "self_attn.q_a_proj.weight": [q_lora, d],
+        "self_attn.q_a_layernorm.weight": [q_lora],
+        "self_attn.q_b_proj.weight": [H * qk, q_lora],
+        "self_attn.kv_a_proj_with_mqa.weight": [kv_lora + rope, d],  # the latent and the shared rotary key
+        "self_attn.kv_a_layernorm.weight": [kv_lora],
+        "self_attn.kv_b_proj.weight": [H * (c["qk_nope_head_dim"] + v), kv_lora],
+        "self_attn.o_proj.weight": [d, H * v],
+        "input_layernorm.weight": [d],
+        "post_attention_layernorm.weight": [d],
+    }
+    expected = {
+        "dense_block": {**attention, "mlp.gate_proj.weight": [c["intermediate_size"], d], "mlp.down_proj.weight": [d, c["intermediate_size"]]},
+        "MoE_block": {
+            **attention,
+            "mlp.gate.weight": [E, d],
+            "mlp.gate.e_score_correction_bias": [E],
+            "mlp.experts.gate_up_proj": [E, 2 * c["moe_intermediate_size"], d],
+            "mlp.experts.down_proj": [E, d, c["moe_intermediate_size"]],
+            "mlp.shared_experts.gate_proj.weight": [c["n_shared_experts"] * c["moe_intermediate_size"], d],
+        },
+    }
+    for row in kimi["accounting"]["block_kinds"]:
+        prefix = row["tree"]["path"] + "."
+        in_facts = {node["path"][len(prefix):] + "." + t["name"]: t["shape"] for node in tree_rows(row["tree"]) for t in node["tensors"]}
+        kind = {"dense block": "dense_block", "MoE block": "MoE_block"}[row["label"]]
+        for path, shape in expected[kind].items():
+            assert in_facts[path] == shape, (kind, path)
+            assert view["nodes"][f"{kind}.{path}"]["shape"] == shape, (kind, path)
+    values = {v["name"]: v for h in kimi["support"]["hosts"] for v in h["values"]}
+    assert values["router_logits"]["shape"] == ["batch", "seq", E]
+    assert values["expert_weights"]["shape"] == values["expert_indices"]["shape"] == ["batch", "seq", c["num_experts_per_tok"]]
+    assert values["attention_queries"]["shape"] == ["batch", H, "seq", qk]
 
 
 def test_every_equation_renders(view):
@@ -151,7 +193,7 @@ def test_values_are_supports_rows_that_the_family_produces(kimi, view):
     doctored = pages.site(facts)
     for gone in ("router_logits", "routed_output"):
         assert gone not in doctored["values"] and f"value.{gone}" not in doctored["nodes"]
-        assert gone not in doctored["search"] and gone not in doctored["preview_values"]
+        assert gone not in {e["term"] for e in doctored["search"]} and gone not in doctored["preview_values"]
         parts = [p["part"] for d in doctored["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
         assert gone not in parts + [s["part"] for s in doctored["diagram"]["flow"]]
     # the box stays, naming its module only

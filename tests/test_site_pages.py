@@ -57,7 +57,10 @@ def test_every_internal_link_resolves(built_site, pages):
     assert checked > 1000
 
 
-def test_every_page_carries_the_csp_and_loads_nothing_off_site(pages):
+def test_every_page_carries_the_csp_and_loads_nothing_off_site(built_site, pages):
+    from atlas.families import names
+
+    assert {p.relative_to(built_site).parts[0] for p in pages} == {"index.html", *names()}  # the loop reads every family's pages
     for page, refs in pages.items():
         assert refs.meta_csp and "default-src 'self'" in refs.meta_csp and "connect-src 'none'" in refs.meta_csp, page
         text = page.read_text(encoding="utf-8")
@@ -66,15 +69,42 @@ def test_every_page_carries_the_csp_and_loads_nothing_off_site(pages):
 
 
 def test_katex_stylesheet_and_fonts_are_served_from_the_site(built_site):
-    css = (built_site / "static/katex/katex.min.css").read_text(encoding="utf-8")
-    urls = re.findall(r"url\(([^)]+)\)", css)
-    assert urls and all(u.endswith(".woff2") for u in urls)
-    for u in urls:
-        assert (built_site / "static/katex" / u).is_file(), u
-    installed = ROOT / "node_modules/katex/dist/fonts"
-    assert sorted(p.name for p in (built_site / "static/katex/fonts").iterdir()) == sorted(p.name for p in installed.glob("*.woff2"))
-    # the stylesheet is KaTeX's own, at the version pykatex renders with
-    assert "0.16.22" in (ROOT / "package-lock.json").read_text()
+    installed = ROOT / "node_modules/katex/dist"
+    served = built_site / "static/katex"
+    # KaTeX's own stylesheet, unedited, and exactly the font files it names, each the installed one.
+    assert (served / "katex.min.css").read_bytes() == (installed / "katex.min.css").read_bytes()
+    named = set(re.findall(r"url\(([^)]+)\)", (installed / "katex.min.css").read_text(encoding="utf-8")))
+    assert {u.rsplit(".", 1)[-1] for u in named} == {"woff2", "woff", "ttf"}
+    assert {str(p.relative_to(served)) for p in (served / "fonts").iterdir()} == named
+    for ref in named:
+        assert (served / ref).read_bytes() == (installed / ref).read_bytes(), ref
+
+
+def test_katex_is_one_version_from_the_lock_to_the_renderer():
+    """The KaTeX whose stylesheet the site serves is the one package-lock.json pins, and the one pykatex
+    renders with: the version it states, and the same markup as the installed KaTeX for the same TeX."""
+    import json
+    import subprocess
+    from importlib import metadata
+
+    from atlas.math import render
+
+    locked = json.loads((ROOT / "package-lock.json").read_text())["packages"]["node_modules/katex"]["version"]
+    installed = json.loads((ROOT / "node_modules/katex/package.json").read_text())["version"]
+    declared = json.loads((ROOT / "package.json").read_text())["dependencies"]["katex"]
+    description = metadata.metadata("pykatex").get_payload() or metadata.metadata("pykatex")["Description"]
+    bundled = re.findall(r"uses KaTeX v(\d+\.\d+\.\d+)", description)
+    assert locked == installed == declared and bundled == [installed]
+    tex = [r"\htmlClass{st-q}{q_t}=W_q\,x_t", r"\operatorname{top}_{8}\,\sigma(z)\in\mathbb{R}^{384}", r"\frac{1}{\sqrt{d}}\sum_{j\le t}e^{s_{tj}}"]
+    script = (
+        "const katex = require(process.argv[1]); const tex = JSON.parse(process.argv[2]);"
+        "process.stdout.write(JSON.stringify({version: katex.version, html: tex.map(t => katex.renderToString(t,"
+        " {displayMode: true, trust: true, strict: 'ignore', throwOnError: true}))}));"
+    )
+    node = json.loads(subprocess.run(["node", "-e", script, str(ROOT / "node_modules/katex"), json.dumps(tex)],
+                                     capture_output=True, text=True, check=True, timeout=60).stdout)
+    assert node["version"] == installed
+    assert [render(t, True) for t in tex] == node["html"]  # the build's own renderer, as the site uses it
 
 
 def test_component_pages_show_the_reference_truth(built_site):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from atlas import standard
+from tests.conftest import released_config
 
 # SPEC §6, copied here by hand: the independent source for the vocabulary.
 SPEC_NAMES = {
@@ -58,32 +59,37 @@ def test_kimi_support_has_every_name_on_its_four_hosts(kimi):
 
 
 def test_kimi_shapes_at_checkpoint_sizes(kimi):
-    # Kimi-K2-Instruct's config.json: hidden 7168, 64 heads, qk 128 + 64, v 128, vocab 163840, 384 experts, 8 per token.
+    c = released_config("kimi_k2")
+    d, V, H, E, K = c["hidden_size"], c["vocab_size"], c["num_attention_heads"], c["n_routed_experts"], c["num_experts_per_tok"]
+    qk, v_head = c["qk_nope_head_dim"] + c["qk_rope_head_dim"], c["v_head_dim"]
     v = values_by_name(kimi)
-    assert v["layer_output"]["shape"] == ["batch", "seq", 7168]
-    assert v["logits"]["shape"] == ["batch", "seq", 163840]
-    assert v["next_token_probs"]["shape"] == ["batch", 163840]
-    assert v["attention_queries"]["shape"] == ["batch", 64, "seq", 128 + 64]
-    assert v["attention_keys"]["shape"] == ["batch", 64, "seq", 128 + 64]
-    assert v["attention_values"]["shape"] == ["batch", 64, "seq", 128]
-    assert v["attention_probabilities"]["shape"] == ["batch", 64, "query", "key"]
-    assert v["attention_premix"]["shape"] == ["batch", "seq", 64, 128]
-    assert v["mlp_neurons"]["shape"] == ["batch", "seq", 18432]
-    assert v["router_logits"]["shape"] == ["batch", "seq", 384]
-    assert v["expert_indices"]["shape"] == ["batch", "seq", 8]
-    assert v["expert_outputs"]["shape"] == ["batch", "seq", 8, 7168]
+    assert v["layer_output"]["shape"] == ["batch", "seq", d]
+    assert v["logits"]["shape"] == ["batch", "seq", V]
+    assert v["next_token_probs"]["shape"] == ["batch", V]
+    assert v["attention_queries"]["shape"] == ["batch", H, "seq", qk]
+    assert v["attention_keys"]["shape"] == ["batch", c["num_key_value_heads"], "seq", qk]
+    assert v["attention_values"]["shape"] == ["batch", c["num_key_value_heads"], "seq", v_head]
+    assert v["attention_probabilities"]["shape"] == ["batch", H, "query", "key"]
+    assert v["attention_premix"]["shape"] == ["batch", "seq", H, v_head]
+    assert v["mlp_neurons"]["shape"] == ["batch", "seq", c["intermediate_size"]]
+    assert v["router_logits"]["shape"] == ["batch", "seq", E]
+    assert v["expert_indices"]["shape"] == ["batch", "seq", K]
+    assert v["expert_outputs"]["shape"] == ["batch", "seq", K, d]
 
 
 def test_kimi_mixture_values_missing_at_block_0_only(kimi):
+    c = released_config("kimi_k2")
+    dense, n = c["first_k_dense_replace"], c["num_hidden_layers"]
+    assert dense == 1
     v = values_by_name(kimi)
     for name in MIXTURE:
-        assert v[name]["blocks"] == list(range(1, 61)), name
+        assert v[name]["blocks"] == list(range(dense, n)), name
         assert list(v[name]["missing"]) == ["0"] and "not a mixture" in v[name]["missing"]["0"]
         assert "MoE blocks only" in v[name]["condition"]
     for name in DENSE_ONLY:
-        assert v[name]["blocks"] == [0] and len(v[name]["missing"]) == 60
+        assert v[name]["blocks"] == [0] and len(v[name]["missing"]) == n - dense
         assert "dense blocks only" in v[name]["condition"]
-    assert v["layer_output"]["blocks"] == list(range(61)) and v["layer_output"]["missing"] == {}
+    assert v["layer_output"]["blocks"] == list(range(n)) and v["layer_output"]["missing"] == {}
     assert v["logits"]["blocks"] is None
 
 
@@ -121,14 +127,16 @@ def test_printout_lines_carry_the_values_their_module_hosts(kimi):
 
 def test_deepseek_v3_support_from_its_own_checkpoint(collected):
     facts = collected("deepseek_v3").facts
+    c = released_config("deepseek_v3")
+    dense, n = c["first_k_dense_replace"], c["num_hidden_layers"]
     v = values_by_name(facts)
-    # DeepSeek-V3's config.json: 128 heads, 256 experts, vocab 129280, first 3 blocks dense.
-    assert v["attention_queries"]["shape"] == ["batch", 128, "seq", 192]
-    assert v["router_logits"]["shape"] == ["batch", "seq", 256]
-    assert v["logits"]["shape"] == ["batch", "seq", 129280]
+    qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+    assert v["attention_queries"]["shape"] == ["batch", c["num_attention_heads"], "seq", qk]
+    assert v["router_logits"]["shape"] == ["batch", "seq", c["n_routed_experts"]]
+    assert v["logits"]["shape"] == ["batch", "seq", c["vocab_size"]]
     for name in MIXTURE:
-        assert v[name]["blocks"] == list(range(3, 61)) and sorted(v[name]["missing"], key=int) == ["0", "1", "2"]
-    assert v["mlp_activation"]["blocks"] == [0, 1, 2]
+        assert v[name]["blocks"] == list(range(dense, n)) and sorted(v[name]["missing"], key=int) == [str(i) for i in range(dense)]
+    assert v["mlp_activation"]["blocks"] == list(range(dense))
 
 
 @pytest.mark.parametrize("text, kind, module, element", [
