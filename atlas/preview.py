@@ -106,6 +106,12 @@ def build_preview_model(family, config, seed: int = SEED):
     model = model_class(config).eval()
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
+        # transformers starts biases at zero and norm gains at one (or zero offsets): a step that
+        # forgot a bias or a gain would still reproduce the module. Every vector parameter moves off
+        # its starting value, so the equations' proof sees each one.
+        for name, parameter in model.named_parameters():
+            if parameter.dim() == 1:
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.1)
         for module in model.modules():
             bias = getattr(module, "e_score_correction_bias", None)
             if bias is not None:

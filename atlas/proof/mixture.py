@@ -54,9 +54,9 @@ def router(part: Part) -> Chain:
     def scored(scoring: str, renormalize: bool) -> Chain:
         s_tex = r"\sigma(z)" if scoring == "sigmoid" else r"\operatorname{softmax}(z)"
         steps = [logits_step(), Step(rf"s={s_tex}\in\mathbb{{R}}^{{{T.num(n)}}}", "s",
-                                     (lambda e: e["z"].sigmoid()) if scoring == "sigmoid" else (lambda e: e["z"].softmax(-1)))]
+                                     (lambda e: e["z"].sigmoid()) if scoring == "sigmoid" else (lambda e: e["z"].softmax(-1)), summary=True)]
         choice = "s+b" if selection else "s"
-        steps.append(Step(rf"c={choice}\quad\text{{(the score each expert is chosen by)}}" if selection else r"c=s", "c",
+        steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection else r"c=s", "c",
                           (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"])))
         if groups > 1:
             size = n // groups
