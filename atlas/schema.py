@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from atlas.errors import AtlasError
+
+FACTS_SCHEMA = Path(__file__).with_name("facts.schema.json")
 
 KEYWORDS = ("type", "const", "enum", "minimum", "minItems", "pattern", "properties", "required",
             "additionalProperties", "propertyNames", "items", "anyOf", "oneOf", "$ref")
@@ -213,3 +217,19 @@ class Schema:
             return Violation(f"is {_describe(value, _kind(value))}, expected {_expected(list(dict.fromkeys(types)))}", tuple(types))
         # else the option that got furthest: the deepest violation, one that is not about the type first
         return max(found, key=lambda v: (len(v.reversed_path), not v.expected_types))
+
+
+@lru_cache(maxsize=1)
+def facts_schema() -> Schema:
+    return Schema(json.loads(FACTS_SCHEMA.read_text(encoding="utf-8")), "atlas/facts.schema.json")
+
+
+def check_facts(facts: Any, where: str | Path) -> None:
+    """Raise AtlasError naming ``where`` and the first facts field that does not match the schema.
+
+    Only JSON's own values pass (dicts with string keys, lists, strings, ints, finite floats, booleans,
+    None): facts that pass are written to facts.json exactly, and read back as the same dict."""
+    violation = facts_schema().first_violation(facts)
+    if violation is not None:
+        path = violation.path
+        raise AtlasError(where, f"facts field {path}" if path else "facts", violation.problem)

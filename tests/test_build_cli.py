@@ -88,7 +88,7 @@ def test_facts_json_round_trips_and_keeps_number_arrays_on_one_line(kimi):
     text = facts_json(kimi)
     assert json.loads(text) == json.loads(json.dumps(kimi))
     assert '"shape": [384,4096,7168]' in text  # the fused experts' shape, one line
-    assert text.endswith("}\n") and text.startswith('{\n "schema": 1,')
+    assert text.endswith("}\n") and text.startswith('{\n "schema": 2,')
 
 
 def test_a_family_module_with_a_mistake_is_one_line_naming_it(project_copy):

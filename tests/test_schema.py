@@ -1,11 +1,20 @@
-"""The validator of the facts' schema (atlas/schema.py), on small schemas."""
+"""The facts' schema (atlas/facts.schema.json) and its validator (atlas/schema.py): every family's facts
+match it, a facts dict that does not is one exact line naming the field, and the validator itself on
+small schemas."""
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 
+import pytest
+
+from atlas import families
 from atlas.errors import AtlasError
-from atlas.schema import Schema, json_path
+from atlas.schema import FACTS_SCHEMA, Schema, check_facts, json_path
+
+SCHEMA_JSON = json.loads(FACTS_SCHEMA.read_text(encoding="utf-8"))
 
 
 def first(schema: dict, value) -> str | None:
@@ -117,3 +126,107 @@ def test_a_schema_is_refused_when_it_uses_what_the_validator_does_not_check():
     )
     assert first({"items": {"$ref": "#/$defs/missing"}}, []) == "refused: t.json: items.$ref: '#/$defs/missing' is not a definition under #/$defs/"
     assert first({"anyOf": [{"type": "int"}]}, 1) == "refused: t.json: anyOf[0].type: 'int' names a type that is not one of object, array, string, integer, number, boolean, null"
+
+
+# --- the facts schema itself ---------------------------------------------------------------------
+
+
+def test_the_schema_file_loads_and_pins_the_facts_version():
+    from atlas.facts import SCHEMA
+    from atlas.schema import facts_schema
+
+    assert facts_schema().root == SCHEMA_JSON
+    assert SCHEMA_JSON["properties"]["schema"]["const"] == SCHEMA
+
+
+def test_the_schema_enums_are_the_code_s_own_sets():
+    from atlas.params import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, DTYPE_BYTES, INDEX_COUNTS
+    from atlas.preview import TINY_RAW_KEYS
+    from atlas.proof.kinds import BUILDERS
+    from atlas.standard import HOSTS
+
+    defs, top = SCHEMA_JSON["$defs"], SCHEMA_JSON["properties"]
+    assert defs["dtype"]["enum"] == list(DTYPE_BYTES)
+    pinned = top["checkpoint_check"]["properties"]["pinned"]["properties"]
+    assert list(pinned) == [*COMPARED_FIGURES, *DESCRIPTIVE_FIGURES]
+    assert pinned["index_total_size_counts"]["enum"] == list(INDEX_COUNTS)
+    assert top["support"]["properties"]["hosts"]["items"]["properties"]["host"]["enum"] == list(HOSTS)
+    assert defs["part_kind"]["enum"] == [*BUILDERS, "blocks", "model"]
+    tiny = top["preview"]["properties"]["config"]
+    assert set(tiny["properties"]) == {*tiny["required"], *TINY_RAW_KEYS}
+
+
+@pytest.mark.parametrize("name", families.names())
+def test_every_family_s_facts_match_the_schema(collected, name):
+    facts = collected(name).facts
+    check_facts(facts, f"{name}/facts.json")
+    assert list(facts) == list(SCHEMA_JSON["properties"])  # facts.json keeps the schema's order
+
+
+def broken(kimi, change) -> str:
+    facts = copy.deepcopy(kimi)
+    change(facts)
+    with pytest.raises(AtlasError) as e:
+        check_facts(facts, "site/kimi_k2/facts.json")
+    return str(e.value)
+
+
+def test_a_field_removed_is_one_line_naming_it(kimi):
+    assert broken(kimi, lambda f: f["model"].pop("num_blocks")) == "site/kimi_k2/facts.json: facts field model.num_blocks: is missing"
+    assert broken(kimi, lambda f: f.pop("equations")) == "site/kimi_k2/facts.json: facts field equations: is missing"
+    assert broken(kimi, lambda f: f["equations"]["components"]["MoE_block.mlp.gate"]["proof"].pop("tolerance")) == (
+        'site/kimi_k2/facts.json: facts field equations.components["MoE_block.mlp.gate"].proof.tolerance: is missing'
+    )
+
+
+def test_a_field_of_the_wrong_type_is_one_line_naming_it(kimi):
+    def num_blocks_as_text(f):
+        f["model"]["num_blocks"] = "61"
+
+    def fractional_parameters(f):
+        f["accounting"]["block_kinds"][1]["tree"]["children"][0]["parameters"] = 1.5
+
+    def nan_error(f):
+        f["equations"]["components"]["MoE_block.mlp.gate"]["proof"]["error"] = math.nan
+
+    assert broken(kimi, num_blocks_as_text) == 'site/kimi_k2/facts.json: facts field model.num_blocks: is a string ("61"), expected an integer'
+    assert broken(kimi, fractional_parameters) == (
+        "site/kimi_k2/facts.json: facts field accounting.block_kinds[1].tree.children[0].parameters: is a number (1.5), expected an integer"
+    )
+    assert broken(kimi, nan_error) == (
+        'site/kimi_k2/facts.json: facts field equations.components["MoE_block.mlp.gate"].proof.error: is nan, which JSON cannot hold'
+    )
+
+
+def test_an_unknown_field_is_one_line_naming_it(kimi):
+    def colour(f):
+        f["model"]["colour"] = "blue"
+
+    def extra(f):
+        f["extra"] = {}
+
+    assert broken(kimi, colour) == (
+        "site/kimi_k2/facts.json: facts field model.colour: is not a known field "
+        "(known: class, config_class, block_path, num_blocks, block_class, attention_class)"
+    )
+    assert broken(kimi, extra) == (
+        "site/kimi_k2/facts.json: facts field extra: is not a known field (known: schema, family, stack, checkpoint, model, "
+        "config, attention, block_kinds, blocks, accounting, checkpoint_check, printout, excerpts, preview, support, equations, notes)"
+    )
+
+
+def test_values_outside_their_set_are_one_line_naming_them(kimi):
+    def older(f):
+        f["schema"] = 1
+
+    def dtype(f):
+        f["checkpoint_check"]["sample"][0]["dtype"] = "F99"
+
+    def broken_identity(f):
+        f["preview"]["identities"][0]["holds"] = False
+
+    assert broken(kimi, older) == "site/kimi_k2/facts.json: facts field schema: is 1, expected 2"
+    assert broken(kimi, dtype).startswith(
+        'site/kimi_k2/facts.json: facts field checkpoint_check.sample[0].dtype: is "F99", expected one of "BOOL", "U8", '
+    )
+    assert broken(kimi, broken_identity) == "site/kimi_k2/facts.json: facts field preview.identities[0].holds: is false, expected true"
