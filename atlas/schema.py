@@ -233,3 +233,41 @@ def check_facts(facts: Any, where: str | Path) -> None:
     if violation is not None:
         path = violation.path
         raise AtlasError(where, f"facts field {path}" if path else "facts", violation.problem)
+
+
+def read_facts(path: Path, shown: str | Path) -> dict[str, Any]:
+    """A facts.json already in a site, read and checked; ``shown`` is the path the user knows it by."""
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise AtlasError(shown, None, f"is not JSON ({e})") from None
+    check_facts(facts, shown)
+    return facts
+
+
+def read_site_facts(folder: Path, names: list[str], shown: Path, fresh: set[str]) -> list[dict[str, Any]]:
+    """The facts.json of every family in ``names`` that ``folder`` holds, each checked against the schema.
+
+    One that does not match (written by another version of the atlas, or edited) fails the build with its
+    file and field and the command that rebuilds it; families written by this build (``fresh``) were
+    checked before they were written and are checked again here as read."""
+    present, stale = [], []
+    for name in names:
+        path = folder / name / "facts.json"
+        if not path.is_file():
+            continue
+        try:
+            present.append(read_facts(path, Path(shown) / name / "facts.json"))
+        except AtlasError as e:
+            if name in fresh:
+                raise
+            stale.append((name, e))
+    if stale:
+        first = stale[0][1]
+        if len(stale) <= 3:
+            them = "it" if len(stale) == 1 else "them"
+            how = f"rebuild {them}: python build.py {' '.join(f'--family {name}' for name, _ in stale)} --out {shown}"
+        else:
+            how = f"{len(stale)} families' facts.json do not match; rebuild every family: python build.py --out {shown}"
+        raise AtlasError(first.where, first.field, f"{first.problem}; {how}")
+    return present

@@ -1,18 +1,22 @@
 """The facts' schema (atlas/facts.schema.json) and its validator (atlas/schema.py): every family's facts
-match it, a facts dict that does not is one exact line naming the field, and the validator itself on
-small schemas."""
+match it, a facts dict that does not is one exact line naming the field, a site holding a facts.json
+that does not match fails the build with one line, and the validator itself on small schemas."""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
 from atlas import families
 from atlas.errors import AtlasError
 from atlas.schema import FACTS_SCHEMA, Schema, check_facts, json_path
+from tests.conftest import ROOT, run_build
+from tests.test_build_cli import snapshot
 
 SCHEMA_JSON = json.loads(FACTS_SCHEMA.read_text(encoding="utf-8"))
 
@@ -230,3 +234,98 @@ def test_values_outside_their_set_are_one_line_naming_them(kimi):
         'site/kimi_k2/facts.json: facts field checkpoint_check.sample[0].dtype: is "F99", expected one of "BOOL", "U8", '
     )
     assert broken(kimi, broken_identity) == "site/kimi_k2/facts.json: facts field preview.identities[0].holds: is false, expected true"
+
+
+# --- facts.json read back from a site -----------------------------------------------------------
+
+
+def site_with(tmp_path: Path, texts: dict[str, str]) -> Path:
+    """A site folder holding a facts.json for each family named (no pages: the check comes first)."""
+    site = tmp_path / "site"
+    for name, text in texts.items():
+        (site / name).mkdir(parents=True)
+        (site / name / "facts.json").write_text(text, encoding="utf-8")
+    return site
+
+
+def write_fails(site: Path) -> str:
+    from atlas.site import write_site
+
+    before = snapshot(site)
+    with pytest.raises(AtlasError) as e:
+        write_site(site, {}, families.names())
+    assert snapshot(site) == before
+    assert not list(site.parent.glob(".site.*"))  # no staging folder left behind
+    return str(e.value)
+
+
+def test_a_tampered_facts_json_in_the_site_is_one_line_with_the_command_that_rebuilds_it(tmp_path, kimi):
+    from atlas.site import facts_json
+
+    text = facts_json(kimi).replace('"num_blocks": 61,', '"num_blocks": "61",')
+    site = site_with(tmp_path, {"kimi_k2": text})
+    assert write_fails(site) == (
+        f'{site}/kimi_k2/facts.json: facts field model.num_blocks: is a string ("61"), expected an integer; '
+        f"rebuild it: python build.py --family kimi_k2 --out {site}"
+    )
+
+
+def test_a_facts_json_that_is_not_json_is_one_line(tmp_path, kimi):
+    site = site_with(tmp_path, {"gpt2": '{"schema": 2,'})
+    assert write_fails(site) == (
+        f"{site}/gpt2/facts.json: is not JSON (Expecting property name enclosed in double quotes: line 1 column 14 (char 13)); "
+        f"rebuild it: python build.py --family gpt2 --out {site}"
+    )
+
+
+def test_facts_of_an_older_atlas_in_many_families_name_the_first_and_ask_for_a_full_build(tmp_path, kimi):
+    from atlas.site import facts_json
+
+    old = facts_json({**kimi, "schema": 1})
+    site = site_with(tmp_path, {name: old for name in ("qwen3", "gpt2", "llama", "mistral")})
+    assert write_fails(site) == (
+        f"{site}/gpt2/facts.json: facts field schema: is 1, expected 2; "
+        f"4 families' facts.json do not match; rebuild every family: python build.py --out {site}"
+    )
+
+
+def test_a_build_beside_a_tampered_family_fails_and_keeps_the_site(built_site, tmp_path):
+    """The whole command line: another family's facts.json written by an older atlas (before the schema
+    and the equations) stops a one-family build with one line; the site stays as it was."""
+    out = tmp_path / "site"
+    shutil.copytree(built_site, out)
+    path = out / "kimi_k2" / "facts.json"
+    facts = json.loads(path.read_text(encoding="utf-8"))
+    facts["schema"] = 1
+    del facts["equations"]
+    path.write_text(json.dumps(facts), encoding="utf-8")
+    before = snapshot(out)
+
+    result = run_build(ROOT, "--family", "gpt2", "--out", str(out))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 2; rebuild it: python build.py --family kimi_k2 --out {out}",
+        f"the site in {out} was left as it was",
+    ]
+    assert snapshot(out) == before
+
+
+def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(project_copy):
+    """An atlas whose collect() puts a value JSON cannot hold into the facts: one line naming the file
+    and the field, exit 1, and the site folder as it was."""
+    module = project_copy / "atlas" / "facts.py"
+    source = module.read_text(encoding="utf-8")
+    bug = '"attention_class": type(attention) if attention is not None else None,'
+    assert '"attention_class": type(attention).__name__ if attention is not None else None,' in source
+    module.write_text(source.replace('"attention_class": type(attention).__name__ if attention is not None else None,', bug), encoding="utf-8")
+    site = project_copy / "site"
+    site.mkdir()
+    (site / "index.html").write_text("the previous site\n", encoding="utf-8")
+
+    result = run_build(project_copy, "--family", "gpt2")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold",
+        "the site in site was left as it was",
+    ]
+    assert snapshot(site) == {"index.html": b"the previous site\n"}
