@@ -21,9 +21,12 @@ from atlas.errors import AtlasError
 def build(names: list[str], out: Path, weights: Path | None = None) -> None:
     from atlas.check import check
     from atlas.facts import collect
+    from atlas.schema import check_facts
     from atlas.site import render_family, write_site
 
     collected = [collect(name, weights) for name in names]  # collect: facts from models and checkpoints
+    for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
+        check_facts(family.facts, Path(out) / name / "facts.json")
     for family in collected:  # check: every claim against an independent source
         check(family)
     pages = {}  # render: pages from the facts alone

@@ -21,6 +21,7 @@ from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
 from atlas.numbers import grouped
+from atlas.schema import read_site_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -148,7 +149,7 @@ def render_index(all_facts: list[dict[str, Any]], page_exists: Callable[[str], b
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
     """Write the built families into ``out``, keeping the other families it already holds."""
     visible_text.check_pages(family_files)  # before anything is written: no page says None
-    out = Path(out).resolve()
+    shown, out = Path(out), Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.building-{os.getpid()}"
     if staging.exists():
@@ -166,11 +167,8 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         _copy_static(staging)
-        present = [
-            json.loads((staging / name / "facts.json").read_text(encoding="utf-8"))
-            for name in known_families
-            if (staging / name / "facts.json").is_file()
-        ]
+        # every facts.json the index reads matches atlas/facts.schema.json, the ones kept from before too
+        present = read_site_facts(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files})
         index = render_index(present, lambda rel: (staging / rel).is_file())
         visible_text.check_page("index.html", index)
         (staging / "index.html").write_text(index, encoding="utf-8")
