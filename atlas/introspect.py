@@ -141,17 +141,6 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
     return sorted(kinds, key=lambda k: k.indices[0])
 
 
-def layer_types(config) -> list[str] | None:
-    """The attention type of every block: config.layer_types where the config lists them; otherwise a
-    sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
-    listed = getattr(config, "layer_types", None)
-    if listed:
-        return list(listed)
-    if getattr(config, "sliding_window", None):
-        return ["sliding_attention"] * config.num_hidden_layers
-    return None
-
-
 def index_ranges(indices: list[int]) -> str:
     """[1, 2, 3, 7] -> '1–3, 7' (block numbers as they are in the module list, from 0)."""
     spans, start = [], indices[0]
