@@ -199,6 +199,7 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     is written: every table sums to its component's count, every link inside a family points at a page,
     every listed value is one the family produces and has its page, and the diagram names no other."""
     nodes = view["nodes"]
+    check_evidence(nodes, family)
     for name, value in view["values"].items():
         if value["read_at"] is None or value["blocks"] == []:
             raise AtlasError(f"family {family}", f"value {name}", "listed, but support() places it nowhere in this family")
@@ -231,3 +232,19 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
         if p["part"] is not None and p["part"] not in view["values"]:
             raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
+
+
+def check_evidence(nodes: dict[str, Any], family: str) -> None:
+    """Every evidence item holds what it is cited for: each text in its ``contains`` (a call such as
+    ``self.kv_b_proj(``, an attribute such as ``self.weight``) is in the code of the excerpt it shows
+    (comments aside), and that excerpt is the text its pinned sha256 was verified for."""
+    for nid, node in nodes.items():
+        for ev in node["evidence"]:
+            name = f"{ev['class']}.{ev['part']} ({ev['path']} lines {ev['start']}–{ev['end']})"
+            if sources.sha256(ev["text"]) != ev["sha256"]:
+                raise AtlasError(f"family {family}", nid, f"the evidence {name} shows other lines than the pinned excerpt")
+            if ev["direct"] and not ev["contains"]:
+                raise AtlasError(f"family {family}", nid, f"the direct evidence {name} names nothing it contains")
+            for text in ev["contains"]:
+                if not sources.lines_containing(ev, text):
+                    raise AtlasError(f"family {family}", nid, f"the evidence {name} does not contain `{text}`")

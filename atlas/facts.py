@@ -65,6 +65,12 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "num_blocks": len(blocks),
             "block_class": type(blocks[0]).__name__,
             "attention_class": type(attention).__name__ if attention is not None else None,
+            # the class of every module on the way to the block list, by path ("" is the model):
+            # the owners of the block list and of the modules outside the blocks
+            "containers": _containers(model, block_path),
+            # transformers classes built on a torch layer (a scaled embedding on nn.Embedding): the
+            # tensors of that layer are created by its constructor, which theirs calls
+            "torch_bases": _torch_bases(model),
         },
         "config": {
             "standardized": _standardized_sizes(config),
@@ -131,6 +137,25 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     check_preview(family.name, facts["preview"])
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
+
+
+def _containers(model, block_path: str) -> dict[str, str]:
+    parts = block_path.split(".")
+    paths = [".".join(parts[:n]) for n in range(len(parts))]
+    return {path: type(model.get_submodule(path) if path else model).__name__ for path in paths}
+
+
+def _torch_bases(model) -> dict[str, str]:
+    import torch
+
+    found = {}
+    for module in model.modules():
+        cls = type(module)
+        if cls.__module__.startswith("transformers."):
+            base = next((b for b in cls.__mro__[1:] if b.__module__.startswith("torch.nn") and b is not torch.nn.Module), None)
+            if base is not None:
+                found[cls.__name__] = f"torch.nn.{base.__name__}"
+    return dict(sorted(found.items()))
 
 
 def _standardized_sizes(config) -> dict[str, int | None]:
