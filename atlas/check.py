@@ -212,7 +212,7 @@ def check_pages(view: dict[str, Any], family: str) -> None:
             total = sum(row["parameters"] for row in node["accounting"])
             if total != node["parameters"]:
                 raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
-        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")]:
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")] + _more_links(node):
             if ref["id"] not in nodes:
                 raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
         if node["type"] == "tensor":
@@ -232,6 +232,15 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
         if p["part"] is not None and p["part"] not in view["values"]:
             raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
+
+
+def _more_links(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The links of a page beyond its crumbs, children, tensors and table: its inputs' pages, what feeds
+    an input, what produces a value and where it is handed over."""
+    ids = [x["link"] for x in (node["io"] or {}).get("in", []) if x.get("link")]
+    ids += [h["id"] for h in node.get("fed_by", []) if h["id"]] + [p["id"] for p in node.get("producers", [])]
+    ids += [node[k] for k in ("receiver", "receiver_id", "input_id") if node.get(k)]
+    return [{"id": i} for i in ids]
 
 
 def check_evidence(nodes: dict[str, Any], family: str) -> None:

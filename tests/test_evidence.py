@@ -151,3 +151,82 @@ def test_the_built_page_marks_the_lines_that_hold_the_call(built_site):
     assert any("self.kv_b_proj(" in m for m in marked)
     assert "<code>self.kv_b_proj(</code>" in page
 
+
+
+# --- values read at a module's input, and the inputs' pages ---------------------------------------
+
+
+@pytest.mark.parametrize("name, element", [("expert_weights", 1), ("expert_indices", 2)])
+def test_the_routers_results_are_produced_by_the_router_not_the_experts(kimi_view, kimi, name, element):
+    page = kimi_view["nodes"][f"value.{name}"]
+    router = kimi_view["nodes"]["MoE_block.mlp.gate"]
+    assert router["class"] == "DeepseekV3TopkRouter"
+    assert [p["id"] for p in page["producers"]] == ["MoE_block.mlp.gate"] == [page["producer_id"]]
+    assert page["receiver_id"] == "MoE_block.mlp.experts"
+    # the router's forward returns it: its return statement's results, in order (read here from the excerpt)
+    forward = kimi["excerpts"]["DeepseekV3TopkRouter"]["forward"]["text"]
+    returned = [r.strip() for r in re.search(r"return (.+)", forward).group(1).split(",")]
+    assert returned[0] == "router_logits" and returned[element].startswith("topk_")
+    # the experts receive it as the argument of that name: their forward's signature, in order
+    experts = kimi["excerpts"]["DeepseekV3Experts"]["forward"]["text"]
+    arguments = re.findall(r"^\s+(\w+): torch\.Tensor", experts, re.M)
+    assert arguments == ["hidden_states", "top_k_index", "top_k_weights"]
+    expected_input = {"expert_weights": "top_k_weights", "expert_indices": "top_k_index"}[name]
+    assert page["input_id"] == f"MoE_block.mlp.experts.in.{expected_input}"
+    # the direct evidence is the router's code, with its return line marked; never the experts' forward
+    direct = [e for e in page["evidence"] if e["direct"]]
+    assert {e["class"] for e in direct} == {"DeepseekV3TopkRouter"}
+    ret = next(e for e in direct if "return" in e["contains"])
+    assert any(re.match(r"\s*return router_logits", ret["text"].splitlines()[n - ret["start"]]) for n in ret["marks"])
+    # the lines handing it over are cited too, from the mixture's forward: the router's call and the experts'
+    handed = [e for e in page["evidence"] if not e["direct"]]
+    assert handed and handed[0]["class"] == "DeepseekV3MoE"
+    assert {"self.gate(", "self.experts("} <= set(handed[0]["contains"])
+
+
+def test_values_read_at_an_input_name_what_computed_them(kimi_view):
+    nodes = kimi_view["nodes"]
+    # layer_mid, read at the MLP norm's input, is the block's own sum: the block computes it
+    assert [p["id"] for p in nodes["value.layer_mid"]["producers"]] == ["dense_block"]
+    # mlp_input, read at the MLP's input, is the MLP norm's output
+    assert [p["id"] for p in nodes["value.mlp_input"]["producers"]] == ["dense_block.post_attention_layernorm"]
+    # layer_input: the token embedding for block 0, the previous block for every later one
+    assert [p["id"] for p in nodes["value.layer_input"]["producers"]] == ["embed_tokens", "dense_block", "MoE_block"]
+    # a value read at a module's output keeps that module as its producer
+    assert [p["id"] for p in nodes["value.router_logits"]["producers"]] == ["MoE_block.mlp.gate"]
+
+
+@pytest.mark.parametrize("family, block, attention, norm, block_list, embedding", [
+    ("kimi_k2", "MoE_block", "MoE_block.self_attn", "MoE_block.input_layernorm", "layers", "embed_tokens"),
+    ("gpt2", "transformer_block", "transformer_block.attn", "transformer_block.ln_1", "h", "wte"),
+])
+def test_the_block_and_attention_inputs_have_pages_naming_what_feeds_them(request, family, block, attention, norm, block_list, embedding):
+    view = request.getfixturevalue("kimi_view" if family == "kimi_k2" else "gpt2_view")
+    nodes = view["nodes"]
+    # the block's input: the previous block's output; block 0's the stream entering the blocks
+    block_in = nodes[f"{block}.in.hidden_states"]
+    assert block_in["type"] == "input" and block_in["crumbs"][-1]["id"] == block
+    assert "previous block" in block_in["fed_by"][0]["text"] and "blocks" in [h["id"] for h in block_in["fed_by"]]
+    assert nodes[block]["io"]["in"][0]["link"] == block_in["id"]
+    ev = block_in["evidence"]
+    assert ev and all(e["direct"] for e in ev)
+    marked = [e["text"].splitlines()[n - e["start"]] for e in ev for n in e["marks"]]
+    assert any(f"self.{block_list}" in line for line in marked)
+    if family == "kimi_k2":  # Kimi's x_0 is the token embedding itself; GPT-2 adds the positions first
+        assert block_in["fed_by"][-1]["id"] == embedding
+        assert any(f"self.{embedding}(" in line for line in marked)
+    # the attention's input: the norm before it, called just before it in the block's forward
+    attn_in = nodes[f"{attention}.in.hidden_states"]
+    assert attn_in["fed_by"][0]["id"] == norm
+    assert nodes[attention]["io"]["in"][0]["link"] == attn_in["id"]
+    assert "attention_norm_output" in attn_in["values_here"]
+    (e,) = attn_in["evidence"]
+    lines = e["text"].splitlines()
+    norm_line = next(n for n in e["marks"] if f"self.{norm.rsplit('.', 1)[1]}(" in lines[n - e["start"]])
+    attn_line = next(n for n in e["marks"] if f"self.{attention.rsplit('.', 1)[1]}(" in lines[n - e["start"]])
+    assert norm_line < attn_line
+    check_pages(view, family)
+    broken = copy.deepcopy(view)
+    broken["nodes"][attn_in["id"]]["fed_by"][0]["id"] = f"{norm}.nowhere"
+    with pytest.raises(AtlasError, match=f"{re.escape(attn_in['id'])}: links to '{re.escape(norm)}.nowhere', which has no page"):
+        check_pages(broken, family)
