@@ -20,6 +20,7 @@ def check(collected: Collected) -> None:
     name = facts["family"]["name"]
     check_accounting(name, facts["accounting"])
     check_checkpoint_totals(facts["checkpoint_check"])
+    check_tensor_summary(facts["checkpoint_check"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
     sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
@@ -73,6 +74,38 @@ def check_checkpoint_totals(check: dict[str, Any]) -> None:
                 for row in differing
             ),
         )
+
+
+def check_tensor_summary(check: dict[str, Any], layout: list) -> None:
+    """What a tensor page says the files store for it is the predicted layout's own tensors: every
+    name its pattern stands for, with that dtype and shape; a tied tensor the layout does not hold."""
+    predicted = {t.name: t for t in layout}
+    for key, found in check.get("tensors", {}).items():
+        for e in found["stored"]:
+            names = _expanded(e["name"])
+            if len(names) != e["count"]:
+                raise AtlasError(check["pinned_file"], f"tensor {key}", f"{e['name']} stands for {len(names)} tensors, the page counts {e['count']}")
+            for name in names:
+                t = predicted.get(name)
+                if t is None or t.dtype != e["dtype"] or list(t.shape) != e["shape"]:
+                    held = f"{t.dtype} {list(t.shape)}" if t is not None else "no such tensor"
+                    raise AtlasError(check["pinned_file"], f"tensor {key}", f"the page says {name} is stored as {e['dtype']} {e['shape']}; the predicted files hold {held}")
+        if found["tied_to"] is not None and found["tied_to"] not in predicted:
+            raise AtlasError(check["pinned_file"], f"tensor {key}", f"said to be stored as {found['tied_to']}, which the predicted files do not hold")
+
+
+def _expanded(pattern: str) -> list[str]:
+    """'experts.{0…383}.w' -> experts.0.w ... experts.383.w; '{1,3}' lists its indices."""
+    m = re.search(r"\{([^}]*)\}", pattern)
+    if m is None:
+        return [pattern]
+    inner = m.group(1)
+    if "…" in inner:
+        a, b = inner.split("…")
+        indices = range(int(a), int(b) + 1)
+    else:
+        indices = [int(i) for i in inner.split(",")]
+    return [n for i in indices for n in _expanded(pattern[:m.start()] + str(i) + pattern[m.end():])]
 
 
 def _signed(n: int) -> str:

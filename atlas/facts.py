@@ -36,7 +36,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     attention_name = standard.block_roles(blocks[0]).attention
     attention = getattr(blocks[0], attention_name) if attention_name else None
 
-    layout = _predicted_layout(family, checkpoint, model)
+    layout, predictor = _predicted_layout(family, checkpoint, model, with_predictor=True)
+    outside = params.outside_trees(model, block_path)
     local = _local_checkpoint(family, checkpoint, model, weights) if weights is not None else None
     facts: dict[str, Any] = {
         "schema": SCHEMA,
@@ -93,16 +94,19 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "accounting": {
             "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
             "block_kinds": kind_rows,
-            "outside": params.outside_trees(model, block_path),  # the component pages of embeddings, norm, head
+            "outside": outside,  # the component pages of embeddings, norm, head
         },
-        "checkpoint_check": _checkpoint_check(checkpoint, layout, local),
+        "checkpoint_check": {**_checkpoint_check(checkpoint, layout, local),
+                             # per model tensor of the first block of each kind and the outside modules:
+                             # the stored name(s), dtype, shape, bytes; scales with the block they cover
+                             "tensors": predictor.tensors_of(_page_tensors(kind_rows, outside))},
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
     _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
-        return Collected(facts, local["layout"], local["read"])
+        return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)
 
 
@@ -172,8 +176,20 @@ def _attention_facts(attention) -> dict[str, Any]:
     return {"scaling": scaling, "scaling_rounded": round(scaling, 4) if scaling is not None else None}
 
 
-def _predicted_layout(family, checkpoint, model=None) -> list:
-    """The tensors the released files hold, predicted from config.json, quantization_config and the model."""
+def _page_tensors(kind_rows, outside: dict[str, dict[str, Any]]) -> list[str]:
+    """The model names of the tensors that have pages: every tensor of each block kind's first block
+    and of the modules outside the blocks."""
+    def walk(node):
+        yield from (f"{node['path']}.{t['name']}" for t in node["tensors"])
+        for child in node["children"]:
+            yield from walk(child)
+
+    return [name for tree in [k["tree"] for k in kind_rows] + list(outside.values()) for name in walk(tree)]
+
+
+def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
+    """The tensors the released files hold, predicted from config.json, quantization_config and the model
+    (and, ``with_predictor``, the predictor that made them)."""
 
     def build(changes):
         if model is not None and not changes:
@@ -190,7 +206,7 @@ def _predicted_layout(family, checkpoint, model=None) -> list:
         tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
         tensors += family.stored_extras(checkpoint.config, predict)
-    return tensors
+    return (tensors, predict) if with_predictor else tensors
 
 
 def _stored_rules(checkpoint) -> StoredRules:

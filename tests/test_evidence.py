@@ -4,6 +4,8 @@ operation it is cited for, and an excerpt that does not fails the build in one l
 from __future__ import annotations
 
 import copy
+import json
+import math
 import re
 from importlib import metadata
 
@@ -230,3 +232,99 @@ def test_the_block_and_attention_inputs_have_pages_naming_what_feeds_them(reques
     broken["nodes"][attn_in["id"]]["fed_by"][0]["id"] = f"{norm}.nowhere"
     with pytest.raises(AtlasError, match=f"{re.escape(attn_in['id'])}: links to '{re.escape(norm)}.nowhere', which has no page"):
         check_pages(broken, family)
+
+
+# --- weight tensors as the checkpoint's files store them ---------------------------------------------
+
+SAFETENSORS = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", None: "F32"}
+
+
+@pytest.mark.parametrize("kind", ["dense_block", "MoE_block"])
+def test_kimi_q_a_proj_weight_is_stored_in_fp8_with_its_block_scales(kimi_view, kind):
+    from tests.conftest import released_config
+
+    config = released_config("kimi_k2")
+    q = config["quantization_config"]
+    assert q["quant_method"] == "fp8" and q["fmt"] == "e4m3"
+    rows, cols = config["q_lora_rank"], config["hidden_size"]  # nn.Linear(hidden, q_lora_rank): [out, in]
+    block_rows, block_cols = q["weight_block_size"]
+    page = kimi_view["nodes"][f"{kind}.self_attn.q_a_proj.weight"]
+    index = 0 if kind == "dense_block" else config["first_k_dense_replace"]
+    name = f"model.layers.{index}.self_attn.q_a_proj.weight"
+    weight, scale = page["stored"]
+    assert (weight["name"], weight["count"], weight["dtype"], weight["shape"]) == (name, 1, "F8_E4M3", [rows, cols])
+    assert weight["bytes"] == rows * cols  # one byte each
+    assert (scale["name"], scale["dtype"], scale["scales"], scale["block"]) == (f"{name}_scale_inv", "F32", name, [block_rows, block_cols])
+    assert scale["shape"] == [math.ceil(rows / block_rows), math.ceil(cols / block_cols)]
+    assert scale["bytes"] == 4 * scale["shape"][0] * scale["shape"][1]
+
+
+def test_kimi_experts_are_stored_one_tensor_per_expert(kimi_view):
+    from tests.conftest import released_config
+
+    config = released_config("kimi_k2")
+    experts, inner, d = config["n_routed_experts"], config["moe_intermediate_size"], config["hidden_size"]
+    stored = {e["name"]: e for e in kimi_view["nodes"]["MoE_block.mlp.experts.gate_up_proj"]["stored"]}
+    first = config["first_k_dense_replace"]
+    gate = stored[f"model.layers.{first}.mlp.experts.{{0…{experts - 1}}}.gate_proj.weight"]
+    assert (gate["count"], gate["dtype"], gate["shape"], gate["total_bytes"]) == (experts, "F8_E4M3", [inner, d], experts * inner * d)
+    assert f"model.layers.{first}.mlp.experts.{{0…{experts - 1}}}.up_proj.weight" in stored
+    scale = stored[f"model.layers.{first}.mlp.experts.{{0…{experts - 1}}}.gate_proj.weight_scale_inv"]
+    assert scale["shape"] == [math.ceil(inner / 128), math.ceil(d / 128)] and scale["count"] == experts
+
+
+def test_gpt_oss_experts_are_stored_as_mxfp4_blocks_and_scales(collected):
+    from tests.conftest import released_config
+
+    config = released_config("gpt_oss")
+    assert config["quantization_config"]["quant_method"] == "mxfp4"
+    view = pages.site(collected("gpt_oss").facts)
+    experts, d, inner = config["num_local_experts"], config["hidden_size"], config["intermediate_size"]
+    page = next(n for nid, n in view["nodes"].items() if nid.endswith(".mlp.experts.down_proj"))
+    blocks, scales = page["stored"]
+    # down_proj maps inner -> d: stored [experts, out, in / 32, 16] (two 4-bit values a byte) and [experts, out, in / 32]
+    assert (blocks["dtype"], blocks["shape"], blocks["values_per_element"]) == ("U8", [experts, d, inner // 32, 16], 2)
+    assert (scales["dtype"], scales["shape"], scales["scales"], scales["block"]) == ("U8", [experts, d, inner // 32], blocks["name"], [32])
+    assert blocks["bytes"] == experts * d * inner // 2
+
+
+def test_gpt2_tensors_are_stored_in_the_dtype_the_checkpoint_rules_say(gpt2_view):
+    from tests.conftest import ROOT, released_config
+
+    rules = json.loads((ROOT / "atlas/checkpoints/openai-community/gpt2/checkpoint.json").read_text())
+    config = released_config("gpt2")
+    dtype = rules.get("weight_dtype") or SAFETENSORS[config.get("torch_dtype", config.get("dtype"))]
+    assert dtype == "F32"
+    prefix = rules["prefix_removed"]
+    tensors = [n for n in gpt2_view["nodes"].values() if n["type"] == "tensor"]
+    assert len(tensors) > 10
+    for page in tensors:
+        if page["path"] == "lm_head.weight":  # tied to the token embedding, stored once under its name
+            assert page["stored"] == [] and page["stored_tied_to"] == "wte.weight"
+            continue
+        (e,) = page["stored"]
+        assert (e["name"], e["dtype"], e["shape"]) == (page["path"].removeprefix(prefix), dtype, page["shape"])
+        assert e["bytes"] == 4 * page["parameters"]
+
+
+def test_a_tensor_summary_that_disagrees_with_the_layout_fails(collected):
+    from atlas.check import check_tensor_summary
+
+    c = collected("kimi_k2")
+    check = c.facts["checkpoint_check"]
+    check_tensor_summary(check, c.layout)  # the real one agrees
+    broken = copy.deepcopy(check)
+    key = "model.layers.1.self_attn.q_a_proj.weight"
+    broken["tensors"][key]["stored"][0]["dtype"] = "BF16"
+    with pytest.raises(AtlasError, match=re.escape(f"tensor {key}: the page says {key} is stored as BF16")):
+        check_tensor_summary(broken, c.layout)
+    broken = copy.deepcopy(check)
+    broken["tensors"]["model.layers.1.mlp.experts.down_proj"]["stored"][0]["count"] = 383
+    with pytest.raises(AtlasError, match="stands for 384 tensors, the page counts 383"):
+        check_tensor_summary(broken, c.layout)
+
+
+def test_the_built_tensor_page_shows_the_stored_dtype_and_scale(built_site):
+    page = (built_site / "kimi_k2/c/MoE_block.self_attn.q_a_proj.weight.html").read_text()
+    assert "<code>F8_E4M3</code>" in page and "<code>F32</code>" in page
+    assert "model.layers.1.self_attn.q_a_proj.weight_scale_inv" in page

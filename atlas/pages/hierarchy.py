@@ -201,7 +201,31 @@ def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where,
         "accounting": [{"id": None, "title": t["name"], "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]}],
         "evidence": tensor_evidence(facts, owner, t["name"]),
     }
+    page["stored"], page["stored_tied_to"] = stored(facts, page["path"])
     return page
+
+
+def stored(facts: dict[str, Any], key: str) -> tuple[list[dict[str, Any]], str | None]:
+    """What the checkpoint's files hold for a model tensor (facts.checkpoint_check.tensors): each stored
+    tensor with its bytes worked out, and a scale with the block it covers and, where the block is a
+    rows × columns tile, its shape worked out from the weight's."""
+    found = facts["checkpoint_check"].get("tensors", {}).get(key)
+    if found is None:
+        return [], None
+    entries = []
+    by_name = {e["name"]: e for e in found["stored"]}
+    for e in found["stored"]:
+        per = e["bytes"] // e["elements"] if e["elements"] else 0
+        calc = f"{grouped(e['elements'])} × {per} byte{'s' if per != 1 else ''} = {grouped(e['bytes'])}"
+        if e["count"] > 1:
+            calc += f"; × {e['count']} = {grouped(e['total_bytes'])}"
+        entry = {**e, "calculation": calc, "packed": e["values_per_element"] > 1}
+        scaled = by_name.get(e.get("scales"))
+        if scaled is not None and len(e["block"]) == 2 and len(scaled["shape"]) == 2:
+            (r, c), (br, bc) = scaled["shape"], e["block"]
+            entry["scale_shape"] = f"⌈{grouped(r)} / {br}⌉ × ⌈{grouped(c)} / {bc}⌉ = {grouped(e['shape'][0])} × {grouped(e['shape'][1])}"
+        entries.append(entry)
+    return entries, found["tied_to"]
 
 
 def model_evidence(facts: dict[str, Any]) -> list[dict[str, Any]]:
