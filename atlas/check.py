@@ -20,6 +20,7 @@ def check(collected: Collected) -> None:
     name = facts["family"]["name"]
     check_accounting(name, facts["accounting"])
     check_checkpoint_totals(facts["checkpoint_check"])
+    check_tensor_summary(facts["checkpoint_check"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
     sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
@@ -73,6 +74,38 @@ def check_checkpoint_totals(check: dict[str, Any]) -> None:
                 for row in differing
             ),
         )
+
+
+def check_tensor_summary(check: dict[str, Any], layout: list) -> None:
+    """What a tensor page says the files store for it is the predicted layout's own tensors: every
+    name its pattern stands for, with that dtype and shape; a tied tensor the layout does not hold."""
+    predicted = {t.name: t for t in layout}
+    for key, found in check.get("tensors", {}).items():
+        for e in found["stored"]:
+            names = _expanded(e["name"])
+            if len(names) != e["count"]:
+                raise AtlasError(check["pinned_file"], f"tensor {key}", f"{e['name']} stands for {len(names)} tensors, the page counts {e['count']}")
+            for name in names:
+                t = predicted.get(name)
+                if t is None or t.dtype != e["dtype"] or list(t.shape) != e["shape"]:
+                    held = f"{t.dtype} {list(t.shape)}" if t is not None else "no such tensor"
+                    raise AtlasError(check["pinned_file"], f"tensor {key}", f"the page says {name} is stored as {e['dtype']} {e['shape']}; the predicted files hold {held}")
+        if found["tied_to"] is not None and found["tied_to"] not in predicted:
+            raise AtlasError(check["pinned_file"], f"tensor {key}", f"said to be stored as {found['tied_to']}, which the predicted files do not hold")
+
+
+def _expanded(pattern: str) -> list[str]:
+    """'experts.{0…383}.w' -> experts.0.w ... experts.383.w; '{1,3}' lists its indices."""
+    m = re.search(r"\{([^}]*)\}", pattern)
+    if m is None:
+        return [pattern]
+    inner = m.group(1)
+    if "…" in inner:
+        a, b = inner.split("…")
+        indices = range(int(a), int(b) + 1)
+    else:
+        indices = [int(i) for i in inner.split(",")]
+    return [n for i in indices for n in _expanded(pattern[:m.start()] + str(i) + pattern[m.end():])]
 
 
 def _signed(n: int) -> str:
@@ -199,6 +232,7 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     is written: every table sums to its component's count, every link inside a family points at a page,
     every listed value is one the family produces and has its page, and the diagram names no other."""
     nodes = view["nodes"]
+    check_evidence(nodes, family)
     for name, value in view["values"].items():
         if value["read_at"] is None or value["blocks"] == []:
             raise AtlasError(f"family {family}", f"value {name}", "listed, but support() places it nowhere in this family")
@@ -211,7 +245,7 @@ def check_pages(view: dict[str, Any], family: str) -> None:
             total = sum(row["parameters"] for row in node["accounting"])
             if total != node["parameters"]:
                 raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
-        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")]:
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")] + _more_links(node):
             if ref["id"] not in nodes:
                 raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
         if node["type"] == "tensor":
@@ -231,3 +265,28 @@ def check_pages(view: dict[str, Any], family: str) -> None:
     for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
         if p["part"] is not None and p["part"] not in view["values"]:
             raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
+
+
+def _more_links(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The links of a page beyond its crumbs, children, tensors and table: its inputs' pages, what feeds
+    an input, what produces a value and where it is handed over."""
+    ids = [x["link"] for x in (node["io"] or {}).get("in", []) if x.get("link")]
+    ids += [h["id"] for h in node.get("fed_by", []) if h["id"]] + [p["id"] for p in node.get("producers", [])]
+    ids += [node[k] for k in ("receiver", "receiver_id", "input_id") if node.get(k)]
+    return [{"id": i} for i in ids]
+
+
+def check_evidence(nodes: dict[str, Any], family: str) -> None:
+    """Every evidence item holds what it is cited for: each text in its ``contains`` (a call such as
+    ``self.kv_b_proj(``, an attribute such as ``self.weight``) is in the code of the excerpt it shows
+    (comments aside), and that excerpt is the text its pinned sha256 was verified for."""
+    for nid, node in nodes.items():
+        for ev in node["evidence"]:
+            name = f"{ev['class']}.{ev['part']} ({ev['path']} lines {ev['start']}–{ev['end']})"
+            if sources.sha256(ev["text"]) != ev["sha256"]:
+                raise AtlasError(f"family {family}", nid, f"the evidence {name} shows other lines than the pinned excerpt")
+            if ev["direct"] and not ev["contains"]:
+                raise AtlasError(f"family {family}", nid, f"the direct evidence {name} names nothing it contains")
+            for text in ev["contains"]:
+                if not sources.lines_containing(ev, text):
+                    raise AtlasError(f"family {family}", nid, f"the evidence {name} does not contain `{text}`")

@@ -17,3 +17,4 @@ class Collected:
     facts: dict[str, Any]
     layout: list = field(default_factory=list)  # every predicted stored tensor
     local_tensors: list | None = None  # every tensor read from --weights, if given
+    pinned_layout: list | None = None  # the pinned checkpoint's predicted tensors, where layout is a local one's

@@ -36,7 +36,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     attention_name = standard.block_roles(blocks[0]).attention
     attention = getattr(blocks[0], attention_name) if attention_name else None
 
-    layout = _predicted_layout(family, checkpoint, model)
+    layout, predictor = _predicted_layout(family, checkpoint, model, with_predictor=True)
+    outside = params.outside_trees(model, block_path)
     local = _local_checkpoint(family, checkpoint, model, weights) if weights is not None else None
     facts: dict[str, Any] = {
         "schema": SCHEMA,
@@ -65,6 +66,12 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "num_blocks": len(blocks),
             "block_class": type(blocks[0]).__name__,
             "attention_class": type(attention).__name__ if attention is not None else None,
+            # the class of every module on the way to the block list, by path ("" is the model):
+            # the owners of the block list and of the modules outside the blocks
+            "containers": _containers(model, block_path),
+            # transformers classes built on a torch layer (a scaled embedding on nn.Embedding): the
+            # tensors of that layer are created by its constructor, which theirs calls
+            "torch_bases": _torch_bases(model),
         },
         "config": {
             "standardized": _standardized_sizes(config),
@@ -87,16 +94,19 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "accounting": {
             "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
             "block_kinds": kind_rows,
-            "outside": params.outside_trees(model, block_path),  # the component pages of embeddings, norm, head
+            "outside": outside,  # the component pages of embeddings, norm, head
         },
-        "checkpoint_check": _checkpoint_check(checkpoint, layout, local),
+        "checkpoint_check": {**_checkpoint_check(checkpoint, layout, local),
+                             # per model tensor of the first block of each kind and the outside modules:
+                             # the stored name(s), dtype, shape, bytes; scales with the block they cover
+                             "tensors": predictor.tensors_of(_page_tensors(kind_rows, outside))},
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
     _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
-        return Collected(facts, local["layout"], local["read"])
+        return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)
 
 
@@ -133,6 +143,25 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     facts["notes"] = notes.family_notes(family, facts, run)
 
 
+def _containers(model, block_path: str) -> dict[str, str]:
+    parts = block_path.split(".")
+    paths = [".".join(parts[:n]) for n in range(len(parts))]
+    return {path: type(model.get_submodule(path) if path else model).__name__ for path in paths}
+
+
+def _torch_bases(model) -> dict[str, str]:
+    import torch
+
+    found = {}
+    for module in model.modules():
+        cls = type(module)
+        if cls.__module__.startswith("transformers."):
+            base = next((b for b in cls.__mro__[1:] if b.__module__.startswith("torch.nn") and b is not torch.nn.Module), None)
+            if base is not None:
+                found[cls.__name__] = f"torch.nn.{base.__name__}"
+    return dict(sorted(found.items()))
+
+
 def _standardized_sizes(config) -> dict[str, int | None]:
     """The sizes every family names the same way (a family's own config may call them otherwise)."""
     sizes = standard.checkpoint_sizes(config)
@@ -147,8 +176,20 @@ def _attention_facts(attention) -> dict[str, Any]:
     return {"scaling": scaling, "scaling_rounded": round(scaling, 4) if scaling is not None else None}
 
 
-def _predicted_layout(family, checkpoint, model=None) -> list:
-    """The tensors the released files hold, predicted from config.json, quantization_config and the model."""
+def _page_tensors(kind_rows, outside: dict[str, dict[str, Any]]) -> list[str]:
+    """The model names of the tensors that have pages: every tensor of each block kind's first block
+    and of the modules outside the blocks."""
+    def walk(node):
+        yield from (f"{node['path']}.{t['name']}" for t in node["tensors"])
+        for child in node["children"]:
+            yield from walk(child)
+
+    return [name for tree in [k["tree"] for k in kind_rows] + list(outside.values()) for name in walk(tree)]
+
+
+def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
+    """The tensors the released files hold, predicted from config.json, quantization_config and the model
+    (and, ``with_predictor``, the predictor that made them)."""
 
     def build(changes):
         if model is not None and not changes:
@@ -165,7 +206,7 @@ def _predicted_layout(family, checkpoint, model=None) -> list:
         tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
         tensors += family.stored_extras(checkpoint.config, predict)
-    return tensors
+    return (tensors, predict) if with_predictor else tensors
 
 
 def _stored_rules(checkpoint) -> StoredRules:

@@ -168,24 +168,36 @@ class LayoutPredictor:
             self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype, self.rules
         )
 
+    def tensors_of(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """What the files store for each of these model tensors (tensor_summary), by the same rules."""
+        return tensor_summary(self.build({}), keys, self.raw_config.get("quantization_config"), self.weight_dtype, self.rules)
 
-def predicted_tensors(
-    model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules = StoredRules()
-) -> list[StoredTensor]:
-    """The tensors save_pretrained would write for this model, under the released quantization."""
-    from transformers.core_model_loading import revert_weight_conversion
 
+def _unique_state(model, rules: StoredRules) -> tuple[dict[str, Any], dict[str, str]]:
+    """The model's tensors as the files store them once: (name -> tensor, tied name -> the name kept)."""
     # keep_vars: the state's tensors are the model's own, so tied ones are one object under two names.
     state = model.state_dict(keep_vars=True)
     # Tied weights are stored once: keep the first name of each shared tensor (unless the files say otherwise).
-    seen, unique = set(), {}
+    first: dict[int, str] = {}
+    unique, tied = {}, {}
     for key, tensor in state.items():
-        if id(tensor) not in seen or key in rules.tied_stored:
-            seen.add(id(tensor))
+        if id(tensor) not in first or key in rules.tied_stored:
+            first.setdefault(id(tensor), key)
             unique[key] = tensor.detach()
+        else:
+            tied[key] = first[id(tensor)]
     for key in rules.tied_stored:
         if key not in state:
             raise AtlasError(rules.source, "tied_stored", f"{key!r} is no tensor of {type(model).__name__}")
+    return unique, tied
+
+
+def _file_tensors(model, unique: dict[str, Any], quantization: Mapping[str, Any] | None, weight_dtype: str,
+                  rules: StoredRules) -> list[tuple[StoredTensor, Any]]:
+    """The stored tensors of these model tensors (names as stored, dtypes, shapes), each with the
+    quantizer that made it (None where none did)."""
+    from transformers.core_model_loading import revert_weight_conversion
+
     buffers = {
         f"{path}.{name}" if path else name
         for path, owner in model.named_modules()
@@ -199,18 +211,78 @@ def predicted_tensors(
     for key, tensor in stored.items():
         shape = tuple(tensor.shape)
         if key in buffers:
-            tensors.append(StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"))
+            tensors.append((StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"), None))
             continue
         owner = modules.get(_owner_path(key, modules))
         if quantized and quantized.applies(owner, key, shape):
-            tensors += quantized.tensors(key, shape)
+            tensors += [(t, quantized) for t in quantized.tensors(key, shape)]
         else:
-            tensors.append(StoredTensor(key, weight_dtype, shape, "parameter"))
+            tensors.append((StoredTensor(key, weight_dtype, shape, "parameter"), None))
+    if rules.prefix_removed:
+        tensors = [(dataclasses.replace(t, name=t.name.removeprefix(rules.prefix_removed)), q) for t, q in tensors]
+    return tensors
+
+
+def predicted_tensors(
+    model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules = StoredRules()
+) -> list[StoredTensor]:
+    """The tensors save_pretrained would write for this model, under the released quantization."""
+    unique, _ = _unique_state(model, rules)
+    tensors = [t for t, _ in _file_tensors(model, unique, quantization, weight_dtype, dataclasses.replace(rules, prefix_removed=""))]
     if rules.prefix_removed:
         if not any(t.name.startswith(rules.prefix_removed) for t in tensors):
             raise AtlasError(rules.source, "prefix_removed", f"no tensor name starts with {rules.prefix_removed!r}")
         tensors = [dataclasses.replace(t, name=t.name.removeprefix(rules.prefix_removed)) for t in tensors]
     return tensors
+
+
+def tensor_summary(model, keys: list[str], quantization: Mapping[str, Any] | None, weight_dtype: str,
+                   rules: StoredRules = StoredRules()) -> dict[str, dict[str, Any]]:
+    """For each model tensor (by its name in the model), what the files store for it: ``stored``, the
+    stored tensors grouped by name pattern (one per expert: ``experts.{0…383}.gate_proj.weight`` ×384),
+    each with dtype, shape, bytes, and for a quantization scale the tensor it scales and the block one
+    scale covers; ``tied_to``, where the files hold a tied tensor once under another name."""
+    unique, tied = _unique_state(model, rules)
+    out = {}
+    for key in keys:
+        if key not in unique:
+            kept = tied.get(key)
+            out[key] = {"stored": [], "tied_to": kept.removeprefix(rules.prefix_removed) if kept else None}
+            continue
+        made = _file_tensors(model, {key: unique[key]}, quantization, weight_dtype, rules)
+        out[key] = {"stored": _grouped(made), "tied_to": None}
+    return out
+
+
+def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
+    """Stored tensors that differ only by an index (one per expert) as one entry with a name pattern."""
+    import re
+
+    groups: dict[tuple, list[tuple[StoredTensor, Any]]] = {}
+    for t, q in made:
+        parts = tuple("#" if p.isdigit() else p for p in t.name.split("."))
+        groups.setdefault((parts, t.dtype, t.shape, t.role), []).append((t, q))
+    entries = []
+    for (parts, dtype, shape, role), members in groups.items():
+        names = [t.name.split(".") for t, _ in members]
+        shown = []
+        for i, part in enumerate(parts):
+            seen = sorted({int(n[i]) for n in names}) if part == "#" else None
+            if seen is None or len(seen) == 1:
+                shown.append(names[0][i])
+            elif seen == list(range(seen[0], seen[-1] + 1)):
+                shown.append(f"{{{seen[0]}…{seen[-1]}}}")
+            else:
+                shown.append("{" + ",".join(map(str, seen)) + "}")
+        t, q = members[0]
+        entry = {"name": ".".join(shown), "count": len(members), "dtype": dtype, "shape": list(shape), "role": role,
+                 "elements": t.elements, "bytes": t.elements * DTYPE_BYTES[dtype], "total_bytes": len(members) * t.elements * DTYPE_BYTES[dtype],
+                 "values_per_element": t.values_per_element}
+        if q is not None and role == "scale":
+            entry["scales"] = re.sub(r"(_scale_inv|_scales)$", "", entry["name"]) + ("_blocks" if entry["name"].endswith("_scales") else "")
+            entry["block"] = list(q.scale_block)
+        entries.append(entry)
+    return entries
 
 
 def _owner_path(key: str, modules: Mapping[str, Any]) -> str:
@@ -233,6 +305,7 @@ class _BlockFP8:
     def __init__(self, config: Mapping[str, Any]):
         self.block = tuple(config.get("weight_block_size") or (128, 128))
         self.skip = set(config.get("modules_to_not_convert") or ["lm_head"])
+        self.scale_block = self.block  # the rows × columns of the weight one F32 scale covers
 
     def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
         import torch
@@ -265,6 +338,7 @@ class _MXFP4:
 
     def __init__(self, config: Mapping[str, Any]):
         self.skip = list(config.get("modules_to_not_convert") or [])
+        self.scale_block = (self.BLOCK,)  # the values of one row one U8 exponent covers
 
     def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
         if owner is None or "Experts" not in type(owner).__name__ or len(shape) != 3 or key.endswith("_bias"):

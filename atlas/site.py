@@ -65,9 +65,21 @@ def _environment() -> jinja2.Environment:
     env.filters["tex"] = lambda tex: markupsafe.Markup(render_tex(tex, True))
     env.filters["texi"] = lambda tex: markupsafe.Markup(render_tex(tex, False))
     env.filters["shape"] = _shape
+    env.filters["excerpt_lines"] = excerpt_lines
     env.tests["is_heading"] = is_heading
     env.globals["page_href"] = page_href
     return env
+
+
+def excerpt_lines(ex: dict[str, Any]) -> markupsafe.Markup:
+    """An excerpt's text, verbatim, with the lines that hold what it is cited for marked."""
+    marks = set(ex.get("marks") or ())
+    out = []
+    for n, line in enumerate(ex["text"].splitlines(keepends=True), ex["start"]):
+        body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        text = markupsafe.escape(body)
+        out.append((markupsafe.Markup('<mark class="hit">{}</mark>').format(text) if n in marks else text) + end)
+    return markupsafe.Markup("").join(out)
 
 
 def is_heading(tex: str) -> bool:

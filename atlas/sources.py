@@ -57,13 +57,51 @@ def excerpt(obj: Any, package: str = "transformers") -> dict[str, Any]:
 
 
 def class_excerpts(cls: type) -> dict[str, dict[str, Any]]:
-    """A transformers class by its parts: where it is constructed and where it runs."""
+    """A transformers class by its parts: where it is constructed, where it runs, and every method of
+    its own that the forward calls (``self.expand_kv(``), and those they call, each pinned by name:
+    a page that cites a call the forward leaves to such a method cites that method's lines."""
     parts = {}
     for method in ("__init__", "forward"):
         fn = cls.__dict__.get(method)
         if fn is not None:
             parts[method] = excerpt(fn)
+    queue = [parts["forward"]["text"]] if "forward" in parts else []
+    while queue:
+        for name in SELF_CALL.findall(queue.pop(0)):
+            fn = cls.__dict__.get(name)
+            if name not in parts and inspect.isfunction(fn):
+                parts[name] = excerpt(fn)
+                queue.append(parts[name]["text"])
     return parts
+
+
+SELF_CALL = re.compile(r"\bself\.(\w+)\(")
+
+
+def code_of(text: str) -> str:
+    """An excerpt's code without its comments: what a page says an excerpt contains must be in the
+    code itself, never only in a comment beside it (blanked in place, so line numbers hold)."""
+    import io
+    import textwrap
+    import tokenize
+
+    dedented = textwrap.dedent(text)
+    lines = dedented.splitlines(keepends=True)
+    try:
+        comments = [tok for tok in tokenize.generate_tokens(io.StringIO(dedented).readline) if tok.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return dedented
+    for tok in reversed(comments):
+        row, col = tok.start
+        lines[row - 1] = lines[row - 1][:col] + " " * (tok.end[1] - col) + lines[row - 1][tok.end[1]:]
+    return "".join(lines)
+
+
+def lines_containing(ex: dict[str, Any], text: str) -> list[int]:
+    """The file line numbers of an excerpt whose code holds ``text`` as a whole name (``self.weight``
+    is not found in ``self.weight_scale``); none where the code never has it."""
+    pattern = re.compile(re.escape(text) + (r"(?![A-Za-z0-9_])" if re.match(r".*\w$", text) else ""))
+    return [ex["start"] + i for i, line in enumerate(code_of(ex["text"]).splitlines()) if pattern.search(line)]
 
 
 def verify(excerpts: list[dict[str, Any]]) -> None:

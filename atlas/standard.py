@@ -574,6 +574,8 @@ def support_facts(
                 "shape": resolve_dims(value.layout, sizes),
                 "description": value.description,
                 "read_at": first.read.words() if first.read else _nowhere(first, present),
+                # how it is read, as data: "input" or "output" (of ``module``), element; "inside", ...
+                "read": {"kind": first.read.kind, "element": first.read.element} if first.read else None,
                 "module": _generic_path(first.module, roles.block_list, present[0]) if (first.read and present) else first.module,
                 "condition": "; ".join(words) or None,
                 "blocks": present,

@@ -25,6 +25,7 @@ from typing import Any
 from atlas import search
 from atlas.pages.diagram import diagram
 from atlas.pages.hierarchy import hierarchy
+from atlas.pages.inputs import input_pages
 from atlas.pages.roles import annotated, slug
 from atlas.pages.values import value_pages, values
 
@@ -35,6 +36,7 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     nodes = hierarchy(facts)
     vals = values(facts)
     drawn = diagram(facts, set(nodes), vals)
+    input_pages(facts, nodes, vals)
     value_pages(facts, vals, nodes)
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.evidence import evidence, excerpt
+from atlas.pages.evidence import called, evidence, holding, item, tensor_evidence, uses
 from atlas.pages.roles import anatomy, role, slug
 from atlas.pages.shapes import io, named_dims
 from atlas.pages.sizes import Sizes
@@ -60,10 +60,10 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
                "out": [{"symbol": "z", "dims": named_dims(("B", "batch"), ("T", "positions"), (s.get("vocab_size"), "vocab"))}]},
         "children": [], "tensors": [], "accounting": [], "evidence": [],
     }
-    ex = excerpt(facts, facts["model"]["class"], "forward")
-    if ex:
-        model_node["evidence"].append({"direct": True, "claim": "The model's forward: the blocks, the final norm and the head, in that order.", "part": "forward", "class": facts["model"]["class"], **ex})
+    model_node["evidence"] = model_evidence(facts)
     nodes["model"] = model_node
+    containers = facts["model"]["containers"]
+    list_owner = containers[block_path.rpartition(".")[0]]
 
     kinds = acc["block_kinds"]
     kind_info = {k["id"]: k for k in facts["block_kinds"]}
@@ -79,9 +79,11 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
                "out": [{"symbol": f"x_{{{n_blocks}}}", "dims": named_dims(("B", "batch"), ("T", "positions"), (s.get("hidden_size"), "d"))}]},
         "children": [], "tensors": [], "accounting": [], "evidence": [],
     }
-    ex = excerpt(facts, facts["model"]["class"].replace("ForCausalLM", "Model"), "__init__")
-    if ex:
-        blocks_node["evidence"].append({"direct": False, "claim": "The model builds its blocks, one per layer index; the layer index decides each block's kind.", "part": "__init__", "class": facts["model"]["class"].replace("ForCausalLM", "Model"), **ex})
+    list_attr = f"self.{block_path.split('.')[-1]}"
+    blocks_node["evidence"] = [e for e in (
+        item(facts, False, f"{list_owner} builds its blocks as {list_attr}, one per layer index; the layer index decides each block's kind.", list_owner, "__init__", [list_attr]),
+        item(facts, False, f"{list_owner} runs the blocks of {list_attr} in order, each on the previous one's output.", list_owner, holding(facts, list_owner, list_attr), [list_attr]),
+    ) if e]
     nodes["blocks"] = blocks_node
 
     def add_module(node, nid, crumbs, instances, instances_label, parent, where, parent_role=None, crumb_title=None, slot=None):
@@ -135,7 +137,8 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if row.get("tied_to"):
             tree = {**tree, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "tied_to": row["tied_to"]}
         nid = slug(name)
-        add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": facts["model"]["class"].replace("ForCausalLM", "Model") if path.startswith("model.") else facts["model"]["class"], "name": "model"}, path)
+        owner = containers.get(path.rpartition(".")[0])
+        add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": owner, "name": "model"} if owner else None, path)
         top_children.append(nid)
 
     for k in kinds:
@@ -146,7 +149,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         s.attention_type = info["attention_type"]
         page = add_module(
             tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
-            k["instances"], label, {"class": facts["model"]["class"].replace("ForCausalLM", "Model"), "name": block_path.split(".")[-1]},
+            k["instances"], label, {"class": list_owner, "name": block_path.split(".")[-1]},
             f"{block_path}[{info['ranges']}]", crumb_title=label,
         )
         s.attention_type = None
@@ -196,13 +199,49 @@ def tensor_page(facts, t, tid, owner, crumbs, instances, instances_label, where,
         "owner": crumbs[-1]["id"],
         "equations": None, "io": None, "children": [], "tensors": [],
         "accounting": [{"id": None, "title": t["name"], "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]}],
-        "evidence": [],
+        "evidence": tensor_evidence(facts, owner, t["name"]),
     }
-    for part, direct, claim in (
-        ("__init__", True, f"{owner['class']}.__init__ creates {t['name']} with this shape."),
-        ("forward", False, f"{owner['class']}.forward reads {t['name']}."),
-    ):
-        ex = excerpt(facts, owner["class"], part)
-        if ex:
-            page["evidence"].append({"direct": direct, "claim": claim, "part": part, "class": owner["class"], **ex})
+    page["stored"], page["stored_tied_to"] = stored(facts, page["path"])
     return page
+
+
+def stored(facts: dict[str, Any], key: str) -> tuple[list[dict[str, Any]], str | None]:
+    """What the checkpoint's files hold for a model tensor (facts.checkpoint_check.tensors): each stored
+    tensor with its bytes worked out, and a scale with the block it covers and, where the block is a
+    rows × columns tile, its shape worked out from the weight's."""
+    found = facts["checkpoint_check"].get("tensors", {}).get(key)
+    if found is None:
+        return [], None
+    entries = []
+    by_name = {e["name"]: e for e in found["stored"]}
+    for e in found["stored"]:
+        per = e["bytes"] // e["elements"] if e["elements"] else 0
+        calc = f"{grouped(e['elements'])} × {per} byte{'s' if per != 1 else ''} = {grouped(e['bytes'])}"
+        if e["count"] > 1:
+            calc += f"; × {e['count']} = {grouped(e['total_bytes'])}"
+        entry = {**e, "calculation": calc, "packed": e["values_per_element"] > 1}
+        scaled = by_name.get(e.get("scales"))
+        if scaled is not None and len(e["block"]) == 2 and len(scaled["shape"]) == 2:
+            (r, c), (br, bc) = scaled["shape"], e["block"]
+            entry["scale_shape"] = f"⌈{grouped(r)} / {br}⌉ × ⌈{grouped(c)} / {bc}⌉ = {grouped(e['shape'][0])} × {grouped(e['shape'][1])}"
+        entries.append(entry)
+    return entries, found["tied_to"]
+
+
+def model_evidence(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The whole model's forward, and the forward of each module on the way to the block list, each
+    holding the attributes through which the model's proven steps run its parts."""
+    proof = facts["equations"]["components"].get("model")
+    if proof is None:
+        return []
+    out = []
+    for path, cls in facts["model"]["containers"].items():
+        block_list = facts["model"]["block_path"]
+        if not path:
+            attrs = proof["reads"]
+            what = "the computation the equations above state"
+        else:
+            attrs = list(dict.fromkeys(r[len(path) + 1:].split(".")[0] for r in proof["runs"] if r.startswith(path + ".")))
+            what = "the parts the model's equations run inside it, in that order"
+        out += uses(facts, cls, attrs, what, called=called(proof, block_list, path))
+    return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from atlas.pages.evidence import item
+from atlas.pages.inputs import input_id, producers, reads_input
 from atlas.pages.roles import anatomy, slug
 
 
@@ -21,6 +23,7 @@ def values(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "shape": list(v["shape"]),
             "description": v["description"],
             "read_at": v["read_at"],
+            "read": v["read"],
             "module": v["module"],
             "condition": v["condition"],
             "blocks": v["blocks"],
@@ -37,10 +40,16 @@ def produced(value: dict[str, Any]) -> bool:
 
 
 def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
-    """A page per standard value: layout, shape, what produces it, where it is read."""
+    """A page per standard value: layout, shape, what produces it, where it is read.
+
+    A value read at a module's output (or inside its forward) is produced by that module. One read at a
+    module's input (the experts' top_k_weights) was computed before it got there: its producer is what
+    feeds that input, as the proof's chains hand it over (the router, whose forward returns it), and the
+    module that receives it is named apart."""
     model_title = nodes["model"]["title"]
     preview = facts["preview"]["tensors"]
     first_anatomy = anatomy(facts["accounting"]["block_kinds"][0]["tree"])
+    kinds = [slug(k["kind"]) for k in facts["accounting"]["block_kinds"]]
     for name, v in vals.items():
         nid = f"value.{name}"
         in_block = v["host"].startswith("layers")
@@ -48,7 +57,14 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
         if in_block:
             crumbs.append({"id": "blocks", "title": f"{facts['model']['num_blocks']} transformer blocks"})
         module = v["module"].replace("{i}", "i")
-        producer = _producer_page(module, nodes, facts)
+        at = _producer_page(module, nodes, facts)
+        if at == "blocks" and (v.get("read") or {}).get("kind") == "input":
+            at = kinds[0]  # a block's own input: the first kind's page receives it like every kind's
+        handed = _input_page(facts, nodes, v, at)
+        if handed is not None:
+            made = producers(facts, nodes[handed]["feeder"], kinds)
+        else:
+            made = [{"id": at, "note": None}] if at else []
         related = PREVIEW_TOGETHER.get(name, (name,))
         shown = [k for k in sorted(preview, key=_preview_order) if k.split(".")[-1] in related] if name in {k.split(".")[-1] for k in preview} else []
         nodes[nid] = {
@@ -56,15 +72,41 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             "path": module, "where": f"{v['host']}.{name}" if v["host"] != "model" else f"model.{name}", "role": "value",
             "parameters": 0, "stored_buffers": 0, "instances": 1, "instances_label": "", "crumbs": crumbs,
             "description": v["description"] + ".", "layout": v["layout"], "dims": v["dims"], "shape": v["shape"],
-            "read_at": v["read_at"], "condition": v["condition"], "producer_id": producer, "previews": shown,
+            "read_at": v["read_at"], "condition": v["condition"], "producers": made, "previews": shown,
+            "producer_id": made[0]["id"] if made else None,
+            "receiver_id": at if handed is not None else None, "input_id": handed,
             "consumers": consumers(name, first_anatomy), "blocks": v["blocks"],
-            "producer_label": "read from" if "input" in v["read_at"] and "output" not in v["read_at"] else "producer",
             "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
         }
-        # the producer's forward is the direct evidence of where the value comes from
-        for ev in nodes.get(producer, {}).get("evidence", []):
-            if ev["direct"] and ev["part"] == "forward":
-                nodes[nid]["evidence"].append({**ev, "claim": f"{ev['class']}.forward, where {name} is computed."})
+        # the producers' code is the direct evidence of where the value comes from; where it is read at
+        # an input, the lines handing it over are evidence too
+        cited = set()
+        for p in made:
+            for ev in nodes.get(p["id"], {}).get("evidence", []):
+                key = (ev["class"], ev["part"], tuple(ev["contains"]))
+                if ev["direct"] and ev["part"] != "__init__" and key not in cited:
+                    cited.add(key)
+                    where = "" if ev["part"] == "forward" else ", which its forward calls"
+                    who = nodes[p["id"]]["title"] + (f": {p['note']}" if p["note"] else "")
+                    claim = f"{ev['class']}.{ev['part']}{where}: where {name} is computed ({who})."
+                    returned = p.get("element") is not None and ev["part"] == "forward"
+                    if returned:  # one of the results the forward returns: its return line too
+                        claim = claim[:-1] + f", and returned as element {p['element']} of its results."
+                    nodes[nid]["evidence"].append(item(facts, True, claim, ev["class"], ev["part"], ev["contains"] + (["return"] if returned else [])))
+        if handed is not None:
+            nodes[nid]["evidence"] += [{**ev, "direct": False, "claim": ev["claim"].replace(" hands over ", f" hands over {name} as ", 1)} for ev in nodes[handed]["evidence"]]
+
+
+def _input_page(facts: dict[str, Any], nodes: dict[str, dict[str, Any]], v: dict[str, Any], at: str | None) -> str | None:
+    """The input page of the module a value is read at, where it is read at that module's input."""
+    if at is None or not v.get("read") or v["read"]["kind"] != "input" or at not in nodes:
+        return None
+    proof = facts["equations"]["components"].get(at)
+    if proof is None:
+        return None
+    inp = next((i for i in proof["inputs"] if reads_input(facts, v, nodes[at], i)), None)
+    page = input_id(at, inp["argument"]) if inp else None
+    return page if page in nodes else None
 
 
 def consumers(name: str, a: dict[str, str | None]) -> list[str]:

@@ -221,13 +221,20 @@ def _in_expert_order(names, mine: list, refs: list) -> None:
             refs[j] = refs[j].reshape(-1, k).gather(-1, ref_order)
 
 
-def reproduce(part: Part, chain: Chain) -> dict[str, Any]:
+def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[str, Any]:
     """Run ``chain`` on the part's call; compare its output and every captured intermediate.
 
     Returns {"reproduced", "error" (largest absolute difference), "tolerance", "compared" (how many
     tensors), and where it fails, "step" (the TeX of the first step that does not reproduce) and "why"}.
+    ``reads``, where given, collects the name of every weight the steps read (relative to the module,
+    children's included: "kv_b_proj.weight").
     """
-    env = Env(weights_of(part.tiny), chain_inputs(part, chain))
+    weights = weights_of(part.tiny)
+    if reads is not None:
+        def weights(name: str, get=weights):
+            reads.add(name)
+            return get(name)
+    env = Env(weights, chain_inputs(part, chain))
     trail: list[tuple[Step, Any]] = []
     try:
         result = run_chain(chain, env, trail)

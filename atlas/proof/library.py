@@ -39,6 +39,8 @@ def sub(part: Part, name: str, **inputs: str):
         return run_chain(chain, e.child(name, values))
 
     fn.child_id = child.id
+    fn.child_name = name  # the child's path relative to this module: the attribute the forward calls
+    fn.child_inputs = {i.name: inputs.get(i.name, i.name) for i in chain.inputs}  # what feeds each input
     return fn
 
 
@@ -50,7 +52,7 @@ def child_output(part: Part, name: str, **inputs: str):
         out = fn(e)
         return out[0] if isinstance(out, tuple) else out
 
-    first.child_id = fn.child_id
+    first.child_id, first.child_name, first.child_inputs = fn.child_id, fn.child_name, fn.child_inputs
     return first
 
 

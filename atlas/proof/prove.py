@@ -108,17 +108,24 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                 parent = ctx.parts.get(pid)
                 by_kind = parent.facts["kind"]["value"] if parent and "kind" in parent.facts else pid
                 used_as[step.sub] = {"by": pid, "by_kind": by_kind, "as": out, "step": step.tex}
+    feeds = _feeds(proven, ctx.block_ids)
     components = {}
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
-        result = reproduce(part, chain)
+        weights_read: set[str] = set()
+        result = reproduce(part, chain, weights_read)
         facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
         if not result["reproduced"]:
             declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         components[pid] = {
-            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given} for i in chain.inputs],
+            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given,
+                        "position": _position(part, i.argument, n), "from": feeds.get(pid, {}).get(i.name)} for n, i in enumerate(chain.inputs)],
+            # the module's own attributes the steps use: the tensors they read and the children they run
+            "reads": _attributes(weights_read, chain),
+            # the paths (relative to the module) of the children its steps run, in order
+            "runs": list(dict.fromkeys(step.fn.child_name for step in chain.steps if getattr(step.fn, "child_name", None))),
             "steps": [{"tex": s.tex, "sub": s.sub if s.sub in proven else None, "summary": s.summary,
                        "values": list(s.value) if isinstance(s.value, tuple) else ([s.value] if s.value else [])} for s in chain.steps if s.fn is not None],
             "facts": facts_of,
@@ -140,3 +147,54 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                   "largest_error": max(c["proof"]["error"] for c in components.values())},
     }
 
+
+
+def _outs(step) -> tuple[str, ...]:
+    return step.out if isinstance(step.out, tuple) else (step.out,)
+
+
+def _feeds(proven: dict[str, tuple[Part, Chain]], block_ids: dict[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
+    """What feeds each input of each component, read from the chain of the parent that runs it: the
+    parent's earlier step that defined the name handed over (``step``: its index among the parent's
+    steps, ``sub``: the sibling component that step runs, ``element``: which of its results), or the
+    parent's own input (``input``: its argument). A block's input is the previous block's output, and
+    the first block's the stack's input (``previous_block``)."""
+    feeds: dict[str, dict[str, dict[str, Any]]] = {}
+    for pid, (_, chain) in proven.items():
+        steps = [st for st in chain.steps if st.fn is not None]
+        for k, step in enumerate(steps):
+            handed = getattr(step.fn, "child_inputs", None)
+            if not step.sub or handed is None or step.sub in feeds:
+                continue
+            feeds[step.sub] = {}
+            for child_input, name in handed.items():
+                source: dict[str, Any] = {"by": pid}
+                j = next((j for j in range(k - 1, -1, -1) if name in _outs(steps[j])), None)
+                if j is not None:
+                    outs = _outs(steps[j])
+                    source.update(step=j, sub=steps[j].sub, element=outs.index(name) if len(outs) > 1 else None)
+                else:
+                    source["input"] = next((i.argument for i in chain.inputs if i.name == name), name)
+                feeds[step.sub][child_input] = source
+    for kid in block_ids:
+        if kid in proven:
+            feeds[kid] = {"x": {"by": "blocks", "input": "hidden_states", "previous_block": True}}
+    return feeds
+
+
+def _position(part: Part, argument: str, n: int) -> int:
+    """Where ``argument`` stands among the module's forward arguments (the element a hook reads); an
+    argument the forward names otherwise (torch's Linear calls it ``input``) is read by its place
+    among the chain's inputs, as ``Part.argument`` reads it."""
+    import inspect
+
+    params = [p for p in inspect.signature(part.tiny.forward).parameters if p != "self"]
+    return params.index(argument) if argument in params else n
+
+
+def _attributes(weights_read: set[str], chain: Chain) -> list[str]:
+    """The module's own attributes its steps use: the first part of every weight name they read, and
+    every child a step runs (a child without weights, an activation, is named by its step)."""
+    names = {w.split(".")[0] for w in weights_read}
+    names |= {step.fn.child_name.split(".")[0] for step in chain.steps if getattr(step.fn, "child_name", None)}
+    return sorted(n for n in names if not n.isdigit())

@@ -111,8 +111,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
                               lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
             x0 = "x0"
+        def all_blocks(e, s=x0):
+            return run_blocks(stack, e, e[s], stack.path)
+
+        all_blocks.child_name, all_blocks.child_inputs = stack.path, {"x": x0}
         steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(cfg.num_hidden_layers)}",
-                          "xL", lambda e, s=x0: run_blocks(stack, e, e[s], stack.path), summary=True))
+                          "xL", all_blocks, summary=True))
         steps[-1].sub = "blocks"
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
         if roles.head:
