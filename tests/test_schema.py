@@ -211,7 +211,7 @@ def test_an_unknown_field_is_one_line_naming_it(kimi):
 
     assert broken(kimi, colour) == (
         "site/kimi_k2/facts.json: facts field model.colour: is not a known field "
-        "(known: class, config_class, block_path, num_blocks, block_class, attention_class)"
+        "(known: class, config_class, block_path, num_blocks, block_class, attention_class, containers, torch_bases)"
     )
     assert broken(kimi, extra) == (
         "site/kimi_k2/facts.json: facts field extra: is not a known field (known: schema, family, stack, checkpoint, model, "
