@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.pages.evidence import item, runs
-from atlas import sources
+from atlas.pages.evidence import holding, item
 
 
 def input_id(nid: str, argument: str) -> str:
@@ -98,9 +97,7 @@ def handover(facts: dict[str, Any], nodes: dict[str, dict[str, Any]], nid: str, 
             texts.insert(0, f"self.{sattr}(" if scall else f"self.{sattr}")
     by_part: dict[str, list[str]] = {}
     for text in texts:
-        parts = runs(facts, cls)
-        part = next((p for p in parts if sources.lines_containing(facts["excerpts"][cls][p], text)), "forward")
-        by_part.setdefault(part, []).append(text)
+        by_part.setdefault(holding(facts, cls, text), []).append(text)
     for part in [p for p in by_part if p != "forward"]:
         by_part.setdefault("forward", []).append(f"self.{part}(")
     out = []
