@@ -146,13 +146,11 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         kid = slug(k["kind"])
         label = f"{_plural(k['instances'], k['label'])}"
         tree = k["tree"]
-        s.attention_type = info["attention_type"]
         page = add_module(
             tree, kid, [{"id": "model", "title": model_title}, {"id": "blocks", "title": blocks_title}],
             k["instances"], label, {"class": list_owner, "name": block_path.split(".")[-1]},
             f"{block_path}[{info['ranges']}]", crumb_title=label,
         )
-        s.attention_type = None
         page["title"] = _kind_title(info)
         page["name"] = k["kind"]
         page["ranges"] = info["ranges"]

@@ -6,15 +6,12 @@ from typing import Any
 
 
 class Sizes:
-    """The config values equations need, read from the released config (or its text_config)."""
+    """The config values the words and shapes need, read from the released config (or its text_config)."""
 
     def __init__(self, facts: dict[str, Any]):
         self.raw = facts["config"]["raw"]
         self.std = facts["config"]["standardized"]
-        self.attention = facts["attention"]
         self.sizes = facts["support"]["sizes"]  # the layouts' sizes: num_experts, top_k ...
-        self.attention_type: str | None = None  # of the block kind whose pages are being built
-        self.act = self.first("hidden_act", "hidden_activation", "activation_function", default="silu")
 
     def get(self, key: str, default: Any = None) -> Any:
         if key in self.std and self.std[key] is not None:

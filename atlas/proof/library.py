@@ -9,7 +9,6 @@ may declare a variant instead (``Family.equations``), and a wrong declaration fa
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
