@@ -1,0 +1,121 @@
+"""Collect many families: each from the facts cache where its inputs are unchanged, the rest in worker
+processes, one per core unless told otherwise.
+
+Each worker is a fresh interpreter (the ``spawn`` start method: nothing of the parent's state, threads
+or imports is inherited) that imports torch and transformers once and then collects one family after
+another. Results come back in the order the families were asked for, whatever order they finish in,
+so a parallel build hands the very same facts to the rest of the pipeline as a serial one. An
+``AtlasError`` raised in a worker comes back as itself; the first failing family in that order is the
+one reported, as a serial build would report it, and the other workers are stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable
+
+from atlas import cache
+from atlas.collected import Collected
+from atlas.errors import AtlasError
+
+Progress = Callable[[str, str, float], None]  # (family, "collected" | "cached", seconds)
+
+
+def default_jobs() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not every platform can say which cores a process may use
+        return max(1, os.cpu_count() or 1)
+
+
+def collect_all(names: list[str], weights: Path | None = None, *, jobs: int | None = None,
+                use_cache: bool = True, progress: Progress | None = None) -> list[Collected]:
+    """Every family's Collected, in the order of ``names``."""
+    report = progress or (lambda *_: None)
+    results: dict[str, Collected] = {}
+    keys: dict[str, str] = {}
+    for name in names:
+        if weights is not None or not use_cache:
+            continue
+        start = time.perf_counter()
+        keys[name] = cache.facts_key(name)
+        hit = cache.load_facts(name, keys[name])
+        if hit is not None:
+            results[name] = hit
+            report(name, "cached", time.perf_counter() - start)
+    missing = [n for n in names if n not in results]
+    workers = min(jobs or default_jobs(), len(missing))
+    if workers <= 1:  # one family to collect (or one core): a worker process would only add its start-up
+        for name in missing:
+            results[name], seconds = collect_timed(name, weights)
+            _keep(name, keys, results[name])
+            report(name, "collected", seconds)
+    else:
+        results.update(_in_workers(missing, weights, workers, keys, report))
+    return [results[n] for n in names]
+
+
+def collect_timed(name: str, weights: Path | None) -> tuple[Collected, float]:
+    """What a worker runs: collect one family, and how long that took."""
+    from atlas.facts import collect
+
+    start = time.perf_counter()
+    return collect(name, weights), time.perf_counter() - start
+
+
+def _keep(name: str, keys: dict[str, str], collected: Collected) -> None:
+    if name in keys:
+        cache.store_facts(name, keys[name], collected)
+
+
+def _in_workers(names: list[str], weights: Path | None, workers: int, keys: dict[str, str],
+                report: Progress) -> dict[str, Collected]:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    futures: dict[str, Future] = {n: pool.submit(collect_timed, n, weights) for n in names}
+    for name, future in futures.items():  # reported as each finishes, in whatever order that is
+        future.add_done_callback(lambda f, name=name: _finished(name, f, report))
+    results = {}
+    try:
+        for name, future in futures.items():  # taken in the order asked for: the first failure is a serial build's
+            try:
+                results[name] = future.result()[0]
+            except BrokenProcessPool:
+                raise AtlasError(f"atlas/families/{name}.py", None,
+                                 "the worker process collecting this family died (out of memory?); "
+                                 "try again with --jobs 1") from None
+            _keep(name, keys, results[name])
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return results
+
+
+def _finished(name: str, future: Future, report: Progress) -> None:
+    if not future.cancelled() and future.exception() is None:
+        report(name, "collected", future.result()[1])
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers still collecting: their results are not wanted."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the pool has no public way to end them (before 3.14)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def stderr_progress(name: str, how: str, seconds: float) -> None:
+    """One line per family done, on stderr, only where stderr is a terminal: a build's error stays its
+    only line wherever its output is read by a program."""
+    if sys.stderr.isatty():
+        print(f"  {name:<14} {how} in {seconds:.2f} s", file=sys.stderr, flush=True)
