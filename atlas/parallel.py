@@ -115,7 +115,7 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def stderr_progress(name: str, how: str, seconds: float) -> None:
-    """One line per family done, on stderr, only where stderr is a terminal: a build's error stays its
-    only line wherever its output is read by a program."""
-    if sys.stderr.isatty():
+    """One line per family done, on stderr, where stderr is a terminal (or ATLAS_PROGRESS=1 asks for
+    it): wherever a program reads a build's output, a failed build's error stays its only line."""
+    if sys.stderr.isatty() or os.environ.get("ATLAS_PROGRESS") == "1":
         print(f"  {name:<14} {how} in {seconds:.2f} s", file=sys.stderr, flush=True)
