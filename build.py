@@ -25,6 +25,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     from atlas.schema import check_facts
     from atlas.site import render_family, write_site
 
+    cache.enable(use_cache and weights is None)
     # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
     collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
     for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
@@ -33,10 +34,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
         check(family)
     pages = {}  # render: pages from the facts alone
     for family in collected:
-        if use_cache and weights is None:
-            pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
-        else:
-            pages.update(render_family(family.facts))
+        pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
     write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
 
 

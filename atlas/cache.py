@@ -15,7 +15,9 @@ every input collecting reads:
 
 The pages rendered from a family's facts are kept the same way, keyed by the facts themselves plus
 the templates and the same source and lock files, so that a family nothing touched is neither
-collected nor rendered again. Entries live in ``.atlas-cache/`` in the project (one file per family
+collected nor rendered again; so are the two things every build computes for every family in the
+site, the ones it did not rebuild included: that its facts.json passed the schema, and its index
+card's view (block kinds and search entries). Entries live in ``.atlas-cache/`` in the project (one file per family
 and kind, replaced when its key changes), never in the site folder: the site stays exactly what the
 build publishes, and one cache serves every ``--out``.
 
@@ -41,6 +43,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".atlas-cache"
 LOCK_FILES = ("requirements.lock", "package-lock.json")
 FORMAT = 1  # the entries' layout; entries of another format are misses
+_enabled = True  # off for a build with --no-cache or --weights: nothing is read or written
+
+
+def enable(on: bool) -> None:
+    """Use the cache (the default) or bypass it, for the rest of this process's build."""
+    global _enabled
+    _enabled = on
 
 
 # --- what a family's facts are computed from -------------------------------------------------------
@@ -92,8 +101,8 @@ def _family_modules(name: str) -> list[Path]:
                 queue += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("atlas.families."):
                 queue.append(node.module.split(".")[2])
-            elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                queue.append(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from .qwen3 import ... / from . import qwen3
+                queue += [node.module.split(".")[0]] if node.module else [alias.name for alias in node.names]
             elif isinstance(node, ast.Import):
                 queue += [a.name.split(".")[2] for a in node.names if a.name.startswith("atlas.families.")]
     return [p for p in found if p.is_file() or p == folder / f"{name}.py"]
@@ -198,6 +207,8 @@ def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]]
              folder: Path = FOLDER) -> dict[str, str]:
     """The files ``render(facts)`` gives, from the cache when these facts were rendered by these templates
     and this source before; rendered (and kept) otherwise."""
+    if not _enabled:
+        return render(facts)
     key = digest(render_inputs() + shared_inputs(), f"pages {name}", json.dumps(facts, ensure_ascii=False))
     path = _entry_path(name, "pages", folder)
     files = _read(path, key)
@@ -206,3 +217,37 @@ def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]]
     files = render(facts)
     _write(path, key, files)
     return files
+
+
+def schema_passed(name: str, text: bytes, check: Callable[[], None], folder: Path = FOLDER) -> None:
+    """Run ``check`` (the schema check of a facts.json whose bytes are ``text``) unless these very bytes
+    passed this schema and this validator before; remember a pass."""
+    if not _enabled:
+        return check()
+    key = digest(shared_inputs(), f"schema {name}", hashlib.sha256(text).hexdigest())
+    path = _entry_path(name, "schema", folder)
+    if _read(path, key) is True:
+        return
+    check()
+    _write(path, key, True)
+
+
+def index_view(facts: dict[str, Any], view: Callable[[dict[str, Any]], dict[str, Any]],
+               folder: Path = FOLDER) -> dict[str, Any]:
+    """``view(facts)`` (the index card's kinds, blocks and search entries), kept like the pages are."""
+    if not _enabled:
+        return view(facts)
+    name = str(facts.get("family", {}).get("name", "")) if isinstance(facts.get("family"), dict) else ""
+    key = digest(render_inputs() + shared_inputs(), f"index {name}", json.dumps(facts, ensure_ascii=False))
+    path = _entry_path(name or "unnamed", "index", folder)
+    kept = _read(path, key)
+    if isinstance(kept, dict):
+        return kept
+    computed = view(facts)
+    try:
+        exact = json.loads(json.dumps(computed)) == computed
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        _write(path, key, computed)
+    return computed

@@ -1,9 +1,13 @@
 """Collect many families: each from the facts cache where its inputs are unchanged, the rest in worker
 processes, one per core unless told otherwise.
 
-Each worker is a fresh interpreter (the ``spawn`` start method: nothing of the parent's state, threads
-or imports is inherited) that imports torch and transformers once and then collects one family after
-another. Results come back in the order the families were asked for, whatever order they finish in,
+Importing torch, transformers and the families' model classes costs more than collecting a small
+family, so the build imports them once, in its own process, before it starts the workers, and the
+workers are forked from it: they start with every module loaded and share those pages with it. No
+tensor operation has run in the parent by then (the build imports lazily and has computed nothing),
+so no torch thread pool is copied half-initialized; ``spawn`` is used where fork is not available.
+Every collect, serial or parallel, runs torch on one thread: the figures then never depend on the
+machine's core count, and two workers do not fight over two cores with four threads. Results come back in the order the families were asked for, whatever order they finish in,
 so a parallel build hands the very same facts to the rest of the pipeline as a serial one. An
 ``AtlasError`` raised in a worker comes back as itself; the first failing family in that order is the
 one reported, as a serial build would report it, and the other workers are stopped.
@@ -14,15 +18,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from atlas import cache
 from atlas.collected import Collected
 from atlas.errors import AtlasError
+
+if TYPE_CHECKING:  # the pool is imported only when there are families to collect: a cached build skips it
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 Progress = Callable[[str, str, float], None]  # (family, "collected" | "cached", seconds)
 
@@ -64,10 +68,34 @@ def collect_all(names: list[str], weights: Path | None = None, *, jobs: int | No
 
 def collect_timed(name: str, weights: Path | None) -> tuple[Collected, float]:
     """What a worker runs: collect one family, and how long that took."""
+    import torch
+
     from atlas.facts import collect
 
+    torch.set_num_threads(1)
     start = time.perf_counter()
     return collect(name, weights), time.perf_counter() - start
+
+
+def _import_before_forking(names: list[str]) -> None:
+    """Import what collecting these families will import, so that every forked worker starts with it."""
+    import torch  # noqa: F401
+    import transformers.modeling_utils  # noqa: F401
+
+    import atlas.facts  # noqa: F401
+    import atlas.notes  # noqa: F401
+    import atlas.preview  # noqa: F401
+    import atlas.proof  # noqa: F401
+    from atlas import families
+    from atlas.checkpoint import transformers_class
+
+    for name in names:
+        try:
+            family = families.load(name)
+            transformers_class(family, "config_class")
+            transformers_class(family, "model_class")
+        except Exception:  # noqa: BLE001 - its worker raises the same error, in the order a serial build would
+            pass
 
 
 def _keep(name: str, keys: dict[str, str], collected: Collected) -> None:
@@ -77,7 +105,16 @@ def _keep(name: str, keys: dict[str, str], collected: Collected) -> None:
 
 def _in_workers(names: list[str], weights: Path | None, workers: int, keys: dict[str, str],
                 report: Progress) -> dict[str, Collected]:
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    from multiprocessing import get_all_start_methods
+
+    fork = "fork" in get_all_start_methods()
+    if fork:
+        _import_before_forking(names)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork" if fork else "spawn"))
     futures: dict[str, Future] = {n: pool.submit(collect_timed, n, weights) for n in names}
     for name, future in futures.items():  # reported as each finishes, in whatever order that is
         future.add_done_callback(lambda f, name=name: _finished(name, f, report))

@@ -210,3 +210,42 @@ def test_rendered_pages_are_reused_for_the_same_facts_only(tmp_path):
     assert cache.rendered("toy", {"n": 1}, render, tmp_path) == {"toy/index.html": "<p>1</p>\n"}
     assert cache.rendered("toy", {"n": 2}, render, tmp_path) == {"toy/index.html": "<p>2</p>\n"}
     assert calls == [1, 2]
+
+
+def test_a_facts_json_is_checked_against_the_schema_again_only_when_its_bytes_change(tmp_path):
+    checked = []
+    for text in (b'{"a": 1}', b'{"a": 1}', b'{"a": 2}', b'{"a": 1}'):
+        cache.schema_passed("toy", text, lambda: checked.append(text), tmp_path)
+    assert checked == [b'{"a": 1}', b'{"a": 2}', b'{"a": 1}']  # one entry per family: the latest bytes
+
+
+def test_a_failed_schema_check_is_never_remembered(tmp_path):
+    def failing():
+        raise ValueError("does not match")
+
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            cache.schema_passed("toy", b"{}", failing, tmp_path)
+
+
+def test_an_index_card_view_is_reused_for_the_same_facts_only(tmp_path):
+    calls = []
+
+    def view(facts):
+        calls.append(facts["n"])
+        return {"kinds": [facts["n"]], "blocks": [], "search": []}
+
+    for n in (1, 1, 2):
+        assert cache.index_view({"family": {"name": "toy"}, "n": n}, view, tmp_path)["kinds"] == [n]
+    assert calls == [1, 2]
+
+
+def test_with_the_cache_off_nothing_is_read_or_written(tmp_path):
+    cache.enable(False)
+    try:
+        assert cache.rendered("toy", {"n": 1}, lambda f: {"toy/index.html": "x"}, tmp_path) == {"toy/index.html": "x"}
+        cache.schema_passed("toy", b"{}", lambda: None, tmp_path)
+        cache.index_view({"family": {"name": "toy"}}, lambda f: {"kinds": []}, tmp_path)
+    finally:
+        cache.enable(True)
+    assert list(tmp_path.iterdir()) == []

@@ -249,7 +249,9 @@ def test_an_open_page_reloads_after_a_notes_edit_and_shows_a_failed_rebuild(proj
 
             module = project_copy / "atlas" / "families" / "gpt2.py"
             module.write_text(module.read_text(encoding="utf-8") + "\nFAMILY = (\n", encoding="utf-8")
-            banner = _until(lambda: page.inner_text("#atlas-serve-error"), 300, "the failed rebuild's error in the page")
+            shown = lambda: page.locator("#atlas-serve-status").inner_text(timeout=1000)  # noqa: E731
+            banner = _until(lambda: "error:" in shown() and shown(), 300, "the failed rebuild's error in the page")
+            assert page.get_attribute("#atlas-serve-status", "role") == "alert"
             assert "error: atlas/families/gpt2.py" in banner
             assert marker in page.inner_text("body")  # the last good site, still served
             assert marker in (project_copy / "site" / "gpt2" / "index.html").read_text(encoding="utf-8")
