@@ -276,31 +276,38 @@ def _stamps(paths) -> dict[Path, tuple[int, int] | None]:
 
 def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str]], tuple[bool, str]], status: Status,
           stop: threading.Event, say: Callable[[str], None] = print) -> None:
-    """Poll the inputs of the served families; rebuild those whose inputs changed, one rebuild at a time."""
+    """Poll the inputs of the served families; rebuild those whose inputs changed, one rebuild at a time.
+    A family whose rebuild failed is rebuilt with the next change too, so its error stays shown until
+    it is fixed, whichever family that change is in."""
     served = families()
     watched = _watched(served)
     before = _stamps(watched)
+    failed: set[str] = set()
     while not stop.wait(POLL_SECONDS):
-        was_served, was_watched = served, watched
-        served = families()
-        watched = _watched(served)
-        now = _stamps(watched)
-        changed: set[str] = set()
-        for path, stamp in now.items():
-            if path in before and before[path] != stamp:
-                changed |= watched[path]
-            elif path not in before:  # a new file: a change where it belongs to a family served before
-                changed |= watched[path] & set(was_served)
-        for path in before.keys() - now.keys():  # a file gone
-            changed |= was_watched[path] & set(served)
-        before = now  # taken before the rebuild: an edit made while it runs is seen at the next poll
-        if not changed:
-            continue
-        changed = sorted(changed)
-        with status.lock:
-            status.building = changed
-        start = time.perf_counter()
-        ok, message = rebuild(changed)
+        try:
+            was_served, was_watched = served, watched
+            served = families()
+            watched = _watched(served)
+            now = _stamps(watched)
+            changed: set[str] = set()
+            for path, stamp in now.items():
+                if path in before and before[path] != stamp:
+                    changed |= watched[path]
+                elif path not in before:  # a new file: a change where it belongs to a family served before
+                    changed |= watched[path] & set(was_served)
+            for path in before.keys() - now.keys():  # a file gone
+                changed |= was_watched[path] & set(served)
+            before = now  # taken before the rebuild: an edit made while it runs is seen at the next poll
+            if not changed:
+                continue
+            names = sorted(changed | failed)
+            with status.lock:
+                status.building = names
+            start = time.perf_counter()
+            ok, message = rebuild(names)
+        except Exception as e:  # noqa: BLE001 - the server keeps serving the last good site whatever happens here
+            ok, message, names, start = False, f"error: the rebuild could not run: {type(e).__name__}: {e}", [], time.perf_counter()
+        failed = set() if ok else set(names)
         with status.lock:
             status.building = []
             if ok:
@@ -308,7 +315,7 @@ def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str]], tupl
                 status.error = None
             else:
                 status.error = message
-        say(f"rebuilt {', '.join(changed)} in {time.perf_counter() - start:.1f} s" if ok else message)
+        say(f"rebuilt {', '.join(names)} in {time.perf_counter() - start:.1f} s" if ok else message)
 
 
 def command_rebuild(command: list[str]) -> Callable[[list[str]], tuple[bool, str]]:
