@@ -29,9 +29,11 @@ again. Builds with ``--weights`` are never cached (their facts depend on files o
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
+import pickle
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -122,9 +124,15 @@ def digest(paths: list[Path], *extra: str) -> str:
     return h.hexdigest()
 
 
+@functools.cache  # once per process: a build is one process, and reads these files for every family
+def shared_digest(with_templates: bool = False) -> str:
+    """The digest of what every family shares (and, for pages, of the templates too)."""
+    return digest(shared_inputs() + (render_inputs() if with_templates else []), "shared")
+
+
 def facts_key(name: str) -> str:
     """The key of a family's facts: changes whenever any file its collect reads changes."""
-    return digest(family_inputs(name) + shared_inputs(), f"facts {name}")
+    return digest(family_inputs(name), f"facts {name}", shared_digest())
 
 
 def _shown(path: Path) -> str:
@@ -209,7 +217,7 @@ def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]]
     and this source before; rendered (and kept) otherwise."""
     if not _enabled:
         return render(facts)
-    key = digest(render_inputs() + shared_inputs(), f"pages {name}", json.dumps(facts, ensure_ascii=False))
+    key = digest([], f"pages {name}", shared_digest(True), json.dumps(facts, ensure_ascii=False))
     path = _entry_path(name, "pages", folder)
     files = _read(path, key)
     if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
@@ -224,7 +232,7 @@ def schema_passed(name: str, text: bytes, check: Callable[[], None], folder: Pat
     passed this schema and this validator before; remember a pass."""
     if not _enabled:
         return check()
-    key = digest(shared_inputs(), f"schema {name}", hashlib.sha256(text).hexdigest())
+    key = digest([], f"schema {name}", shared_digest(), hashlib.sha256(text).hexdigest())
     path = _entry_path(name, "schema", folder)
     if _read(path, key) is True:
         return
@@ -238,7 +246,8 @@ def index_view(facts: dict[str, Any], view: Callable[[dict[str, Any]], dict[str,
     if not _enabled:
         return view(facts)
     name = str(facts.get("family", {}).get("name", "")) if isinstance(facts.get("family"), dict) else ""
-    key = digest(render_inputs() + shared_inputs(), f"index {name}", json.dumps(facts, ensure_ascii=False))
+    # facts read back from facts.json pickle to the same bytes every time, and faster than they dump to JSON
+    key = digest([], f"index {name}", shared_digest(True), hashlib.sha256(pickle.dumps(facts, protocol=5)).hexdigest())
     path = _entry_path(name or "unnamed", "index", folder)
     kept = _read(path, key)
     if isinstance(kept, dict):

@@ -107,9 +107,7 @@ def _in_workers(names: list[str], weights: Path | None, workers: int, keys: dict
                 report: Progress) -> dict[str, Collected]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-    from multiprocessing import get_context
-
-    from multiprocessing import get_all_start_methods
+    from multiprocessing import get_all_start_methods, get_context
 
     fork = "fork" in get_all_start_methods()
     if fork:

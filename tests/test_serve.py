@@ -8,7 +8,6 @@ import http.client
 import json
 import queue
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -219,8 +218,6 @@ def _until(predicate, seconds: float, what: str):
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (make test installs it)")
 def test_an_open_page_reloads_after_a_notes_edit_and_shows_a_failed_rebuild(project_copy):
     sync_api = pytest.importorskip("playwright.sync_api")
-    if (ROOT / ".atlas-cache").is_dir():  # entries are keyed by content: the copy may start from them
-        shutil.copytree(ROOT / ".atlas-cache", project_copy / ".atlas-cache")
     server = subprocess.Popen([sys.executable, "build.py", "--family", "gpt2", "--out", "site", "--serve", "0"],
                               cwd=project_copy, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     printed: queue.Queue = queue.Queue()
