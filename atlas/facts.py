@@ -21,7 +21,7 @@ from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
-SCHEMA = 2  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked)
+SCHEMA = 3  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked; 3: the predicted files)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:

@@ -195,17 +195,17 @@ def predicted_files(layout: list[StoredTensor], ordered: list[StoredTensor] | No
     (the layout in save order): the sharding rule; ``single``: the checkpoint is one model.safetensors.
     """
     if index is not None:
-        how = "the index copy"
+        how = "the index copy carried beside config.json says"
         names = sorted(set(index["weight_map"].values()))
         groups = {n: [] for n in names}
         for t in layout:
             groups[index["weight_map"][t.name]].append(t)
     elif rule is not None:
-        how = f"the sharding rule: shards filled in save order up to {rule.max_shard_bytes:,} bytes"
+        how = f"the sharding rule says: the tensors in the order the model holds them, a new file whenever the next would take the current one past {rule.max_shard_bytes:,} bytes"
         shards = greedy_shards(ordered or layout, rule.max_shard_bytes)
         groups = {shard_name(i, len(shards)): s for i, s in enumerate(shards)}
     elif single:
-        how = "one file"
+        how = "the checkpoint is one file"
         groups = {SINGLE_FILE: list(layout)}
     else:
         return None

@@ -549,7 +549,7 @@ def _file_rows(pinned: Mapping[str, Any], files: Mapping[str, Any] | None, where
         size = {"key": f"files.{name}.bytes", "figure": f"{name}: bytes", "predicted": f and f["bytes"], "pinned": pin.get("bytes")}
         if f and f["header_bounds"] is not None:
             lo, hi = f["header_bounds"]
-            header.update(bounds=[lo, hi], figure=f"{name}: header bytes (the writer's tensor order unknown: {lo:,} to {hi:,})")
+            header.update(bounds=[lo, hi], figure=f"{name}: header bytes (the writer's tensor order unknown)")
             if pin.get("header_bytes") is not None:
                 # Where the order is unknown the header length is not predicted; the pinned one with the
                 # predicted payload must still give the file's size.
