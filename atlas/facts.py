@@ -317,6 +317,11 @@ def _predicted_files(checkpoint, layout, predictor, pinned, predicted) -> tuple[
         files.check_index(relative, layout, index, total)
         index_facts = {"file": relative, "tensors": len(index["weight_map"]), "shards": len(set(index["weight_map"].values())),
                        "total_size": index["total_size"]}
+    headers_path = checkpoint.folder / files.HEADERS_NAME
+    if headers_path.exists():
+        from atlas.checkpoint import read_json_object
+
+        files.check_headers(f"atlas/checkpoints/{checkpoint.repo}/{files.HEADERS_NAME}", layout, read_json_object(headers_path))
     if rule is not None and index is not None:
         raise AtlasError(where, "shard_rule", f"the index copy {files.INDEX_NAME} beside it already says which file holds each tensor")
     ordered = files.save_order(layout, predictor.state_order()) if rule is not None and predictor is not None else None

@@ -25,6 +25,7 @@ from atlas.family import StoredTensor
 from atlas.params import DTYPE_BYTES
 
 INDEX_NAME = "model.safetensors.index.json"
+HEADERS_NAME = "headers.json"  # the tensor list `build.py pin` writes: name, dtype, shape, file
 SINGLE_FILE = "model.safetensors"
 
 # The safetensors writer's dtype order (its Dtype enum); it writes the later ones first.
@@ -145,6 +146,23 @@ def check_index(path: Path | str, layout: list[StoredTensor], index: Mapping[str
             raise AtlasError(path, f"weight_map: {name}", "listed in the index, but the predicted layout has no such tensor")
     if index["total_size"] != total_size:
         raise AtlasError(path, "metadata.total_size", f"{index['total_size']:,}, the prediction gives {total_size:,}")
+
+
+def check_headers(path: Path | str, layout: list[StoredTensor], listed: Any) -> None:
+    """headers.json lists exactly the predicted tensors, each with the predicted dtype and shape."""
+    rows = listed.get("tensors") if isinstance(listed, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and {"name", "dtype", "shape", "file"} <= set(r) for r in rows):
+        raise AtlasError(path, "tensors", "must list every tensor as {name, dtype, shape, file}")
+    predicted = {t.name: t for t in layout}
+    for r in rows:
+        t = predicted.get(r["name"])
+        if t is None:
+            raise AtlasError(path, r["name"], "in the headers, but the predicted layout has no such tensor")
+        if (t.dtype, list(t.shape)) != (r["dtype"], r["shape"]):
+            raise AtlasError(path, r["name"], f"{r['dtype']} {r['shape']} in the headers, predicted {t.dtype} {list(t.shape)}")
+    missing = sorted(set(predicted) - {r["name"] for r in rows})
+    if missing:
+        raise AtlasError(path, missing[0], "predicted, but the headers list no such tensor")
 
 
 def save_order(layout: list[StoredTensor], state_order: list[list[str]]) -> list[StoredTensor]:
