@@ -70,7 +70,8 @@ def summary(facts: dict[str, Any]) -> dict[str, Any]:
             "total": acc["model"]["total"],
             "active": acc["model"]["active"],
             "rows": [[r["path"], r["parameters"] + r["stored_buffers"]] for r in acc["model"]["rows"]]
-                    + [[f"{k['label']} × {k['instances']}", k["total"]] for k in acc["block_kinds"]],
+                    + [[f"{k['label']}s, all", k["total"]] for k in acc["block_kinds"]]
+                    + [[f"{k['label']}s, how many", k["instances"]] for k in acc["block_kinds"]],
             "kinds": {k["label"]: [[c["name"], c["parameters"] + c["stored_buffers"]] for c in k["tree"]["children"]]
                       + [[t["name"], t["elements"]] for t in k["tree"]["tensors"]] for k in acc["block_kinds"]},
         },
