@@ -66,8 +66,9 @@ def test_gemma3_mixes_capped_and_full_layers(collected):
     c = released_config("gemma3")
     facts = collected("gemma3").facts
     kinds = {k["attention"]: k for k in facts["cost"]["cache"]["kinds"]}
-    sliding = sum(1 for t in c["layer_types"] if t == "sliding_attention")
-    full = len(c["layer_types"]) - sliding
+    # every sliding_window_pattern-th layer attends globally, the others within the window
+    full = sum(1 for i in range(c["num_hidden_layers"]) if (i + 1) % c["sliding_window_pattern"] == 0)
+    sliding = c["num_hidden_layers"] - full
     per_layer = 2 * c["num_key_value_heads"] * c["head_dim"]  # head_dim from the config, not hidden / heads
     assert c["head_dim"] != c["hidden_size"] // c["num_attention_heads"]
     assert kinds["sliding"]["count"] == sliding and kinds["full"]["count"] == full
