@@ -27,6 +27,7 @@ def check(collected: Collected) -> None:
     check_preview(name, facts["preview"])
     check_support(name, facts["support"])
     check_notes(facts["notes"])
+    check_cost(name, facts["cost"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
 
 
 # --- parameter accounting --------------------------------------------------------------------------
@@ -54,6 +55,24 @@ def _check_tree(family: str, node: dict[str, Any]) -> None:
         parts = sum(t["elements"] for t in node["tensors"] if t["role"] == role) + sum(c[key] for c in node["children"])
         if parts != node[key]:
             raise AtlasError(family, f"parameter accounting of {node['path']}", f"its components give {grouped(parts)} {key}, the module has {grouped(node[key])}")
+
+
+# --- what it costs to run -------------------------------------------------------------------------
+
+
+def check_cost(family: str, cost: dict[str, Any], layout: list) -> None:
+    """Each cost rule, applied to the tiny preview model, gives what the preview run measured (the
+    values its cache held, the FLOPs counted for one more token, the active parameters counted another
+    way); the FP8 and 4-bit formulas give the bytes the checkpoint's own quantized files store."""
+    from atlas.cost import scale_mismatches
+
+    for c in cost["checks"]:
+        if c["formula"] != c["measured"]:
+            raise AtlasError(family, f"cost figure {c['figure']}",
+                             f"the formula gives {grouped(c['formula'])}, the preview run measured {grouped(c['measured'])} ({c['how']})")
+    wrong = scale_mismatches(layout)
+    if wrong:
+        raise AtlasError(family, "cost figure weights in memory", f"{wrong[0]}" + (f" (and {len(wrong) - 1:,} more)" if len(wrong) > 1 else ""))
 
 
 # --- the pinned checkpoint -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import config_words, features, files, introspect, params, sources, standard
+from atlas import compare, config_words, cost, features, files, introspect, params, sources, standard
 from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.collected import Collected
@@ -103,7 +103,9 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
-    _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
+    facts["lineage"] = compare.lineage(model)
     facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
@@ -112,7 +114,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
 
 def _add_standard_names(facts: dict[str, Any], family, config, model, local_model=None) -> None:
     """support(), the preview run and the notes; the printout lines gain the values their module hosts.
-    The preview runs on ``local_model`` (loaded from --weights) where there is one."""
+    The preview runs on ``local_model`` (loaded from --weights) where there is one; the run is returned."""
     from atlas import notes, preview, proof
 
     resolution = standard.resolve(model, config.num_hidden_layers, family.standard_overrides)
@@ -141,6 +143,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     check_preview(family.name, facts["preview"])
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
+    return run
 
 
 def _containers(model, block_path: str) -> dict[str, str]:

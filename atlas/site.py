@@ -16,7 +16,7 @@ from typing import Any, Callable
 import jinja2
 import markupsafe
 
-from atlas import pages, search, visible_text
+from atlas import compare, cost, pages, search, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
@@ -68,6 +68,7 @@ def _environment() -> jinja2.Environment:
     env.filters["excerpt_lines"] = excerpt_lines
     env.tests["is_heading"] = is_heading
     env.globals["page_href"] = page_href
+    env.globals.update(cost_figures=cost.figures, cost_checks=cost.check_words, contexts=cost.contexts)
     return env
 
 
@@ -184,6 +185,7 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
         index = render_index(present, lambda rel: (staging / rel).is_file())
         visible_text.check_page("index.html", index)
         (staging / "index.html").write_text(index, encoding="utf-8")
+        compare.write_pages(staging, present)  # compare/: pairs of near relatives, and any pair in the browser
         _swap(staging, out)
     finally:
         if staging.exists():
