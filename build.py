@@ -26,6 +26,10 @@ def build(names: list[str], out: Path, weights: Path | None = None) -> None:
     output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
     for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
         check_inputs(name)
+    if weights is not None:  # a local checkpoint's headers too, by the strict reader, before anything heavy
+        from atlas.safetensors_headers import read_checkpoint
+
+        read_checkpoint(weights)
 
     from atlas.check import check
     from atlas.facts import collect

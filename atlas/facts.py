@@ -12,11 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-<<<<<<< HEAD
-from atlas import config_words, features, introspect, params, preflight, sources, standard
-=======
-from atlas import config_words, features, files, introspect, params, sources, standard
->>>>>>> main
+from atlas import config_words, features, files, introspect, params, preflight, sources, standard
 from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.collected import Collected

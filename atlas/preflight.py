@@ -130,9 +130,11 @@ def check_raw_config(family, checkpoint) -> None:
         raise AtlasError(where, _key(values, LAYERS), f"{layers:,} layers is past the atlas's bound of {MAX_LAYERS:,}")
     estimate = rough_parameters(values)
     if estimate > MAX_PARAMETERS:
-        sizes = ", ".join(f"{k} {values[k]:,}" for k in CORE + FEED_FORWARD + EXPERTS if _integer(values.get(k)))
-        raise AtlasError(where, None, f"its sizes ({sizes}) make about {estimate:.1e} parameters, past the atlas's "
-                                      f"bound of {MAX_PARAMETERS:.0e}")
+        sizes = {k: values[k] for k in CORE + FEED_FORWARD + EXPERTS if _integer(values.get(k))}
+        largest = max(sizes, key=sizes.get)  # the field a typo most likely blew up
+        listed = ", ".join(f"{k} {v:,}" for k, v in sizes.items())
+        raise AtlasError(where, largest, f"its sizes ({listed}) make about {estimate:.1e} parameters, past the atlas's "
+                                         f"bound of {MAX_PARAMETERS:.0e}")
 
 
 def rough_parameters(values: Mapping[str, Any]) -> int:
