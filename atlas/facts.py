@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import compare, config_words, cost, features, files, introspect, params, sources, standard
+from atlas import compare, config_words, cost, features, files, introspect, params, preflight, sources, standard
 from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
 from atlas.collected import Collected
@@ -25,10 +25,13 @@ SCHEMA = 3  # the version of the facts' shape, pinned by atlas/facts.schema.json
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
-    family = load(name)
-    checkpoint = load_pinned(family.checkpoint)
+    family, checkpoint = preflight.check_inputs(name)
+    preflight.check_config_values(family, checkpoint)
     config = transformers_config(family, checkpoint)
-    model = build_on_meta(family, config, checkpoint.config_path)
+    preflight.check_config(family, checkpoint, config)
+    with preflight.reads(config) as read:  # what the model takes from its config, to find silent defaults
+        model = build_on_meta(family, config, checkpoint.config_path)
+    preflight.check_defaulted_sizes(family, checkpoint, read)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
     kinds = introspect.block_kinds(blocks, introspect.layer_types(config))
@@ -76,6 +79,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "config": {
             "standardized": _standardized_sizes(config),
             "raw": checkpoint.config,
+            # keys of config.json neither the configuration class nor the model reads
+            "unread": preflight.unread_keys(family, checkpoint, config, read),
         },
         "attention": _attention_facts(attention),
         "block_kinds": [
@@ -208,7 +213,7 @@ def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
         config = model.config if model is not None else transformers_config(family, checkpoint)
         tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
-        tensors += family.stored_extras(checkpoint.config, predict)
+        tensors += family.call("stored_extras", checkpoint.config, predict)
     return (tensors, predict) if with_predictor else tensors
 
 

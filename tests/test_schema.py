@@ -304,8 +304,8 @@ def test_a_build_beside_a_tampered_family_fails_and_keeps_the_site(built_site, t
     result = run_build(ROOT, "--family", "gpt2", "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 3; rebuild it: python build.py --family kimi_k2 --out {out}",
-        f"the site in {out} was left as it was",
+        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 3; rebuild it: python build.py --family kimi_k2 --out {out}"
+        f"; the site in {out} was left as it was",
     ]
     assert snapshot(out) == before
 
@@ -325,7 +325,7 @@ def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(proje
     result = run_build(project_copy, "--family", "gpt2")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold",
-        "the site in site was left as it was",
+        "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold"
+        "; the site in site was left as it was",
     ]
     assert snapshot(site) == {"index.html": b"the previous site\n"}
