@@ -14,17 +14,14 @@ from pathlib import Path
 import pytest
 
 from atlas import cost
-from tests.conftest import ROOT, released_config, run_build
+from tests.conftest import ROOT, build_families, released_config, run_build
 
 CHROMIUM = "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
 def pair_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("compare") / "site"
-    result = run_build(ROOT, "--family", "kimi_k2", "--family", "deepseek_v3", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return build_families(tmp_path_factory, "kimi_k2", "deepseek_v3")
 
 
 def differing_rows(page: str) -> dict[str, tuple[str, str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_build
+from tests.conftest import ROOT, build_families
 
 PUBLISH = """
 import sys
@@ -50,10 +50,7 @@ def leftovers(out: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def families_built(tmp_path_factory) -> Path:
     """gpt2 and qwen3_0_6b, built once by the real command line: the pages the publishing tests write."""
-    out = tmp_path_factory.mktemp("built") / "site"
-    result = run_build(ROOT, "--family", "gpt2", "--family", "qwen3_0_6b", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return build_families(tmp_path_factory, "gpt2", "qwen3_0_6b")
 
 
 def publish(out: Path, marker: str, *folders: Path, pause: float = 0.0) -> subprocess.Popen:
