@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from atlas import cost
-from tests.conftest import ROOT, build_families, released_config
+from tests.conftest import build_families, released_config
 
 CHROMIUM = "/usr/bin/chromium"
 
