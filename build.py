@@ -19,7 +19,7 @@ from atlas import families
 from atlas.errors import AtlasError
 
 
-def build(names: list[str], out: Path, weights: Path | None = None) -> None:
+def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> None:
     from atlas.preflight import check_inputs
     from atlas.site import output_folder
 
@@ -31,33 +31,40 @@ def build(names: list[str], out: Path, weights: Path | None = None) -> None:
 
         read_checkpoint(weights)
 
+    from atlas import cache
     from atlas.check import check
-    from atlas.facts import collect
+    from atlas.parallel import collect_all, stderr_progress
     from atlas.schema import check_facts
     from atlas.site import render_family, write_site
 
-    collected = [collect(name, weights) for name in names]  # collect: facts from models and checkpoints
+    cache.enable(use_cache and weights is None)
+    # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
+    collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
     for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
         check_facts(family.facts, Path(out) / name / "facts.json")
     for family in collected:  # check: every claim against an independent source
         check(family)
     pages = {}  # render: pages from the facts alone
     for family in collected:
-        pages.update(render_family(family.facts))
+        pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
     write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
 
 
 def serve(out: Path, port: int) -> None:
-    import functools
-    import http.server
+    """Serve the site on 127.0.0.1, rebuilding a family (in a fresh process) when its inputs change."""
+    from atlas import serve as server
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        print(f"serving {out} at http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)")
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    try:
+        server.serve(out, port, rebuild_command=[sys.executable, str(Path(__file__).resolve()), "--out", str(out)])
+    except server.PortError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -74,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", type=Path, metavar="DIR", help="a local checkpoint directory to check (with one --family)")
     parser.add_argument("--list", action="store_true", help="list the families and exit")
     parser.add_argument("--serve", nargs="?", const=8000, type=int, metavar="PORT", help="serve the site on 127.0.0.1 after building")
+    parser.add_argument("--no-cache", action="store_true", help="collect and render every family afresh, ignoring .atlas-cache/")
+    parser.add_argument("--jobs", type=_positive, metavar="N", help="collect in N worker processes (default: one per core)")
     args = parser.parse_args(argv)
 
     known = families.names()
@@ -91,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
     kept = f"the site in {args.out} was left as it was"
     try:
-        build(list(dict.fromkeys(names)), args.out, args.weights)
+        build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
     except AtlasError as e:
         return _fail(f"{e}; {kept}")
     except KeyboardInterrupt:

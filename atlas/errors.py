@@ -22,6 +22,11 @@ class AtlasError(Exception):
         self.problem = problem
         super().__init__(str(self))
 
+    def __reduce__(self):
+        # rebuilt from its three parts when it crosses from a worker process (pickle would otherwise
+        # call AtlasError(message) and fail on the missing arguments)
+        return (type(self), (self.where, self.field, self.problem))
+
     def __str__(self) -> str:
         location = f"{self.where}: {self.field}" if self.field else self.where
         return f"{location}: {self.problem}"

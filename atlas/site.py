@@ -16,7 +16,7 @@ from typing import Any, Callable
 import jinja2
 import markupsafe
 
-from atlas import compare, cost, pages, publish, search, visible_text
+from atlas import cache, compare, cost, pages, publish, search, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
@@ -151,12 +151,18 @@ def page_data(view: dict[str, Any]) -> dict[str, Any]:
 def render_index(all_facts: list[dict[str, Any]], page_exists: Callable[[str], bool] | None = None) -> str:
     """The index page; with ``page_exists`` (a path relative to the site root -> whether the site has
     that page), every search entry is first checked to lead to a page."""
-    views = [pages.site(f) for f in all_facts]
+    views = [cache.index_view(f, card_view) for f in all_facts]
     if page_exists is not None:
         for f, v in zip(all_facts, views):
             search.check_targets(f["family"]["name"], v["search"], page_exists)
-    cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
+    cards = [{"f": f, "v": v} for f, v in zip(all_facts, views)]
     return _environment().get_template("index.html").render(cards=cards, root="")
+
+
+def card_view(facts: dict[str, Any]) -> dict[str, Any]:
+    """What a family's index card shows beyond its facts: its block kinds, blocks and search entries."""
+    view = pages.site(facts)
+    return {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}
 
 
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:

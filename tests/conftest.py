@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "node_modules")
+PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "package-lock.json", "node_modules")
 
 
 def released_config(name: str) -> dict:
