@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent) + "/"
+
 
 class AtlasError(Exception):
     """A build input or a build check is wrong.
@@ -11,7 +15,9 @@ class AtlasError(Exception):
     """
 
     def __init__(self, where: str, field: str | None, problem: str):
-        self.where = str(where)
+        where = str(where)
+        # a file of the project is named as a user sees it from the project: atlas/checkpoints/...
+        self.where = where[len(ROOT):] if where.startswith(ROOT) else where
         self.field = field
         self.problem = problem
         super().__init__(str(self))

@@ -46,6 +46,14 @@ def kimi(collected):
     return collected("kimi_k2").facts
 
 
+def build_families(tmp_path_factory, *names: str) -> Path:
+    """Some families, built by the real command line into a temporary site folder."""
+    out = tmp_path_factory.mktemp("built") / "site"
+    result = run_build(ROOT, *(arg for name in names for arg in ("--family", name)), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
     """The whole atlas, built once by the real command line into a temporary folder."""
