@@ -108,7 +108,7 @@ def test_two_builds_at_once_keep_both_families(families_built, tmp_path):
         finish(first)
         said = finish(second)
         assert said.strip() == f"waiting for another build into {tmp_path} to finish publishing ..."
-        assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["gpt2", "qwen3_0_6b", "static"], f"trial {trial}"
+        assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["compare", "gpt2", "qwen3_0_6b", "static"], f"trial {trial}"
         index = (out / "index.html").read_text()
         assert 'href="gpt2/index.html"' in index and 'href="qwen3_0_6b/index.html"' in index
         assert leftovers(out) == []
