@@ -260,3 +260,29 @@ def index_view(facts: dict[str, Any], view: Callable[[dict[str, Any]], dict[str,
     if exact:
         _write(path, key, computed)
     return computed
+
+
+def site_pages(kind: str, present: list[dict[str, Any]], render: Callable[[list[dict[str, Any]]], dict[str, str]],
+               folder: Path = FOLDER) -> dict[str, str]:
+    """``render(present)`` for pages made from every family in the site (the compare pages), kept like a
+    family's pages, keyed by all those facts."""
+    if not _enabled:
+        return render(present)
+    key = digest([], f"site {kind}", shared_digest(True), hashlib.sha256(pickle.dumps(present, protocol=5)).hexdigest())
+    path = _entry_path(kind, "site", folder)
+    files = _read(path, key)
+    if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return files
+    files = render(present)
+    _write(path, key, files)
+    return files
+
+
+def template_bytecode():
+    """Jinja's compiled templates, kept in the cache folder (Jinja checks each against its source)."""
+    if not _enabled:
+        return None
+    import jinja2
+
+    (FOLDER / "jinja").mkdir(parents=True, exist_ok=True)
+    return jinja2.FileSystemBytecodeCache(str(FOLDER / "jinja"))

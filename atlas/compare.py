@@ -195,7 +195,9 @@ def write_pages(staging: Path, present: list[dict[str, Any]]) -> None:
         import shutil
 
         shutil.rmtree(target)
-    for rel, text in render(present).items():
+    from atlas import cache
+
+    for rel, text in cache.site_pages("compare", present, render).items():
         if rel.endswith(".html"):
             visible_text.check_page(rel, text)
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)

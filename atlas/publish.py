@@ -74,7 +74,12 @@ def discard(path: Path) -> None:
 
 def copy_previous(out: Path, staging: Path) -> None:
     """The previous site's files into ``staging``: only folders and regular files, so a symbolic link
-    placed in the site (or a pipe) is neither followed nor carried into the next site."""
+    placed in the site (or a pipe) is neither followed nor carried into the next site.
+
+    Files are hard-linked, not copied (a no-op rebuild would otherwise spend most of its time copying
+    the site). That is safe because a build never writes into a file it carried over: a rebuilt
+    family's folder, static/ and compare/ are removed and written afresh, and ``fresh`` unlinks a single
+    file (the index) before it is written, so the old site, still in place, never changes."""
     if not out.is_dir():
         return
     for folder, dirs, files in os.walk(out):  # os.walk does not descend into linked folders
@@ -85,11 +90,20 @@ def copy_previous(out: Path, staging: Path) -> None:
             if stat.S_ISDIR(mode):
                 (target / name).mkdir()
             elif stat.S_ISREG(mode):
-                shutil.copy2(here / name, target / name, follow_symlinks=False)
+                try:
+                    os.link(here / name, target / name, follow_symlinks=False)
+                except OSError:  # a file system without hard links
+                    shutil.copy2(here / name, target / name, follow_symlinks=False)
             else:
                 kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
                 print(f"note: {here / name} is {kind}; the new site leaves it out", file=sys.stderr)
         dirs[:] = [d for d in dirs if stat.S_ISDIR(os.lstat(here / d).st_mode)]
+
+
+def fresh(path: Path) -> Path:
+    """``path``, unlinked first: what is written there next is a new file, never the old site's."""
+    path.unlink(missing_ok=True)
+    return path
 
 
 def replace(staging: Path, out: Path) -> None:

@@ -59,6 +59,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=cache.template_bytecode(),  # compiling the templates is most of a no-op rebuild's rendering
     )
     env.filters["grouped"] = grouped
     env.filters["month"] = _month
@@ -189,13 +190,13 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                 for rel, text in family_files.items():
                     target = staging / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(text, encoding="utf-8")
+                    publish.fresh(target).write_text(text, encoding="utf-8")
                 _copy_static(staging)
                 # every facts.json the index reads matches atlas/facts.schema.json, the ones kept from before too
                 present = read_site_facts(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files})
                 index = render_index(present, lambda rel: (staging / rel).is_file())
                 visible_text.check_page("index.html", index)
-                (staging / "index.html").write_text(index, encoding="utf-8")
+                publish.fresh(staging / "index.html").write_text(index, encoding="utf-8")
                 compare.write_pages(staging, present)  # compare/: pairs of near relatives, and any pair in the browser
                 publish.pause("written")
                 publish.replace(staging, out)
