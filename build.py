@@ -19,7 +19,8 @@ from atlas import families
 from atlas.errors import AtlasError
 
 
-def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> None:
+def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
+    """Build ``names`` into ``out``; False when ``out`` already held exactly what it would write."""
     from atlas.preflight import check_inputs
     from atlas.site import output_folder
 
@@ -38,6 +39,9 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     from atlas.site import render_family, write_site
 
     cache.enable(use_cache and weights is None)
+    published = cache.publish_key(out, names)
+    if cache.up_to_date(out, published):  # the site holds what this build would write, untouched since
+        return False
     # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
     collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
     for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
@@ -48,6 +52,8 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     for family in collected:
         pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
     write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
+    cache.record_published(out, published)
+    return True
 
 
 def serve(out: Path, port: int) -> None:
@@ -100,14 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
     kept = f"the site in {args.out} was left as it was"
     try:
-        build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
+        written = build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
     except AtlasError as e:
         return _fail(f"{e}; {kept}")
     except KeyboardInterrupt:
         return _fail(f"interrupted; {kept}", 130)
     except Exception as e:  # a bug of the atlas, not of the input: still one line, with where it happened
         return _fail(f"internal error at {_innermost(e)}: {type(e).__name__}: {e}; {kept} (please report this)")
-    print(f"built {len(names)} famil{'y' if len(names) == 1 else 'ies'} into {args.out}/ (open {args.out}/index.html)")
+    families_built = f"{len(names)} famil{'y' if len(names) == 1 else 'ies'}"
+    if written:
+        print(f"built {families_built} into {args.out}/ (open {args.out}/index.html)")
+    else:
+        which = names[0] if len(names) == 1 else f"these {families_built}"
+        print(f"{args.out}/ is up to date: nothing {which} depend{'s' if len(names) == 1 else ''} on has changed since the last build wrote it")
     if args.serve is not None:
         serve(args.out, args.serve)
     return 0

@@ -286,3 +286,44 @@ def template_bytecode():
 
     (FOLDER / "jinja").mkdir(parents=True, exist_ok=True)
     return jinja2.FileSystemBytecodeCache(str(FOLDER / "jinja"))
+
+
+# --- a site already built from these very inputs ----------------------------------------------------
+
+
+def publish_key(out: Path, names: list[str]) -> str | None:
+    """What a build of ``names`` into ``out`` depends on: every family's inputs, the templates, static
+    files and source, and the families the atlas knows. None when the cache is off."""
+    if not _enabled:
+        return None
+    from atlas import families
+
+    keys = [f"{name} {facts_key(name)}" for name in names]
+    return digest([], "publish", str(Path(out).resolve()), shared_digest(True), *keys, *families.names())
+
+
+def site_state(out: Path) -> str:
+    """The site folder as it is now: every entry's path, kind, size, modification time and inode. A file
+    edited, added or removed, or another build published since, gives another state."""
+    h = hashlib.sha256()
+    root = Path(out).resolve()
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            info = os.lstat(os.path.join(folder, name))
+            rel = os.path.relpath(os.path.join(folder, name), root)
+            h.update(f"{rel}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
+    return h.hexdigest()
+
+
+def up_to_date(out: Path, key: str | None) -> bool:
+    """Whether ``out`` is exactly what the last build of these inputs published, untouched since."""
+    if key is None or not Path(out).is_dir():
+        return False
+    return _read(FOLDER / "published" / f"{hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()}.json", key) == site_state(out)
+
+
+def record_published(out: Path, key: str | None) -> None:
+    """Remember the state of ``out`` right after a build of the inputs ``key`` stands for published it."""
+    if key is not None:
+        _write(FOLDER / "published" / f"{hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()}.json", key, site_state(out))

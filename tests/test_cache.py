@@ -95,7 +95,21 @@ def test_a_damaged_entry_is_collected_again_and_rewritten(project):
     assert how_collected(result) == "collected"
     assert "Traceback" not in result.stderr
     assert snapshot(project / "repaired") == snapshot(project / "uncached")
-    assert how_collected(build(project, "--out", "repaired")) == "cached"
+    assert how_collected(build(project, "--out", "repaired-again")) == "cached"
+
+
+def test_a_site_already_built_from_the_same_inputs_is_left_alone(project):
+    first = build(project, "--out", "twice")
+    assert how_collected(first) in ("cached", "collected")
+    before = {p: p.stat().st_mtime_ns for p in (project / "twice").rglob("*")}
+    again = build(project, "--out", "twice")
+    assert again.returncode == 0 and again.stderr == ""
+    assert again.stdout == f"twice/ is up to date: nothing {FAMILY} depends on has changed since the last build wrote it\n"
+    assert {p: p.stat().st_mtime_ns for p in (project / "twice").rglob("*")} == before
+    # the site touched by hand, or another family's build into it: built again, whole
+    (project / "twice" / FAMILY / "index.html").write_text("edited by hand\n")
+    assert how_collected(build(project, "--out", "twice")) == "cached"
+    assert snapshot(project / "twice") == snapshot(project / "uncached")
 
 
 def _append(path: Path, text: str) -> None:

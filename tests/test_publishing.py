@@ -99,7 +99,7 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_site(families_built, tmp_pa
 def test_two_builds_at_once_keep_both_families(families_built, tmp_path):
     for trial in range(20):
         out = tmp_path / f"site{trial}"
-        first = publish(out, "first", families_built / "gpt2", pause=0.1)
+        first = publish(out, "first", families_built / "gpt2", pause=0.7)
         deadline = time.monotonic() + 60
         while not leftovers(out):  # the first holds the lock once its staging folder exists
             assert time.monotonic() < deadline and first.poll() is None, first.stderr.read() if first.stderr else ""
