@@ -27,7 +27,7 @@ from atlas.pages.diagram import diagram
 from atlas.pages.hierarchy import hierarchy
 from atlas.pages.inputs import input_pages
 from atlas.pages.roles import annotated, slug
-from atlas.pages.values import value_pages, values
+from atlas.pages.values import value_pages, values, weight_previews
 
 
 def site(facts: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +38,7 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     drawn = diagram(facts, set(nodes), vals)
     input_pages(facts, nodes, vals)
     value_pages(facts, vals, nodes)
+    weight_previews(facts, nodes)
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
     return {

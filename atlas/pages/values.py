@@ -167,3 +167,24 @@ def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[st
         return "blocks"
     nid = slug(parts[-1])
     return nid if nid in nodes else "model"
+
+
+def weight_previews(facts: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> None:
+    """Each tensor page gets the histogram of the same tensor in the preview model: a block's tensor is
+    read in the tiny model's block at the same index where it has one (the tiny model keeps the
+    checkpoint's pattern of block kinds), else in the first tiny block that has it."""
+    histograms = facts["preview"]["weight_histograms"]
+    block_path = facts["model"]["block_path"]
+    tiny_blocks = facts["preview"]["config"]["num_hidden_layers"]
+    for node in nodes.values():
+        if node["type"] != "tensor":
+            continue
+        path, block = node["path"], None
+        if path.startswith(block_path + "."):
+            index, _, rest = path[len(block_path) + 1:].partition(".")
+            candidates = ([int(index)] if int(index) < tiny_blocks else []) + list(range(tiny_blocks))
+            block = next((j for j in candidates if f"{block_path}.{j}.{rest}" in histograms), None)
+            path = f"{block_path}.{block}.{rest}"
+        found = histograms.get(path)
+        if found is not None:
+            node["histogram"] = {**found, "name": path, "block": block}
