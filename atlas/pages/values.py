@@ -188,3 +188,21 @@ def weight_previews(facts: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> 
         found = histograms.get(path)
         if found is not None:
             node["histogram"] = {**found, "name": path, "block": block}
+
+
+def missing_words(facts: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """Where each support() value is missing, by reason, with its blocks as ranges in numeric order:
+    {name: [{"blocks": "1–60", "count": 60, "why": ...}]}."""
+    from atlas.introspect import index_ranges
+
+    out = {}
+    for host in facts["support"]["hosts"]:
+        for v in host["values"]:
+            if not v["missing"]:
+                continue
+            by_reason: dict[str, list[int]] = {}
+            for block, why in v["missing"].items():
+                by_reason.setdefault(why, []).append(int(block))
+            groups = [{"blocks": index_ranges(sorted(b)), "count": len(b), "why": why} for why, b in by_reason.items()]
+            out[v["name"]] = sorted(groups, key=lambda g: int(g["blocks"].split("–")[0].split(",")[0]))
+    return out
