@@ -249,7 +249,7 @@
 
   /* A box that scrolls sideways says so: a cue under it while its content is wider than it. */
   function initScrollCues() {
-    var boxes = $all(".scroll, .diagram-scroll, pre.printout");
+    var boxes = $all(".scroll, .diagram-scroll, pre");
     function mark() {
       boxes.forEach(function (box) {
         var over = box.scrollWidth > box.clientWidth + 1;

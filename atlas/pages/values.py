@@ -202,7 +202,9 @@ def missing_words(facts: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
                 continue
             by_reason: dict[str, list[int]] = {}
             for block, why in v["missing"].items():
-                by_reason.setdefault(why, []).append(int(block))
+                # the same reason in every block it names ("block 60's MLP ..."): one line for them all
+                general = why.replace(f"block {block}'s ", "the block's ").replace(f"block {block} ", "the block ")
+                by_reason.setdefault(general, []).append(int(block))
             groups = [{"blocks": index_ranges(sorted(b)), "count": len(b), "why": why} for why, b in by_reason.items()]
             out[v["name"]] = sorted(groups, key=lambda g: int(g["blocks"].split("–")[0].split(",")[0]))
     return out
