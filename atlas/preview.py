@@ -342,13 +342,13 @@ def uncaptured(preview: PreviewRun) -> list[str]:
 # --- compact data ----------------------------------------------------------------------------------
 
 
-def compact(tensor, integer: bool = False) -> dict[str, Any]:
-    """A tensor as float16 values (or integers) in nested lists, long axes strided to MAX_AXIS entries."""
+def compact(tensor, integer: bool = False, max_axis: int = MAX_AXIS) -> dict[str, Any]:
+    """A tensor as float16 values (or integers) in nested lists, long axes strided to ``max_axis`` entries."""
     import torch
 
     strides = []
     for axis, size in enumerate(tensor.shape):
-        stride = math.ceil(size / MAX_AXIS)
+        stride = math.ceil(size / max_axis)
         strides.append(stride)
         if stride > 1:
             tensor = tensor.index_select(axis, torch.arange(0, size, stride))
@@ -401,14 +401,16 @@ def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
         elif dims and dims[0] == "batch":
             value, dims = value[0], dims[1:]
         picked = next((d for d in PICKED_AXIS if d in dims[1:]), None)
-        if picked is not None:
+        if picked is not None and len(dims) == 3:  # a grid of the other two, one slice at a time
             axis = dims.index(picked)
             value = value.movedim(axis, 0)
             dims = [picked] + dims[:axis] + dims[axis + 1:]
         host = standard_value(name).host
         key = name if index is None else (f"layers.{index}.{name}" if host == "layers[i]" else f"layers.{index}.{host.split('.')[-1]}.{name}")
         integer = not value.is_floating_point()
-        tensors[key] = {**compact(value, integer=integer), "axes": dims}
+        # a value drawn at one block per kind keeps its feature axes shorter: a drawing, not a record
+        short = index is not None and name not in EVERY_BLOCK
+        tensors[key] = {**compact(value, integer=integer, max_axis=MAX_AXIS // 2 if short else MAX_AXIS), "axes": dims}
     return dict(sorted(tensors.items(), key=lambda kv: _key_order(kv[0])))
 
 
