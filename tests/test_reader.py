@@ -331,14 +331,19 @@ def test_the_mixture_draws_routed_and_shared_experts_side_by_side_and_summed(bro
             assert inside, module
         assert "every token" in svg.locator(".part[data-module='shared_experts']").text_content()
         moe_height = svg.evaluate("s => s.viewBox.baseVal.height")
+        slider_top = page.locator("#block-slider").bounding_box()["y"]
         # the dense block: its own, shorter drawing, the output right after the last add
         pick_block(page, 0)
+        assert page.locator("#block-slider").bounding_box()["y"] == slider_top  # what is above the drawing stays put
         dense = page.locator("svg.block-svg:not([hidden])")
         dense_height = dense.evaluate("s => s.viewBox.baseVal.height")
         assert dense_height < moe_height
         last_add = max(dense.locator(".part.add circle:not(.hit)").evaluate_all("cs => cs.map(c => c.cy.baseVal.value)"))
         out = dense.locator(".part.terminal circle").evaluate_all("cs => cs.map(c => c.cy.baseVal.value)")[-1]
         assert out - last_add <= 40
+        # and no band under it: what follows the drawing comes right after it
+        bottom = dense.bounding_box()
+        assert page.locator("#identity").bounding_box()["y"] - (bottom["y"] + bottom["height"]) <= 40
         assert not r.errors
 
 

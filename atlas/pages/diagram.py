@@ -188,6 +188,6 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
         for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:
                 piece["part"] = None
-    # Each kind keeps its own height (a dense block draws no empty band); the drawings share one grid
-    # cell on the page, whose height is the tallest one's, so moving the slider never moves the page.
+    # Each kind keeps its own height: a dense block draws no empty band. The slider sits above the
+    # drawing, so a change of height moves only what follows it.
     return {"flow": flow(facts, known, vals), "kinds": kinds}
