@@ -147,7 +147,14 @@
     keys.forEach(function (k) { root.appendChild(figureOf(k, tensors[k], labels)); });
   }
 
-  function axisWord(name) { return (name || "").replace(/_/g, " ").replace(/^num /, ""); }
+  // An axis of a layout in words: [one, several].
+  var AXES = {
+    num_heads: ["head", "heads"], num_kv_heads: ["key/value head", "key/value heads"], top_k: ["routing slot", "routing slots"],
+    seq: ["position", "positions"], query: ["query", "queries"], key: ["key", "keys"], hidden_size: ["feature", "features"],
+    qk_head_dim: ["dim", "dims"], head_dim: ["dim", "dims"], intermediate_size: ["neuron", "neurons"],
+    vocab_size: ["token id", "token ids"], num_experts: ["expert", "experts"],
+  };
+  function axisWord(name, plural) { var w = AXES[name]; return w ? w[plural ? 1 : 0] : (name || "").replace(/_/g, " "); }
 
   /* One captured tensor: a grid for two axes, a strip for one, and a picker over the first axis
      (a head, a routing slot) for three; each with the histogram of the values shown. */
@@ -164,24 +171,30 @@
         holder.innerHTML = "";
         holder.appendChild(grid(rows, diverging(maxAbs), {
           label: title + ", " + axisWord(axes[0]) + " " + pick.i, rowLabels: axes[1] === "seq" && t.shape[1] === labels.length ? labels : null,
-          hint: axisWord(axes[1]) + " down, " + axisWord(axes[2]) + " across; hover a cell.",
+          hint: axisWord(axes[1], true) + " down, " + axisWord(axes[2], true) + " across; hover a cell.",
           describe: function (r, c, v) { return rowName(1, r) + ", " + rowName(2, c) + ": " + fmt(v); },
         }));
         holder.appendChild(el("p", { "class": "small", text: axisWord(axes[0]) + " " + pick.i + " of " + t.shape[0] + ": blue below zero, orange above, scaled to the largest magnitude of all of them, " + fmt(maxAbs) + "." }));
         holder.appendChild(histogram(flat(rows), title + ", " + axisWord(axes[0]) + " " + pick.i));
       };
       fig.appendChild(el("div", { "class": "picker-line" }, [el("span", { "class": "small", text: axisWord(axes[0]) + " " }),
-        picker(axisWord(axes[0]), Array.from({ length: t.shape[0] }, function (_, h) { return { label: String(h * stride(0)), value: h }; }), function (h) { pick.i = h; draw(); })]));
+        picker(axisWord(axes[0], true), Array.from({ length: t.shape[0] }, function (_, h) { return { label: String(h * stride(0)), value: h }; }), function (h) { pick.i = h; draw(); })]));
       fig.appendChild(holder);
       draw();
     } else if (t.shape.length === 2) {
       var maxAbs = Math.max(Math.abs(t.min), Math.abs(t.max));
       fig.appendChild(grid(t.data, diverging(maxAbs), {
-        label: title, rowLabels: t.shape[0] === labels.length ? labels : null, hint: axisWord(axes[0] || "positions") + " down, " + axisWord(axes[1] || "features") + " across; hover a cell.",
+        label: title, rowLabels: t.shape[0] === labels.length ? labels : null, hint: axisWord(axes[0] || "seq", true) + " down, " + axisWord(axes[1] || "hidden_size", true) + " across; hover a cell.",
         describe: function (r, c, v) { return rowName(0, r) + ", " + rowName(1, c) + ": " + fmt(v); },
       }));
       fig.appendChild(el("figcaption", { text: "Blue below zero, orange above, scaled to the largest magnitude, " + fmt(maxAbs) + (stride(1) > 1 ? "; every " + stride(1) + "th " + axisWord(axes[1]) : "") + "." }));
       fig.appendChild(histogram(flat(t.data), title));
+    } else if (t.shape.length === 1 && axes.length === 1 && axes[0].indexOf(", ") > 0) {
+      // a scalar layout read as a tuple (input_size: the call's batch and seq)
+      var names = axes[0].split(", ");
+      var pairs = [];
+      names.forEach(function (n, i) { if (i) pairs.push(" · "); pairs.push(el("span", { "class": "tuple" }, [n + " ", el("strong", { text: String(t.data[i]) })])); });
+      fig.appendChild(el("p", { "class": "values" }, pairs));
     } else if (t.shape.length === 1) {
       var tokens = axes[0] === "seq" && t.shape[0] === labels.length;
       fig.appendChild(grid([t.data], t.min < 0 ? diverging(Math.max(Math.abs(t.min), Math.abs(t.max))) : sequential(t.max), {
