@@ -41,4 +41,4 @@ bench-site: $(STAMP) browser
 	$(PY) benchmarks/page_weight.py
 
 clean:
-	rm -rf site .pytest_cache
+	rm -rf site .pytest_cache .atlas-cache

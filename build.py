@@ -6,6 +6,7 @@
     python build.py --weights DIR --family NAME   # also check a local checkpoint, tensor by tensor
     python build.py --list               # the families
     python build.py --serve [PORT]       # serve the site on 127.0.0.1
+    python build.py pin ORG/REPO         # a checkpoint folder from the Hub's config and headers (atlas/pin.py)
 """
 
 from __future__ import annotations
@@ -18,43 +19,70 @@ from atlas import families
 from atlas.errors import AtlasError
 
 
-def build(names: list[str], out: Path, weights: Path | None = None) -> None:
+def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> None:
+    from atlas.preflight import check_inputs
+    from atlas.site import output_folder
+
+    output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
+    for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
+        check_inputs(name)
+    if weights is not None:  # a local checkpoint's headers too, by the strict reader, before anything heavy
+        from atlas.safetensors_headers import read_checkpoint
+
+        read_checkpoint(weights)
+
+    from atlas import cache
     from atlas.check import check
-    from atlas.facts import collect
+    from atlas.parallel import collect_all, stderr_progress
     from atlas.schema import check_facts
     from atlas.site import render_family, write_site
 
-    collected = [collect(name, weights) for name in names]  # collect: facts from models and checkpoints
+    cache.enable(use_cache and weights is None)
+    # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
+    collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
     for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
         check_facts(family.facts, Path(out) / name / "facts.json")
     for family in collected:  # check: every claim against an independent source
         check(family)
     pages = {}  # render: pages from the facts alone
     for family in collected:
-        pages.update(render_family(family.facts))
+        pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
     write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
 
 
 def serve(out: Path, port: int) -> None:
-    import functools
-    import http.server
+    """Serve the site on 127.0.0.1, rebuilding a family (in a fresh process) when its inputs change."""
+    from atlas import serve as server
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        print(f"serving {out} at http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)")
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    try:
+        server.serve(out, port, rebuild_command=[sys.executable, str(Path(__file__).resolve()), "--out", str(out)])
+    except server.PortError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # a usage error is one line too, exit 2
+        self.exit(2, f"error: {message} (python build.py --help lists the options)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the architecture atlas.")
+    if (argv if argv is not None else sys.argv[1:])[:1] == ["pin"]:  # python build.py pin ORG/REPO: atlas/pin.py
+        return __import__("atlas.pin", fromlist=["main"]).main((argv if argv is not None else sys.argv[1:])[1:])
+    parser = Parser(description="Build the architecture atlas.")
     parser.add_argument("--family", action="append", metavar="NAME", help="build this family (repeatable); default: all")
     parser.add_argument("--out", type=Path, default=Path("site"), help="output folder (default: site)")
     parser.add_argument("--weights", type=Path, metavar="DIR", help="a local checkpoint directory to check (with one --family)")
     parser.add_argument("--list", action="store_true", help="list the families and exit")
     parser.add_argument("--serve", nargs="?", const=8000, type=int, metavar="PORT", help="serve the site on 127.0.0.1 after building")
+    parser.add_argument("--no-cache", action="store_true", help="collect and render every family afresh, ignoring .atlas-cache/")
+    parser.add_argument("--jobs", type=_positive, metavar="N", help="collect in N worker processes (default: one per core)")
     args = parser.parse_args(argv)
 
     known = families.names()
@@ -65,21 +93,39 @@ def main(argv: list[str] | None = None) -> int:
     names = args.family or known
     unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"error: unknown family {unknown[0]!r}; known families: {', '.join(known)}", file=sys.stderr)
-        return 2
+        return _fail(f"unknown family {unknown[0]!r}; known families: {', '.join(known)}", 2)
     if args.weights is not None and len(names) != 1:
-        print("error: --weights checks one family's checkpoint: give exactly one --family", file=sys.stderr)
-        return 2
+        return _fail("--weights checks one family's checkpoint: give exactly one --family", 2)
+    if args.serve is not None and not 0 <= args.serve <= 65535:
+        return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
+    kept = f"the site in {args.out} was left as it was"
     try:
-        build(list(dict.fromkeys(names)), args.out, args.weights)
+        build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
     except AtlasError as e:
-        print(f"error: {e}", file=sys.stderr)
-        print(f"the site in {args.out} was left as it was", file=sys.stderr)
-        return 1
+        return _fail(f"{e}; {kept}")
+    except KeyboardInterrupt:
+        return _fail(f"interrupted; {kept}", 130)
+    except Exception as e:  # a bug of the atlas, not of the input: still one line, with where it happened
+        return _fail(f"internal error at {_innermost(e)}: {type(e).__name__}: {e}; {kept} (please report this)")
     print(f"built {len(names)} famil{'y' if len(names) == 1 else 'ies'} into {args.out}/ (open {args.out}/index.html)")
     if args.serve is not None:
         serve(args.out, args.serve)
     return 0
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def _innermost(error: BaseException) -> str:
+    """The deepest line of the atlas's own code that the error passed through."""
+    import traceback
+
+    root = Path(__file__).resolve().parent
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(str(root))]
+    frame = frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
+    return f"{Path(frame.filename).resolve().relative_to(root) if frame.filename.startswith(str(root)) else frame.filename}:{frame.lineno}"
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ def check(collected: Collected) -> None:
     check_preview(name, facts["preview"])
     check_support(name, facts["support"])
     check_notes(facts["notes"])
+    check_cost(name, facts["cost"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
 
 
 # --- parameter accounting --------------------------------------------------------------------------
@@ -56,24 +57,54 @@ def _check_tree(family: str, node: dict[str, Any]) -> None:
             raise AtlasError(family, f"parameter accounting of {node['path']}", f"its components give {grouped(parts)} {key}, the module has {grouped(node[key])}")
 
 
+# --- what it costs to run -------------------------------------------------------------------------
+
+
+def check_cost(family: str, cost: dict[str, Any], layout: list) -> None:
+    """Each cost rule, applied to the tiny preview model, gives what the preview run measured (the
+    values its cache held, the FLOPs counted for one more token, the active parameters counted another
+    way); the FP8 and 4-bit formulas give the bytes the checkpoint's own quantized files store."""
+    from atlas.cost import scale_mismatches
+
+    for c in cost["checks"]:
+        if c["formula"] != c["measured"]:
+            raise AtlasError(family, f"cost figure {c['figure']}",
+                             f"the formula gives {grouped(c['formula'])}, the preview run measured {grouped(c['measured'])} ({c['how']})")
+    wrong = scale_mismatches(layout)
+    if wrong:
+        raise AtlasError(family, "cost figure weights in memory", f"{wrong[0]}" + (f" (and {len(wrong) - 1:,} more)" if len(wrong) > 1 else ""))
+
+
 # --- the pinned checkpoint -------------------------------------------------------------------------
 
 
 def check_checkpoint_totals(check: dict[str, Any]) -> None:
     """The predicted files equal checkpoint.json on every figure it pins: tensors, tensors and bytes by
-    dtype, payload, weights, index size. Figures it does not pin are listed as not checked, never passed.
-    Every figure that differs is named in the one error, each with its difference."""
-    differing = [row for row in check["figures"] if row["checked"] and row["predicted"] != row["pinned"]]
+    dtype, payload, weights, index size, and each file's tensors, header length and size. Figures it
+    does not pin are listed as not checked, never passed; a header length the writer's unknown tensor
+    order leaves open must lie within its bounds. Every figure that differs is named in the one error,
+    each with its difference."""
+    differing = [row for row in check["figures"] if row["checked"] and not _agrees(row)]
     if differing:
         first = differing[0]
         raise AtlasError(
             check["pinned_file"], f"safetensors.{first['key']}",
-            "the model and config predict other figures than the checkpoint's headers: "
-            + "; ".join(
-                f"{row['figure']} {grouped(row['predicted'])}, pinned {grouped(row['pinned'])} ({_signed(row['predicted'] - row['pinned'])})"
-                for row in differing
-            ),
+            "the model and config predict other figures than the checkpoint's headers: " + "; ".join(_difference(row) for row in differing),
         )
+
+
+def _agrees(row: dict[str, Any]) -> bool:
+    if row["bounds"] is not None:
+        return row["bounds"][0] <= row["pinned"] <= row["bounds"][1]
+    return row["predicted"] == row["pinned"]
+
+
+def _difference(row: dict[str, Any]) -> str:
+    if row["bounds"] is not None:
+        return f"{row['figure']}: pinned {grouped(row['pinned'])}, outside {grouped(row['bounds'][0])} to {grouped(row['bounds'][1])}"
+    if isinstance(row["predicted"], str) or isinstance(row["pinned"], str):
+        return f"{row['figure']} {row['predicted']}, pinned {row['pinned']}"
+    return f"{row['figure']} {grouped(row['predicted'])}, pinned {grouped(row['pinned'])} ({_signed(row['predicted'] - row['pinned'])})"
 
 
 def check_tensor_summary(check: dict[str, Any], layout: list) -> None:

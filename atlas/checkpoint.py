@@ -38,15 +38,32 @@ class PinnedCheckpoint:
         return value
 
 
+MAX_JSON_BYTES = 16 * 1024 * 1024  # a config is a few kilobytes; an index of 100,000 tensors a few megabytes
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from a regular file of sane size, decoded as UTF-8."""
+    import stat
+
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise AtlasError(path, None, "is not a regular file" + (" (a folder)" if stat.S_ISDIR(info.st_mode) else ""))
+        if info.st_size > MAX_JSON_BYTES:
+            raise AtlasError(path, None, f"{info.st_size:,} bytes is over the {MAX_JSON_BYTES:,}-byte limit")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AtlasError(path, None, "file not found") from None
+    except UnicodeDecodeError as e:
+        raise AtlasError(path, f"byte {e.start}", "not UTF-8 text") from None
+    except OSError as e:
+        raise AtlasError(path, None, f"cannot be read ({e.strerror})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise AtlasError(path, f"line {e.lineno} column {e.colno}", f"not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise AtlasError(path, None, "not valid JSON (nested too deep)") from None
     if not isinstance(data, dict):
         raise AtlasError(path, None, "must hold a JSON object")
     return data

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent) + "/"
+
 
 class AtlasError(Exception):
     """A build input or a build check is wrong.
@@ -11,10 +15,17 @@ class AtlasError(Exception):
     """
 
     def __init__(self, where: str, field: str | None, problem: str):
-        self.where = str(where)
+        where = str(where)
+        # a file of the project is named as a user sees it from the project: atlas/checkpoints/...
+        self.where = where[len(ROOT):] if where.startswith(ROOT) else where
         self.field = field
         self.problem = problem
         super().__init__(str(self))
+
+    def __reduce__(self):
+        # rebuilt from its three parts when it crosses from a worker process (pickle would otherwise
+        # call AtlasError(message) and fail on the missing arguments)
+        return (type(self), (self.where, self.field, self.problem))
 
     def __str__(self) -> str:
         location = f"{self.where}: {self.field}" if self.field else self.where

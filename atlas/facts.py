@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from atlas import config_words, features, introspect, params, sources, standard
+from atlas import compare, config_words, cost, features, files, introspect, params, preflight, sources, standard
 from atlas.check import check_local_headers, check_preview
 from atlas.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config
 from atlas.collected import Collected
@@ -21,14 +21,17 @@ from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
-SCHEMA = 2  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked)
+SCHEMA = 3  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked; 3: the predicted files)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
-    family = load(name)
-    checkpoint = load_pinned(family.checkpoint)
+    family, checkpoint = preflight.check_inputs(name)
+    preflight.check_config_values(family, checkpoint)
     config = transformers_config(family, checkpoint)
-    model = build_on_meta(family, config, checkpoint.config_path)
+    preflight.check_config(family, checkpoint, config)
+    with preflight.reads(config) as read:  # what the model takes from its config, to find silent defaults
+        model = build_on_meta(family, config, checkpoint.config_path)
+    preflight.check_defaulted_sizes(family, checkpoint, read)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
     kinds = introspect.block_kinds(blocks, introspect.layer_types(config))
@@ -78,6 +81,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             # read again from the file: building the transformers config rewrites parts of the dict it
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": read_json_object(checkpoint.folder / "config.json"),
+            # keys of config.json neither the configuration class nor the model reads
+            "unread": preflight.unread_keys(family, checkpoint, config, read),
         },
         "attention": _attention_facts(attention),
         "block_kinds": [
@@ -98,14 +103,16 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "block_kinds": kind_rows,
             "outside": outside,  # the component pages of embeddings, norm, head
         },
-        "checkpoint_check": {**_checkpoint_check(checkpoint, layout, local),
+        "checkpoint_check": {**_checkpoint_check(checkpoint, layout, local, predictor),
                              # per model tensor of the first block of each kind and the outside modules:
                              # the stored name(s), dtype, shape, bytes; scales with the block they cover
                              "tensors": predictor.tensors_of(_page_tensors(kind_rows, outside))},
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
-    _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
+    facts["lineage"] = compare.lineage(model)
     facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
@@ -114,7 +121,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
 
 def _add_standard_names(facts: dict[str, Any], family, config, model, local_model=None) -> None:
     """support(), the preview run and the notes; the printout lines gain the values their module hosts.
-    The preview runs on ``local_model`` (loaded from --weights) where there is one."""
+    The preview runs on ``local_model`` (loaded from --weights) where there is one; the run is returned."""
     from atlas import notes, preview, proof
 
     resolution = standard.resolve(model, config.num_hidden_layers, family.standard_overrides)
@@ -143,6 +150,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     check_preview(family.name, facts["preview"])
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
+    return run
 
 
 def _containers(model, block_path: str) -> dict[str, str]:
@@ -207,7 +215,7 @@ def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
         config = model.config if model is not None else transformers_config(family, checkpoint)
         tensors += expand_stored_buffers(entries, config.num_hidden_layers)
     if family.stored_extras:
-        tensors += family.stored_extras(checkpoint.config, predict)
+        tensors += family.call("stored_extras", checkpoint.config, predict)
     return (tensors, predict) if with_predictor else tensors
 
 
@@ -278,12 +286,16 @@ def _local_preview_model(family, local: dict[str, Any]):
     return model_class.from_pretrained(own.folder, config=config, dtype=torch.float32).eval()
 
 
-def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:
+def _checkpoint_check(checkpoint, layout, local, predictor=None) -> dict[str, Any]:
     pinned = checkpoint.require("safetensors")
     if not isinstance(pinned, dict):
         raise AtlasError(checkpoint.pinned_path, "safetensors", "must be an object of header figures ({} when none is known)")
+    where = str(checkpoint.pinned_path)
     predicted = layout_summary(layout)
-    figures = params.figure_rows(predicted, pinned, str(checkpoint.pinned_path))
+    index_facts, predicted_files = _predicted_files(checkpoint, layout, predictor, pinned, predicted)
+    figures = params.figure_rows(predicted, pinned, where, predicted_files, checkpoint.pinned.get("figure_sources"), layout)
+    if predicted_files is not None:  # the names stay out of the facts: a file's figures are what the page shows
+        predicted_files = {**predicted_files, "files": [{k: v for k, v in f.items() if k != "names"} for f in predicted_files["files"]]}
     return {
         "predicted": predicted,
         "pinned": pinned,
@@ -291,9 +303,40 @@ def _checkpoint_check(checkpoint, layout, local) -> dict[str, Any]:
         "figures": figures,
         "not_checked": [row["figure"] for row in figures if not row["checked"]],
         "pinned_file": f"atlas/checkpoints/{checkpoint.repo}/checkpoint.json",
+        "files": predicted_files,
+        "index": index_facts,
         "sample": _layout_sample(layout),
         "local": local["facts"] if local else None,
     }
+
+
+def _predicted_files(checkpoint, layout, predictor, pinned, predicted) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The index copy carried beside config.json, compared with the layout name by name (the files
+    below rely on it), and the predicted files: one, those the index names, or those the sharding
+    rule cuts."""
+    where = str(checkpoint.pinned_path)
+    writer = files.HeaderWriter.read(checkpoint.pinned.get("header_writer"), where)
+    rule = files.ShardRule.read(checkpoint.pinned.get("shard_rule"), where)
+    index, index_facts = None, None
+    index_path = checkpoint.folder / files.INDEX_NAME
+    if index_path.exists():
+        index = files.read_index(index_path)
+        counts = pinned.get("index_total_size_counts", "payload bytes")
+        total = predicted["payload_bytes"] if counts == "payload bytes" else 2 * predicted["elements"]
+        relative = f"atlas/checkpoints/{checkpoint.repo}/{files.INDEX_NAME}"
+        files.check_index(relative, layout, index, total)
+        index_facts = {"file": relative, "tensors": len(index["weight_map"]), "shards": len(set(index["weight_map"].values())),
+                       "total_size": index["total_size"]}
+    headers_path = checkpoint.folder / files.HEADERS_NAME
+    if headers_path.exists():
+        from atlas.checkpoint import read_json_object
+
+        files.check_headers(f"atlas/checkpoints/{checkpoint.repo}/{files.HEADERS_NAME}", layout, read_json_object(headers_path))
+    if rule is not None and index is not None:
+        raise AtlasError(where, "shard_rule", f"the index copy {files.INDEX_NAME} beside it already says which file holds each tensor")
+    ordered = files.save_order(layout, predictor.state_order()) if rule is not None and predictor is not None else None
+    single = pinned.get("shards") == 1 or list(pinned.get("files") or {}) == [files.SINGLE_FILE]
+    return index_facts, files.predicted_files(layout, ordered, index, rule, single, writer)
 
 
 def _layout_sample(layout) -> list[dict[str, Any]]:

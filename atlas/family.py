@@ -51,6 +51,9 @@ class Family:
     # transformers does not know) and values forced on it (layers transformers never builds).
     config_drop: tuple[str, ...] = ("model_type", "auto_map", "quantization_config")
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # Integer sizes config.json leaves out on purpose, the configuration class's default being the
+    # checkpoint's value: {key: why}. Any other size the model takes from a class default is an error.
+    config_defaults: Mapping[str, str] = field(default_factory=dict)
     # Tensors the checkpoint files hold that the transformers model does not (an MTP block, say):
     # a function of the raw config.json that returns them, in file naming.
     stored_extras: Callable[[Mapping[str, Any]], list[StoredTensor]] | None = None
@@ -71,6 +74,21 @@ class Family:
     name: str = ""
     doc: str = ""
     module: str = ""
+
+    def call(self, field: str, *args: Any) -> Any:
+        """Run one of the family's own functions (``preview``, ``stored_extras``): whatever goes wrong
+        in it is the family module's error, named as such."""
+        from atlas.errors import AtlasError
+
+        try:
+            return getattr(self, field)(*args)
+        except KeyboardInterrupt:
+            raise
+        except AtlasError:
+            raise
+        except BaseException as e:
+            what = f"calls sys.exit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+            raise AtlasError(f"atlas/families/{self.name}.py", field, f"failed: {what}") from None
 
     def but(self, **changes: Any) -> "Family":
         """This family with some declarations changed: a sibling states only what differs."""

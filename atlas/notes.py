@@ -136,8 +136,11 @@ def run_block(code: str, scope: dict[str, Any], where: Path, number: int, line: 
     try:
         with contextlib.redirect_stdout(out), torch.no_grad():
             exec(compile(code, f"{where}:python block {number}", "exec"), scope)
-    except Exception as e:  # the notes are input: any failure is the notes' fault, named as such
-        raise AtlasError(where, f"python block {number} (line {line})", f"{type(e).__name__}: {e}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the notes are input: any failure is the notes' fault, named as such
+        what = f"calls sys.exit({e.code!r}); a notes block must run to its end" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+        raise AtlasError(where, f"python block {number} (line {line})", what) from None
     finally:
         torch.set_num_threads(threads)
     return out.getvalue()

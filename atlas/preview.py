@@ -81,7 +81,7 @@ def tiny_config(family, pinned_config):
     """The tiny config: the pinned config with the generic rule's and the family's changes applied."""
     values = tiny_values(pinned_config)
     if family.preview is not None:
-        values.update(family.preview(pinned_config))
+        values.update(family.call("preview", pinned_config))
     raw = pinned_config.to_dict()
     for derived in ("model_type", "transformers_version", "architectures", "head_dim", "num_local_experts", "qk_head_dim"):
         if derived not in values:

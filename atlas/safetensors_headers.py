@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +21,13 @@ from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
+MAX_INDEX_BYTES = 100 * 1024 * 1024
+# A header is an object of entries, each an object holding the shape and offset lists: three levels.
+# A little room above that, and far below what would exhaust the parser's recursion.
+MAX_NESTING = 6
 INDEX_NAME = "model.safetensors.index.json"
+STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+SHARD_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*\.safetensors$")
 
 
 @dataclass(frozen=True)
@@ -41,11 +50,46 @@ def _no_duplicate_keys(pairs):
     return dict(pairs)
 
 
+def regular_file(path: Path) -> int:
+    """The size of ``path``, which must be a regular file (a link to one is fine): a folder, a pipe
+    or a device is refused before it is opened, so nothing can make the reader hang."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise AtlasError(path, None, "file not found") from None
+    except OSError as e:
+        raise AtlasError(path, None, f"cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise AtlasError(path, None, f"is {kind}; only regular files are read")
+    return info.st_size
+
+
+def nesting(raw: bytes) -> int:
+    """How deep the JSON text nests its objects and arrays (brackets inside strings aside)."""
+    depth = deepest = 0
+    for bracket in re.sub(rb"[^\[\]{}]", b"", STRINGS.sub(b"", raw)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            break
+    return deepest
+
+
+def _parse(path: Path, raw: bytes, field: str):
+    if nesting(raw) > MAX_NESTING:
+        raise AtlasError(path, field, f"JSON nested more than {MAX_NESTING} deep; a safetensors header is 3 deep")
+    try:
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise AtlasError(path, field, f"not valid JSON: {e}") from None
+
+
 def read_file(path: Path) -> list[HeaderTensor]:
     """The tensors one .safetensors file declares, after every structural check."""
     path = Path(path)
+    size = regular_file(path)
     try:
-        size = path.stat().st_size
         with path.open("rb") as f:
             prefix = f.read(8)
             if len(prefix) < 8:
@@ -56,12 +100,9 @@ def read_file(path: Path) -> list[HeaderTensor]:
             if 8 + header_len > size:
                 raise AtlasError(path, "header length", f"{header_len:,} bytes runs past the end of the {size:,}-byte file")
             raw = f.read(header_len)
-    except FileNotFoundError:
-        raise AtlasError(path, None, "file not found") from None
-    try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise AtlasError(path, "header", f"not valid JSON: {e}") from None
+    except OSError as e:
+        raise AtlasError(path, None, f"cannot be read ({e.strerror})") from None
+    header = _parse(path, raw, "header")
     if not isinstance(header, dict):
         raise AtlasError(path, "header", f"must be a JSON object, not {type(header).__name__}")
     _check_metadata(path, header.pop("__metadata__", {}))
@@ -130,25 +171,28 @@ def read_checkpoint(directory: Path) -> tuple[list[HeaderTensor], dict]:
     index_path = directory / INDEX_NAME
     if index_path.exists():
         return _read_sharded(directory, index_path)
-    files = sorted(directory.glob("*.safetensors"))
+    files = sorted(p for p in directory.glob("*.safetensors") if p.is_file())
     if len(files) != 1:
         raise AtlasError(directory, None, f"expected one .safetensors file or {INDEX_NAME}, found {len(files)} .safetensors files")
     return read_file(files[0]), {"files": [files[0].name], "index_total_size": None}
 
 
 def _read_sharded(directory: Path, index_path: Path) -> tuple[list[HeaderTensor], dict]:
-    try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise AtlasError(index_path, None, f"not valid JSON: {e}") from None
+    size = regular_file(index_path)
+    if size > MAX_INDEX_BYTES:
+        raise AtlasError(index_path, None, f"{size:,} bytes is over the {MAX_INDEX_BYTES:,}-byte limit for an index")
+    index = _parse(index_path, index_path.read_bytes(), None)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise AtlasError(index_path, "weight_map", "must map tensor names to shard file names")
     shards = sorted(set(weight_map.values()))
+    for name, shard in weight_map.items():  # before any is opened: a shard is a file of this folder
+        if not SHARD_NAME.match(shard):
+            raise AtlasError(index_path, f"weight_map[{name!r}]", f"{shard!r} is not a plain .safetensors file name in the checkpoint folder")
     tensors = []
     for shard in shards:
         shard_path = directory / shard
-        if not shard_path.is_file():
+        if not shard_path.exists():
             raise AtlasError(index_path, "weight_map", f"names the shard {shard}, which is not in {directory}")
         tensors += read_file(shard_path)
     for t in tensors:

@@ -1,7 +1,7 @@
 """Render and write: Jinja2 pages from the facts only, written atomically into the site folder.
 
-The site is built in a temporary folder beside the target and moved into place in one rename, so a
-failed build leaves the previous site exactly as it was.
+The site is built in a temporary folder beside the target and exchanged with it in one atomic step
+(atlas/publish.py), so a failed or killed build leaves the previous site exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Callable
 import jinja2
 import markupsafe
 
-from atlas import pages, search, visible_text
+from atlas import cache, compare, cost, pages, publish, search, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
@@ -68,6 +68,7 @@ def _environment() -> jinja2.Environment:
     env.filters["excerpt_lines"] = excerpt_lines
     env.tests["is_heading"] = is_heading
     env.globals["page_href"] = page_href
+    env.globals.update(cost_figures=cost.figures, cost_checks=cost.check_words, contexts=cost.contexts)
     return env
 
 
@@ -150,44 +151,73 @@ def page_data(view: dict[str, Any]) -> dict[str, Any]:
 def render_index(all_facts: list[dict[str, Any]], page_exists: Callable[[str], bool] | None = None) -> str:
     """The index page; with ``page_exists`` (a path relative to the site root -> whether the site has
     that page), every search entry is first checked to lead to a page."""
-    views = [pages.site(f) for f in all_facts]
+    views = [cache.index_view(f, card_view) for f in all_facts]
     if page_exists is not None:
         for f, v in zip(all_facts, views):
             search.check_targets(f["family"]["name"], v["search"], page_exists)
-    cards = [{"f": f, "v": {"kinds": v["kinds"], "blocks": v["blocks"], "search": v["search"]}} for f, v in zip(all_facts, views)]
+    cards = [{"f": f, "v": v} for f, v in zip(all_facts, views)]
     return _environment().get_template("index.html").render(cards=cards, root="")
 
 
+def card_view(facts: dict[str, Any]) -> dict[str, Any]:
+    """What a family's index card shows beyond its facts: its block kinds, blocks and search entries."""
+    view = pages.site(facts)
+    return {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}
+
+
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
-    """Write the built families into ``out``, keeping the other families it already holds."""
+    """Write the built families into ``out``, keeping the other families it already holds.
+
+    The new site is assembled beside ``out`` and exchanged with it in one atomic step, under a lock on
+    the folder holding ``out``: a second build into the same folder waits, then starts from the first
+    one's result, so neither loses the other's families; a build killed at any instant leaves the old
+    site or the new one whole, and what it left beside them is removed by the next build.
+    """
     visible_text.check_pages(family_files)  # before anything is written: no page says None
-    shown, out = Path(out), Path(out).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.building-{os.getpid()}"
-    if staging.exists():
-        shutil.rmtree(staging)
+    shown = Path(out)
+    out = output_folder(shown)
     try:
-        if out.is_dir():
-            shutil.copytree(out, staging)
-        else:
-            staging.mkdir()
-        for name in sorted({rel.split("/", 1)[0] for rel in family_files}):
-            if (staging / name).is_dir():  # a rebuilt family's folder holds only this build's pages
-                shutil.rmtree(staging / name)
-        for rel, text in family_files.items():
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        _copy_static(staging)
-        # every facts.json the index reads matches atlas/facts.schema.json, the ones kept from before too
-        present = read_site_facts(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files})
-        index = render_index(present, lambda rel: (staging / rel).is_file())
-        visible_text.check_page("index.html", index)
-        (staging / "index.html").write_text(index, encoding="utf-8")
-        _swap(staging, out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        with publish.lock(out, shown):
+            publish.remove_leftovers(out)
+            staging = publish.staging_folder(out)
+            try:
+                publish.copy_previous(out, staging)
+                publish.pause("copied")
+                for name in sorted({rel.split("/", 1)[0] for rel in family_files}):
+                    if (staging / name).is_dir():  # a rebuilt family's folder holds only this build's pages
+                        shutil.rmtree(staging / name)
+                for rel, text in family_files.items():
+                    target = staging / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, encoding="utf-8")
+                _copy_static(staging)
+                # every facts.json the index reads matches atlas/facts.schema.json, the ones kept from before too
+                present = read_site_facts(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files})
+                index = render_index(present, lambda rel: (staging / rel).is_file())
+                visible_text.check_page("index.html", index)
+                (staging / "index.html").write_text(index, encoding="utf-8")
+                compare.write_pages(staging, present)  # compare/: pairs of near relatives, and any pair in the browser
+                publish.pause("written")
+                publish.replace(staging, out)
+            finally:
+                publish.discard(staging)
+    except OSError as e:
+        raise AtlasError("--out", str(shown), f"cannot write the site there ({e.strerror or e})") from None
+
+
+def output_folder(out: Path) -> Path:
+    """``out`` resolved; refused, before anything is built or written, unless it is a folder or can be made one."""
+    resolved = Path(out).resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise AtlasError("--out", str(out), "is not a folder; give a folder (the file was left as it is)")
+    ancestor = resolved
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise AtlasError("--out", str(out), f"{ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise AtlasError("--out", str(out), f"cannot write in {ancestor} (permission denied)")
+    return resolved
 
 
 def _copy_static(staging: Path) -> None:
@@ -208,12 +238,3 @@ def _copy_static(staging: Path) -> None:
         if not (katex / ref).is_file():
             raise AtlasError("node_modules/katex", f"dist/{ref}", "named by katex.min.css but missing: run `npm ci` (make site does)")
         shutil.copyfile(katex / ref, target / "katex" / ref)
-
-
-def _swap(staging: Path, out: Path) -> None:
-    previous = out.parent / f".{out.name}.previous-{os.getpid()}"
-    if out.exists():
-        out.rename(previous)
-    staging.rename(out)
-    if previous.exists():
-        shutil.rmtree(previous)

@@ -34,8 +34,14 @@ def pinned_version(package: str) -> str:
     raise AtlasError(LOCK_FILE, package, "not pinned")
 
 
+@cache  # asked once per excerpt, and each answer parses the package's metadata anew
 def _package_root(package: str) -> Path:
     return Path(metadata.distribution(package).locate_file(package))
+
+
+@cache
+def installed_version(package: str) -> str:
+    return metadata.version(package)
 
 
 def excerpt(obj: Any, package: str = "transformers") -> dict[str, Any]:
@@ -78,6 +84,7 @@ def class_excerpts(cls: type) -> dict[str, dict[str, Any]]:
 SELF_CALL = re.compile(r"\bself\.(\w+)\(")
 
 
+@cache  # the pages ask of the same few excerpts hundreds of times, and tokenizing is the slow part
 def code_of(text: str) -> str:
     """An excerpt's code without its comments: what a page says an excerpt contains must be in the
     code itself, never only in a comment beside it (blanked in place, so line numbers hold)."""
@@ -111,7 +118,7 @@ def verify(excerpts: list[dict[str, Any]]) -> None:
         pinned = pinned_version(ex["package"])
         if ex["version"] != pinned:
             raise AtlasError(where, "version", f"excerpt taken from {ex['version']}, but {pinned} is pinned")
-        installed = metadata.version(ex["package"])
+        installed = installed_version(ex["package"])
         if installed != pinned:
             raise AtlasError(where, "version", f"{installed} is installed, but {pinned} is pinned (run make env)")
         file_lines = (_package_root(ex["package"]) / ex["path"]).read_text(encoding="utf-8").splitlines(keepends=True)

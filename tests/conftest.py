@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "node_modules")
+PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "package-lock.json", "node_modules")
 
 
 def released_config(name: str) -> dict:
@@ -44,6 +44,14 @@ def collected():
 @pytest.fixture(scope="session")
 def kimi(collected):
     return collected("kimi_k2").facts
+
+
+def build_families(tmp_path_factory, *names: str) -> Path:
+    """Some families, built by the real command line into a temporary site folder."""
+    out = tmp_path_factory.mktemp("built") / "site"
+    result = run_build(ROOT, *(arg for name in names for arg in ("--family", name)), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -69,7 +69,6 @@ def test_llama(collected):
     assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
     assert [k["label"] for k in f["block_kinds"]] == ["transformer block"]
     assert f["config"]["standardized"]["num_kv_heads"] == KV
-    assert f["checkpoint_check"]["not_checked"], "no header totals are pinned: the page must say so"
 
 
 # --- Mistral 7B -----------------------------------------------------------------------------------
@@ -299,10 +298,9 @@ def test_gpt_oss_accounting_and_mxfp4_layout(collected):
     assert sample["model.layers.0.mlp.experts.down_proj_scales"]["shape"] == [E, d, F // 32]
     assert sample["model.layers.0.mlp.experts.gate_up_proj_bias"]["dtype"] == "BF16"
     assert sample["model.layers.0.self_attn.sinks"]["dtype"] == "BF16"
-    # The one pinned figure, the index's total_size, is checked; the rest are shown as not checked.
-    checked = [r for r in f["checkpoint_check"]["figures"] if r["checked"]]
-    assert [r["key"] for r in checked] == ["index_total_size"]
-    assert checked[0]["predicted"] == payload
+    # The index's total_size is pinned and checked (tests/test_header_figures.py checks the others).
+    checked = {r["key"]: r for r in f["checkpoint_check"]["figures"] if r["checked"]}
+    assert checked["index_total_size"]["predicted"] == payload
     kinds = {k["attention_type"]: k["indices"] for k in f["block_kinds"]}
     assert kinds == {t: [i for i, x in enumerate(c["layer_types"]) if x == t] for t in ("sliding_attention", "full_attention")}
 
@@ -311,7 +309,7 @@ def test_a_pinned_figure_that_disagrees_fails_the_check(collected):
     from atlas.check import check_checkpoint_totals
 
     check = json.loads(json.dumps(collected("gpt_oss").facts["checkpoint_check"]))
-    row = next(r for r in check["figures"] if r["checked"])
+    row = next(r for r in check["figures"] if r["key"] == "index_total_size")
     row["pinned"] += 1
     with pytest.raises(AtlasError, match=r"gpt-oss-20b/checkpoint.json: safetensors.index_total_size"):
         check_checkpoint_totals(check)

@@ -229,7 +229,7 @@ def test_values_outside_their_set_are_one_line_naming_them(kimi):
     def broken_identity(f):
         f["preview"]["identities"][0]["holds"] = False
 
-    assert broken(kimi, older) == "site/kimi_k2/facts.json: facts field schema: is 1, expected 2"
+    assert broken(kimi, older) == "site/kimi_k2/facts.json: facts field schema: is 1, expected 3"
     assert broken(kimi, dtype).startswith(
         'site/kimi_k2/facts.json: facts field checkpoint_check.sample[0].dtype: is "F99", expected one of "BOOL", "U8", '
     )
@@ -284,7 +284,7 @@ def test_facts_of_an_older_atlas_in_many_families_name_the_first_and_ask_for_a_f
     old = facts_json({**kimi, "schema": 1})
     site = site_with(tmp_path, {name: old for name in ("qwen3", "gpt2", "llama", "mistral")})
     assert write_fails(site) == (
-        f"{site}/gpt2/facts.json: facts field schema: is 1, expected 2; "
+        f"{site}/gpt2/facts.json: facts field schema: is 1, expected 3; "
         f"4 families' facts.json do not match; rebuild every family: python build.py --out {site}"
     )
 
@@ -304,8 +304,8 @@ def test_a_build_beside_a_tampered_family_fails_and_keeps_the_site(built_site, t
     result = run_build(ROOT, "--family", "gpt2", "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 2; rebuild it: python build.py --family kimi_k2 --out {out}",
-        f"the site in {out} was left as it was",
+        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 3; rebuild it: python build.py --family kimi_k2 --out {out}"
+        f"; the site in {out} was left as it was",
     ]
     assert snapshot(out) == before
 
@@ -325,7 +325,7 @@ def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(proje
     result = run_build(project_copy, "--family", "gpt2")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold",
-        "the site in site was left as it was",
+        "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold"
+        "; the site in site was left as it was",
     ]
     assert snapshot(site) == {"index.html": b"the previous site\n"}

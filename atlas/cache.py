@@ -1,0 +1,253 @@
+"""The facts cache: a family's collected facts, reused while nothing they were computed from changed.
+
+Collecting a family (importing torch and transformers, the meta-device model, the preview run, the
+notes) takes seconds; reading its facts back takes milliseconds. An entry is keyed by a sha256 of
+every input collecting reads:
+
+- the family's module and the sibling modules it imports (``kimi_k2`` imports ``deepseek_v3``),
+- its notes files (a missing one counts too: creating it changes the key),
+- every file of its checkpoint folder,
+- the atlas package's own source (``atlas/**/*.py`` but the other families' modules) and
+  ``atlas/facts.schema.json``,
+- the lock files (``requirements.lock``, ``package-lock.json``): the versions of torch,
+  transformers, Jinja2, pykatex and KaTeX,
+- the Python that runs the build and the project's folder.
+
+The pages rendered from a family's facts are kept the same way, keyed by the facts themselves plus
+the templates and the same source and lock files, so that a family nothing touched is neither
+collected nor rendered again; so are the two things every build computes for every family in the
+site, the ones it did not rebuild included: that its facts.json passed the schema, and its index
+card's view (block kinds and search entries). Entries live in ``.atlas-cache/`` in the project (one file per family
+and kind, replaced when its key changes), never in the site folder: the site stays exactly what the
+build publishes, and one cache serves every ``--out``.
+
+An entry is only a shortcut to bytes the build would compute anyway: each one carries the sha256 of
+its body, and one that cannot be read, does not hash to it or does not parse is ignored and written
+again. Builds with ``--weights`` are never cached (their facts depend on files outside the project).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from atlas.collected import Collected
+from atlas.family import StoredTensor
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = ROOT / ".atlas-cache"
+LOCK_FILES = ("requirements.lock", "package-lock.json")
+FORMAT = 1  # the entries' layout; entries of another format are misses
+_enabled = True  # off for a build with --no-cache or --weights: nothing is read or written
+
+
+def enable(on: bool) -> None:
+    """Use the cache (the default) or bypass it, for the rest of this process's build."""
+    global _enabled
+    _enabled = on
+
+
+# --- what a family's facts are computed from -------------------------------------------------------
+
+
+def family_inputs(name: str) -> list[Path]:
+    """The files of this family alone: its module (and the modules it imports), notes, checkpoint."""
+    from atlas import families
+    from atlas.notes import FAMILIES
+
+    family = families.load(name)
+    notes = [FAMILIES / f"{n}.md" for n in (family.notes or (family.name,))]
+    checkpoint = ROOT / "atlas" / "checkpoints" / family.checkpoint
+    stored = sorted(p for p in checkpoint.rglob("*") if p.is_file()) if checkpoint.is_dir() else [checkpoint]
+    return _family_modules(name) + notes + stored
+
+
+def shared_inputs() -> list[Path]:
+    """The files every family's facts are computed from: the atlas source, its schema, the lock files."""
+    families_folder = ROOT / "atlas" / "families"
+    source = sorted(
+        p for p in (ROOT / "atlas").rglob("*.py")
+        if p.parent != families_folder or p.name == "__init__.py"  # a family's module counts for that family only
+    )
+    return source + [ROOT / "atlas" / "facts.schema.json"] + [ROOT / name for name in LOCK_FILES]
+
+
+def render_inputs() -> list[Path]:
+    """What rendering reads beyond the facts: the templates (the source and lock files are shared)."""
+    return sorted(p for p in (ROOT / "templates").rglob("*") if p.is_file())
+
+
+def _family_modules(name: str) -> list[Path]:
+    """The family's module and, transitively, every other family module it imports."""
+    folder = ROOT / "atlas" / "families"
+    found: list[Path] = []
+    queue = [name]
+    while queue:
+        path = folder / f"{queue.pop(0)}.py"
+        if path in found:
+            continue
+        found.append(path)
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue  # the build itself names what is wrong with the module; its bytes still key the entry
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "atlas.families":
+                queue += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("atlas.families."):
+                queue.append(node.module.split(".")[2])
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from .qwen3 import ... / from . import qwen3
+                queue += [node.module.split(".")[0]] if node.module else [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                queue += [a.name.split(".")[2] for a in node.names if a.name.startswith("atlas.families.")]
+    return [p for p in found if p.is_file() or p == folder / f"{name}.py"]
+
+
+def digest(paths: list[Path], *extra: str) -> str:
+    """sha256 over each file's path (relative to the project) and bytes; a missing file counts as missing."""
+    h = hashlib.sha256()
+    for part in (f"format {FORMAT}", sys.version, sys.executable, str(ROOT), *extra):
+        h.update(part.encode("utf-8") + b"\0")
+    for path in paths:
+        h.update(_shown(path).encode("utf-8") + b"\0")
+        try:
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            h.update(b"missing")
+    return h.hexdigest()
+
+
+def facts_key(name: str) -> str:
+    """The key of a family's facts: changes whenever any file its collect reads changes."""
+    return digest(family_inputs(name) + shared_inputs(), f"facts {name}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# --- entries ---------------------------------------------------------------------------------------
+
+
+def _entry_path(name: str, kind: str, folder: Path) -> Path:
+    return folder / f"{name}.{kind}.json"
+
+
+def _read(path: Path, key: str) -> Any | None:
+    """An entry's body, or None when it is absent, for another key, or damaged in any way."""
+    try:
+        with path.open("rb") as f:
+            header = json.loads(f.readline())
+            body = f.read()
+        if not (isinstance(header, dict) and header.get("format") == FORMAT and header.get("key") == key):
+            return None
+        if header.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None
+        return json.loads(body)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _write(path: Path, key: str, body: Any) -> None:
+    """Write an entry in one rename, so a reader sees the old entry or the new one, never half of one.
+    A cache that cannot be written (a read-only checkout, a full disk) only makes the next build slower."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    header = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode("utf-8")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(header + b"\n" + text)
+        os.replace(partial, path)
+    except OSError:
+        try:
+            partial.unlink()
+        except OSError:
+            pass
+
+
+def load_facts(name: str, key: str, folder: Path = FOLDER) -> Collected | None:
+    """The family's collected facts stored under ``key``, or None."""
+    body = _read(_entry_path(name, "facts", folder), key)
+    try:
+        layout = [StoredTensor(n, d, tuple(s), r, v) for n, d, s, r, v in body["layout"]]
+        facts = body["facts"]
+    except (TypeError, KeyError, ValueError):
+        return None
+    return Collected(facts, layout) if isinstance(facts, dict) else None
+
+
+def store_facts(name: str, key: str, collected: Collected, folder: Path = FOLDER) -> bool:
+    """Keep a family's collected facts under ``key``; False (and nothing kept) where the facts would not
+    read back exactly as they are, or where they come from a local checkpoint."""
+    if collected.local_tensors is not None or collected.pinned_layout is not None:
+        return False
+    body = {
+        "facts": collected.facts,
+        "layout": [[t.name, t.dtype, list(t.shape), t.role, t.values_per_element] for t in collected.layout],
+    }
+    try:
+        exact = json.loads(json.dumps(collected.facts)) == collected.facts
+    except (TypeError, ValueError):
+        exact = False
+    if not exact:  # a tuple or a non-string key would come back as something else: never serve that
+        return False
+    _write(_entry_path(name, "facts", folder), key, body)
+    return True
+
+
+def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]], dict[str, str]],
+             folder: Path = FOLDER) -> dict[str, str]:
+    """The files ``render(facts)`` gives, from the cache when these facts were rendered by these templates
+    and this source before; rendered (and kept) otherwise."""
+    if not _enabled:
+        return render(facts)
+    key = digest(render_inputs() + shared_inputs(), f"pages {name}", json.dumps(facts, ensure_ascii=False))
+    path = _entry_path(name, "pages", folder)
+    files = _read(path, key)
+    if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return files
+    files = render(facts)
+    _write(path, key, files)
+    return files
+
+
+def schema_passed(name: str, text: bytes, check: Callable[[], None], folder: Path = FOLDER) -> None:
+    """Run ``check`` (the schema check of a facts.json whose bytes are ``text``) unless these very bytes
+    passed this schema and this validator before; remember a pass."""
+    if not _enabled:
+        return check()
+    key = digest(shared_inputs(), f"schema {name}", hashlib.sha256(text).hexdigest())
+    path = _entry_path(name, "schema", folder)
+    if _read(path, key) is True:
+        return
+    check()
+    _write(path, key, True)
+
+
+def index_view(facts: dict[str, Any], view: Callable[[dict[str, Any]], dict[str, Any]],
+               folder: Path = FOLDER) -> dict[str, Any]:
+    """``view(facts)`` (the index card's kinds, blocks and search entries), kept like the pages are."""
+    if not _enabled:
+        return view(facts)
+    name = str(facts.get("family", {}).get("name", "")) if isinstance(facts.get("family"), dict) else ""
+    key = digest(render_inputs() + shared_inputs(), f"index {name}", json.dumps(facts, ensure_ascii=False))
+    path = _entry_path(name or "unnamed", "index", folder)
+    kept = _read(path, key)
+    if isinstance(kept, dict):
+        return kept
+    computed = view(facts)
+    try:
+        exact = json.loads(json.dumps(computed)) == computed
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        _write(path, key, computed)
+    return computed

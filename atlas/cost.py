@@ -1,0 +1,521 @@
+"""What a family costs to run: the KV cache, the weights in memory, the FLOPs of a token, the active
+parameters; each figure with the formula that made it and the check that proved it.
+
+The figures that depend on the reader's context length are kept as coefficients per block kind, so
+that the build and the page's script evaluate one and the same expression:
+
+    cache values at context C  = Σ_kinds blocks × values per position × min(C, positions held at most)
+    FLOPs of a token at C      = head + Σ_kinds blocks × (fixed + per attended key × min(C, keys at most))
+
+The coefficients come from the model's own modules (its matrices, heads and widths) and its config
+(the window of each block). The same rules, applied to the tiny preview model, must give what a real
+run of that model measures: the values transformers' cache holds after the prompt, block by block,
+and the FLOPs ``torch.utils.flop_counter`` counts for one more token, block by block and at the head.
+A rule that disagrees fails the build (``atlas.check.check_cost``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from atlas.errors import AtlasError
+from atlas.numbers import grouped
+
+DEFAULT_CONTEXT = 4096  # the context the page shows before the reader moves the slider
+CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
+FP8_BLOCK = 128  # one F32 scale per 128 × 128 block of a matrix (DeepSeek-V3's FP8 layout)
+FOUR_BIT_GROUP = 32  # one 8-bit power-of-two scale per 32 values (MXFP4, as gpt-oss stores its experts)
+SLIDING_TYPES = ("sliding_attention",)
+FULL_TYPES = (None, "full_attention")
+
+
+@dataclass
+class BlockTerms:
+    """One block's cost coefficients, with the words and numbers that made them."""
+
+    attention: str  # "full", "sliding" or "latent"
+    window: int | None  # the sliding window (positions a query sees, itself included)
+    cache_values: int  # values transformers' cache holds per position, keys and values together
+    cache_cap: int | None  # positions the cache holds at most (None: every position)
+    cache_formula: str
+    expanded_values: int | None  # latent attention: per-head keys and values, which transformers' cache does not hold
+    expanded_formula: str | None
+    flops_fixed: int  # FLOPs of the block's matrices for one token
+    flops_per_key: int  # FLOPs per key the token attends to
+    keys_cap: int | None  # keys a token attends to at most (None: every earlier position and itself)
+    flops_formula: str
+    matrices: int  # matrix values one token is multiplied by (routed experts: the top-k share)
+    routed: tuple[int, int] | None  # (top_k, experts) of a mixture block
+
+
+def _sizes(config) -> dict[str, Any]:
+    from atlas.standard import checkpoint_sizes
+
+    return checkpoint_sizes(config)
+
+
+def _latent(config) -> bool:
+    return getattr(config, "kv_lora_rank", None) is not None
+
+
+def block_terms(block, config, attention_type: str | None, family: str = "") -> BlockTerms:
+    """The cost coefficients of one block of a model built from ``config``."""
+    from atlas.standard import block_roles
+
+    roles = block_roles(block)
+    sizes = _sizes(config)
+    heads, kv_heads = sizes["num_heads"], sizes["num_kv_heads"]
+    qk, v = sizes["qk_head_dim"], sizes["head_dim"]
+    if attention_type not in SLIDING_TYPES + FULL_TYPES:
+        raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
+    window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
+    if attention_type in SLIDING_TYPES and not window:
+        raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
+    attention = getattr(block, roles.attention) if roles.attention else None
+    expand = None
+    if _latent(config):
+        kind = "latent"
+        expand = getattr(attention, "kv_b_proj", None)
+        if expand is None:
+            raise AtlasError(family, "cost figures", "latent attention (kv_lora_rank in the config) without a kv_b_proj to expand the latent")
+        rank, rope = config.kv_lora_rank, config.qk_rope_head_dim
+        cache_values = latent_cache_values(rank, rope)
+        cache_formula = (f"kv_lora_rank {grouped(rank)} + qk_rope_head_dim {grouped(rope)} = {grouped(cache_values)} values: the latent "
+                         "and the rotary key part every head shares; one latent serves keys and values, so there is no factor of two")
+        nope = config.qk_nope_head_dim
+        expanded = heads * (nope + rope) + heads * v
+        expanded_formula = (f"{heads} heads × ({grouped(nope)} + {grouped(rope)}) key dims + {heads} heads × {grouped(v)} value dims "
+                            f"= {grouped(expanded)} values, {expanded / cache_values:.1f} times the latent")
+    else:
+        kind = "sliding" if window else "full"
+        cache_values = standard_cache_values(kv_heads, qk, v)
+        same = "" if qk == v else f" (keys {grouped(qk)}, values {grouped(v)})"
+        cache_formula = (f"{kv_heads} key-value heads × (keys {grouped(qk)} + values {grouped(v)}) = {grouped(cache_values)} values{same}"
+                         if qk != v else f"2 × {kv_heads} key-value heads × head_dim {grouped(v)} = {grouped(cache_values)} values")
+        expanded, expanded_formula = None, None
+    cache_cap = window - 1 if window else None
+    if window:
+        cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
+
+    top_k = getattr(config, "num_experts_per_tok", None)
+    matrices, routed = _matrix_values(block, roles, top_k, exclude=expand)
+    per_key = attention_flops_per_key(heads, qk, v)
+    key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
+    if expand is not None:
+        expand_values = expand.weight.numel()
+        per_key += 2 * expand_values
+        key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
+    fixed = 2 * matrices
+    flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
+    if window:
+        flops_formula += f", at most {grouped(window)} keys"
+    return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
+                      fixed, per_key, window, flops_formula, matrices, routed)
+
+
+def latent_cache_values(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """Values a latent-attention layer caches per position."""
+    return kv_lora_rank + qk_rope_head_dim
+
+
+def standard_cache_values(kv_heads: int, key_dim: int, value_dim: int) -> int:
+    """Values a key-value-head attention layer caches per position: its keys and its values."""
+    return kv_heads * (key_dim + value_dim)
+
+
+def attention_flops_per_key(heads: int, key_dim: int, value_dim: int) -> int:
+    """A token's scores against one key (a dot product per head) and that key's value added to its output."""
+    return 2 * heads * (key_dim + value_dim)
+
+
+def _experts_module(block, roles):
+    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    return getattr(mlp, roles.experts) if mlp is not None and roles.experts else None
+
+
+def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, tuple[int, int] | None]:
+    """Matrix values one token is multiplied by in ``block`` (a routed expert's matrices in the top-k
+    share), leaving out ``exclude``; and (top_k, experts) where the block routes."""
+    experts = _experts_module(block, roles)
+    expert_ids = {id(p) for p in experts.parameters()} if experts is not None else set()
+    n_experts = _expert_count(experts) if experts is not None else None
+    total = 0
+    for module in block.modules():
+        if exclude is not None and module is exclude:
+            continue
+        for _, p in module.named_parameters(recurse=False):
+            if id(p) in expert_ids:
+                per_expert_dims = p.dim() - 1 if p.shape[0] == n_experts and "Experts" in type(module).__name__ else p.dim()
+                if per_expert_dims >= 2:
+                    total += p.numel() * top_k // n_experts
+            elif p.dim() >= 2:
+                total += p.numel()
+    return total, ((top_k, n_experts) if experts is not None else None)
+
+
+def _expert_count(experts) -> int:
+    return getattr(experts, "num_experts", None) or len(list(experts.children()))
+
+
+def _quantizable(block, roles) -> list[tuple[tuple[int, ...], int]]:
+    """The matrices of a block an FP8 or 4-bit checkpoint would quantize: every matrix but the router's,
+    as (matrix shape, how many such matrices)."""
+    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
+    router_ids = {id(p) for p in router.parameters()} if router is not None else set()
+    experts = _experts_module(block, roles)
+    n_experts = _expert_count(experts) if experts is not None else None
+    found = []
+    for module in block.modules():
+        for _, p in module.named_parameters(recurse=False):
+            if id(p) in router_ids:
+                continue
+            if "Experts" in type(module).__name__ and p.dim() >= 3 and p.shape[0] == n_experts:
+                found.append((tuple(p.shape[1:]), n_experts))
+            elif p.dim() >= 2:
+                found.append((tuple(p.shape), 1))
+    return found
+
+
+def fp8_matrix_bytes(shape: tuple[int, ...]) -> int:
+    """A matrix in F8_E4M3 with one F32 scale per FP8_BLOCK × FP8_BLOCK block (edge blocks partial)."""
+    rows, cols = shape[0], math.prod(shape[1:])
+    return rows * cols + 4 * math.ceil(rows / FP8_BLOCK) * math.ceil(cols / FP8_BLOCK)
+
+
+def four_bit_matrix_bytes(shape: tuple[int, ...]) -> int:
+    """A matrix at 4 bits a value with one 8-bit scale per FOUR_BIT_GROUP values of a row."""
+    values = math.prod(shape)
+    return math.ceil(values / 2) + math.ceil(values / FOUR_BIT_GROUP)
+
+
+# --- evaluating the coefficients ---------------------------------------------------------------------
+
+
+def cache_values_at(kinds: list[dict[str, Any]], context: int) -> int:
+    """Values all blocks' caches hold after ``context`` positions (one sequence): facts["cost"]["cache"]["kinds"]."""
+    return sum(k["count"] * k["values"] * (min(context, k["cap"]) if k["cap"] else context) for k in kinds)
+
+
+def flops_at(flops: dict[str, Any], context: int) -> int:
+    """FLOPs of one token whose position is ``context`` (it attends to ``context`` keys, itself included)."""
+    total = flops["head"]["flops"]
+    for k in flops["kinds"]:
+        keys = min(context, k["keys_cap"]) if k["keys_cap"] else context
+        total += k["count"] * (k["fixed"] + k["per_key"] * keys)
+    return total
+
+
+# --- the facts ---------------------------------------------------------------------------------------
+
+
+def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, run) -> dict[str, Any]:
+    """facts["cost"]: the coefficients per block kind at the checkpoint's sizes, the weights in memory,
+    the active parameters, and the measurements of the preview run that check the rules."""
+    from atlas.introspect import find_block_list
+
+    _, blocks = find_block_list(model, config.num_hidden_layers)
+    kinds = []
+    for k in facts["block_kinds"]:
+        t = block_terms(blocks[k["indices"][0]], config, k["attention_type"], family)
+        kinds.append({
+            "kind": k["id"], "label": k["label"], "count": k["count"], "attention": t.attention, "window": t.window,
+            "cache": {"values": t.cache_values, "cap": t.cache_cap, "formula": t.cache_formula,
+                      "expanded": t.expanded_values, "expanded_formula": t.expanded_formula},
+            "flops": {"fixed": t.flops_fixed, "per_key": t.flops_per_key, "keys_cap": t.keys_cap, "formula": t.flops_formula},
+            "routed": list(t.routed) if t.routed else None,
+        })
+    head = model.get_output_embeddings()
+    head_values = head.weight.numel()
+    hidden = config.hidden_size
+    max_context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or DEFAULT_CONTEXT
+    flops = {
+        "head": {"flops": 2 * head_values,
+                 "formula": f"2 × {grouped(head_values)} values of the output head ({grouped(config.vocab_size)} × {grouped(hidden)}), "
+                            "multiplied whether or not it is tied to the embedding"},
+        "kinds": [{"kind": k["kind"], "label": k["label"], "count": k["count"], **k["flops"]} for k in kinds],
+    }
+    checks = measured_checks(family, run, facts["model"]["block_path"])
+    latent = any(k["attention"] == "latent" for k in kinds)
+    active = active_breakdown(model, blocks, facts, config)
+    checks.append({"figure": "active parameters", "formula": active["total"], "measured": facts["accounting"]["model"]["active"],
+                   "how": "the parts summed, against the model's own count: every value less the routed experts a token is not sent to"})
+    return {
+        "context": {"default": min(DEFAULT_CONTEXT, max_context), "max": max_context},
+        "cache": {
+            "dtypes": CACHE_DTYPES,
+            "latent": latent,
+            "kinds": [{"kind": k["kind"], "label": k["label"], "count": k["count"], "attention": k["attention"],
+                       "window": k["window"], **k["cache"]} for k in kinds],
+            "words": _cache_words(kinds),
+        },
+        "flops": flops,
+        "weights": weight_figures(model, blocks, facts, layout),
+        "active": active,
+        "checks": checks,
+    }
+
+
+def _cache_words(kinds: list[dict[str, Any]]) -> str:
+    attention = {k["attention"] for k in kinds}
+    parts = []
+    if "latent" in attention:
+        parts.append("transformers' cache holds each latent-attention block's latent (keys: the normalized latent; "
+                     "values: the shared rotary key part) and expands it with kv_b_proj at every step; the per-head keys "
+                     "and values a cache of expanded heads would hold are shown beside it")
+    if "sliding" in attention:
+        parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")
+    if "full" in attention:
+        parts.append("every other block keeps every position" if parts else "every block keeps every position")
+    return "; ".join(parts) + "."
+
+
+def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
+    """The rules applied to the tiny preview model, beside what a real run of it measures: the values
+    its cache holds after the prompt, and the FLOPs of one more token, block by block and at the head."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from atlas.introspect import find_block_list, layer_types
+
+    model, config = run.model, run.config
+    _, blocks = find_block_list(model, config.num_hidden_layers)
+    types = layer_types(config) or [None] * len(blocks)
+    terms = [block_terms(b, config, types[i], family) for i, b in enumerate(blocks)]
+    prompt = run.ids.shape[1]
+    with torch.no_grad():
+        out = model(run.ids, use_cache=True)
+        cache = out.cache
+        held = [int(layer.keys.numel() + layer.values.numel()) // run.ids.shape[0] for layer in cache.layers]
+        with FlopCounterMode(display=False) as counter:
+            model(run.ids[:, -1:], cache=cache, use_cache=True)
+    counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
+    root = type(model).__name__
+    head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
+    checks = []
+    if len(held) != len(blocks):
+        raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
+    for i, t in enumerate(terms):
+        positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
+        checks.append({
+            "figure": f"KV cache of block {i}",
+            "formula": t.cache_values * positions,
+            "measured": held[i],
+            "how": f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
+                   "measured: the keys and values transformers' cache holds for the block",
+        })
+    for i, t in enumerate(terms):
+        keys = prompt + 1
+        keys = min(keys, t.keys_cap) if t.keys_cap else keys
+        checks.append({
+            "figure": f"FLOPs of block {i}",
+            "formula": t.flops_fixed + t.flops_per_key * keys,
+            "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
+            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}; "
+                   "measured: torch.utils.flop_counter on the block",
+        })
+    head_flops = 2 * model.get_output_embeddings().weight.numel()
+    checks.append({"figure": "FLOPs of the head", "formula": head_flops, "measured": int(counts.get(f"{root}.{head_path}", 0)),
+                   "how": "2 × the head's values; measured: torch.utils.flop_counter on the head"})
+    explained = sum(c["measured"] for c in checks if c["figure"].startswith("FLOPs"))
+    checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
+                   "how": "the blocks and the head account for every FLOP counted in the forward pass"})
+    return checks
+
+
+def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:
+    """The weights in memory: as the checkpoint stores them, and in BF16, FP8 and 4-bit alternatives."""
+    from atlas.standard import block_roles
+
+    predicted = facts["checkpoint_check"]["predicted"]
+    total = facts["accounting"]["model"]["total"]
+    quantizable = [m for b in blocks for m in _quantizable(b, block_roles(b))]
+    q_values = sum(math.prod(shape) * n for shape, n in quantizable)
+    rest = total - q_values
+    fp8 = sum(fp8_matrix_bytes(shape) * n for shape, n in quantizable)
+    four = sum(four_bit_matrix_bytes(shape) * n for shape, n in quantizable)
+    fp8_scales = fp8 - q_values
+    four_scales = four - math.ceil(q_values / 2)
+    stored = " + ".join(f"{dtype} {grouped(b)}" for dtype, b in predicted["bytes_by_dtype"].items())
+    return [
+        {"name": "as the checkpoint stores them", "bytes": predicted["payload_bytes"],
+         "formula": f"{stored} bytes", "check": "the predicted files' bytes by dtype, checked against the pinned headers where they are pinned"},
+        {"name": "BF16", "bytes": 2 * total, "formula": f"{grouped(total)} values × 2 bytes",
+         "check": "the weight parameters, checked against the checkpoint's headers"},
+        {"name": "FP8, 128 × 128 block scales", "bytes": fp8 + 2 * rest,
+         "formula": f"{grouped(q_values)} block-matrix values × 1 byte + {grouped(fp8_scales)} bytes of F32 scales (one per 128 × 128 block) "
+                    f"+ {grouped(rest)} other values (embeddings, head, norms, biases, routers) × 2 bytes",
+         "check": _scale_check(layout, "F8_E4M3")},
+        {"name": "4-bit, a scale per 32 values", "bytes": four + 2 * rest,
+         "formula": f"{grouped(q_values)} block-matrix values × ½ byte + {grouped(four_scales)} bytes of 8-bit scales (one per 32 values) "
+                    f"+ {grouped(rest)} other values × 2 bytes",
+         "check": _scale_check(layout, "U8")},
+    ]
+
+
+def stored_pairs(layout: list, dtype: str) -> list[tuple[Any, Any]]:
+    """(quantized tensor, its scale) of a predicted layout: FP8 weights with their ``_scale_inv``, or
+    MXFP4's ``_blocks`` with their ``_scales``."""
+    by_name = {t.name: t for t in layout}
+    pairs = []
+    for t in layout:
+        if t.dtype != dtype or t.role != "parameter":
+            continue
+        if dtype == "F8_E4M3" and f"{t.name}_scale_inv" in by_name:
+            pairs.append((t, by_name[f"{t.name}_scale_inv"]))
+        elif t.name.endswith("_blocks") and t.name[: -len("_blocks")] + "_scales" in by_name:
+            pairs.append((t, by_name[t.name[: -len("_blocks")] + "_scales"]))
+    return pairs
+
+
+def _scale_check(layout: list, dtype: str) -> str:
+    pairs = stored_pairs(layout, dtype)
+    if not pairs:
+        return "the checkpoint stores no matrix this way, so the formula is not checked against its files"
+    return (f"the same formula gives the bytes the checkpoint's files store for each of its {grouped(len(pairs))} "
+            "quantized matrices with their scales (checked)")
+
+
+def scale_mismatches(layout: list) -> list[str]:
+    """Quantized matrices of the predicted layout whose stored bytes (values and scales) differ from the
+    formulas' bytes for a matrix of that shape."""
+    from atlas.params import DTYPE_BYTES
+
+    wrong = []
+    for t, scale in stored_pairs(layout, "F8_E4M3"):
+        stored = t.elements * DTYPE_BYTES[t.dtype] + scale.elements * DTYPE_BYTES[scale.dtype]
+        if fp8_matrix_bytes(tuple(t.shape)) != stored:
+            wrong.append(f"{t.name}: {grouped(stored)} bytes stored, the FP8 formula gives {grouped(fp8_matrix_bytes(tuple(t.shape)))}")
+    for t, scale in stored_pairs(layout, "U8"):
+        stored = t.elements * DTYPE_BYTES[t.dtype] + scale.elements * DTYPE_BYTES[scale.dtype]
+        formula = four_bit_matrix_bytes((t.values,))
+        if formula != stored:
+            wrong.append(f"{t.name}: {grouped(stored)} bytes stored, the 4-bit formula gives {grouped(formula)}")
+    return wrong
+
+
+def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, Any]:
+    """The values one token runs through, by part: embeddings, attention, dense MLPs, routers, shared
+    experts, the routed experts' top-k share, norms, the head."""
+    from atlas.introspect import own_tensors
+    from atlas.standard import block_roles
+
+    top_k = getattr(config, "num_experts_per_tok", None)
+    parts = {name: 0 for name in ACTIVE_PARTS}
+    routed_all = 0
+    for block in blocks:
+        roles = block_roles(block)
+        mlp = getattr(block, roles.mlp) if roles.mlp else None
+        owner = {}
+        for role, module in (("attention", getattr(block, roles.attention) if roles.attention else None),
+                             ("dense MLPs", mlp),
+                             ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
+                             ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
+                             ("routed experts (top-k share)", _experts_module(block, roles))):
+            if module is not None:
+                for m in module.modules():
+                    owner[id(m)] = role  # later roles are inside the MLP: they override it
+        n_experts = None
+        experts = _experts_module(block, roles)
+        if experts is not None:
+            n_experts = _expert_count(experts)
+        for m in block.modules():
+            for _, t, _role in own_tensors(m):
+                part = owner.get(id(m), "norms")
+                if part == "routed experts (top-k share)":
+                    routed_all += t.numel()
+                    parts[part] += t.numel() * top_k // n_experts
+                else:
+                    parts[part] += t.numel()
+    seen = set()
+    embeddings = [m for m in model.modules() if type(m).__name__.endswith("Embedding") and hasattr(m, "weight") and m.weight.dim() == 2]
+    head = model.get_output_embeddings()
+    block_ids = {id(p) for b in blocks for p in b.parameters()}
+    for m in embeddings:
+        if id(m.weight) not in seen:
+            parts["embeddings"] += m.weight.numel()
+            seen.add(id(m.weight))
+    if head is not None and id(head.weight) not in seen:
+        parts["head"] += sum(p.numel() for p in head.parameters() if id(p) not in seen)
+        seen.update(id(p) for p in head.parameters())
+    block_tensors = {id(t) for b in blocks for m in b.modules() for _, t, _ in own_tensors(m)}
+    for m in model.modules():
+        for _, t, _ in own_tensors(m):
+            if id(t) not in block_tensors and id(t) not in block_ids and id(t) not in seen:
+                parts["norms"] += t.numel()
+                seen.add(id(t))
+    total = sum(parts.values())
+    return {
+        "rows": [{"part": name, "values": n} for name, n in parts.items() if n or name in ("embeddings", "attention")],
+        "total": total,
+        "without_embeddings": total - parts["embeddings"],
+        "routed_all": routed_all,
+        "top_k": top_k,
+        "words": ("Active here means every value a token's forward pass reads: the embedding row it looks up is counted as the "
+                  "whole table, as the model total counts it, and the routed experts count only the top-k share of each "
+                  "mixture block. Figures vendors publish differ on the embeddings; both totals are given."),
+    }
+
+
+ACTIVE_PARTS = ("embeddings", "attention", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+
+
+# --- the page's figures ------------------------------------------------------------------------------
+
+
+def contexts(cost: dict[str, Any]) -> list[int]:
+    """The slider's stops: powers of two from 128 up to the longest context, and that context itself."""
+    top = cost["context"]["max"]
+    stops = [c for c in (2 ** p for p in range(7, 25)) if c < top]
+    return stops + [top]
+
+
+def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF16") -> dict[str, Any]:
+    """Every figure of the cost section at one context, batch and cache dtype, each with its formula.
+    static/cost.js computes the same figures in the browser when the reader moves the controls."""
+    size = cost["cache"]["dtypes"][dtype]
+    kinds = cost["cache"]["kinds"]
+    per_token = sum(k["count"] * k["values"] for k in kinds) * size
+    held = cache_values_at(kinds, context) * size * batch
+    rows = []
+    for k, f in zip(kinds, cost["flops"]["kinds"]):
+        positions = min(context, k["cap"]) if k["cap"] else context
+        keys = min(context, f["keys_cap"]) if f["keys_cap"] else context
+        rows.append({"kind": k["label"], "count": k["count"], "attention": k["attention"], "positions": positions,
+                     "cache_bytes": k["count"] * k["values"] * positions * size * batch,
+                     "flops": k["count"] * (f["fixed"] + f["per_key"] * keys)})
+    out = {
+        "per_token": per_token,
+        "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in kinds) + f" values × {size} bytes ({dtype})",
+        "cache": held,
+        "cache_formula": " + ".join(
+            f"{k['count']} × {grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"
+            for k in kinds) + f" values × {size} bytes × batch {batch}",
+        "flops": flops_at(cost["flops"], context),
+        "flops_formula": f"head {grouped(cost['flops']['head']['flops'])} + " + " + ".join(
+            f"{f['count']} × ({grouped(f['fixed'])} + {grouped(f['per_key'])} × {'min(' + grouped(context) + ', ' + grouped(f['keys_cap']) + ')' if f['keys_cap'] else grouped(context)})"
+            for f in cost["flops"]["kinds"]),
+        "rows": rows,
+        "weights": [{"name": w["name"], "bytes": w["bytes"], "total": w["bytes"] + held} for w in cost["weights"]],
+    }
+    if cost["cache"]["latent"]:
+        expanded = sum(k["count"] * (k["expanded"] or k["values"]) for k in kinds) * size
+        out["expanded_per_token"] = expanded
+        out["expanded_formula"] = " + ".join(f"{k['count']} × {grouped(k['expanded'] or k['values'])}" for k in kinds) + f" values × {size} bytes"
+    return out
+
+
+def check_words(cost: dict[str, Any]) -> dict[str, str]:
+    """What proved each kind of figure, in words, from the checks the build ran."""
+    checks = cost["checks"]
+    cache = [c for c in checks if c["figure"].startswith("KV cache")]
+    flops = [c for c in checks if c["figure"].startswith("FLOPs")]
+    return {
+        "cache": (f"Checked: the same rule at the preview's tiny sizes gave exactly the values transformers' cache held after the "
+                  f"prompt, in each of the {len(cache)} blocks ({grouped(sum(c['measured'] for c in cache))} values in all)."),
+        "flops": (f"Checked: the same rule at the preview's tiny sizes gave exactly the FLOPs torch.utils.flop_counter counted for one "
+                  f"more token, block by block and at the head ({grouped(flops[-1]['measured'])} in all)."),
+        "active": next(f"Checked: {c['how']}." for c in checks if c["figure"] == "active parameters"),
+    }

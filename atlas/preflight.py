@@ -1,0 +1,319 @@
+"""The inputs, checked before anything is built: one clear error instead of a wrong page or a traceback.
+
+A family is three inputs a person writes: its module (``atlas/families/<name>.py``), its notes and its
+checkpoint folder (config.json, checkpoint.json). Each check here names the file and the field at
+fault. The cheap ones run on the raw files before transformers is imported, so an absurd config (a
+hundred thousand layers) is refused in a moment, before any module is made; the ones that need the
+configuration class run once it is loaded, and the last one (which sizes the model took from the class
+rather than the file) runs on the meta build, where transformers reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import re
+from typing import Any, Iterator, Mapping
+
+from atlas.errors import AtlasError
+
+MAX_LAYERS = 10_000
+MAX_PARAMETERS = 10**14
+
+# The core sizes under the names configs give them. The bound check runs before transformers (and its
+# classes' attribute maps) is loaded, so it reads the raw file under every common spelling.
+LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+WIDTH = ("hidden_size", "n_embd", "d_model")
+HEADS = ("num_attention_heads", "n_head", "num_heads")
+VOCAB = ("vocab_size",)
+FEED_FORWARD = ("intermediate_size", "moe_intermediate_size", "n_inner", "ffn_dim", "d_ff")
+EXPERTS = ("n_routed_experts", "num_local_experts", "num_experts")
+CORE = LAYERS + WIDTH + HEADS + VOCAB  # must be in config.json as a positive integer
+MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# --- the family module ------------------------------------------------------------------------------
+
+def check_inputs(name: str):
+    """A family's module, notes and checkpoint folder, checked without transformers; the checkpoint."""
+    from atlas.checkpoint import load_pinned
+    from atlas.families import load
+
+    family = load(name)
+    check_family(family)
+    checkpoint = load_pinned(family.checkpoint)
+    check_pinned(checkpoint)
+    check_raw_config(family, checkpoint)
+    return family, checkpoint
+
+
+def check_family(family) -> None:
+    """What a family module declares, before it is used."""
+    source = f"atlas/families/{family.name}.py"
+    for field in ("title", "vendor", "summary", "model_class", "config_class"):
+        value = getattr(family, field)
+        if not isinstance(value, str) or not value.strip():
+            raise AtlasError(source, field, f"must be a non-empty string, not {value!r}")
+    if not isinstance(family.released, str) or not MONTH.match(family.released):
+        raise AtlasError(source, "released", f"must be the release month as YYYY-MM (e.g. 2025-07), not {family.released!r}")
+    if not isinstance(family.checkpoint, str) or not REPO.match(family.checkpoint) or ".." in family.checkpoint:
+        raise AtlasError(source, "checkpoint", f"must name a checkpoint as org/repo, not {family.checkpoint!r}")
+    if not isinstance(family.tags, tuple) or not all(isinstance(t, str) for t in family.tags):
+        raise AtlasError(source, "tags", "must be a tuple of strings")
+    for key, reason in dict(family.config_defaults).items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise AtlasError(source, f"config_defaults[{key!r}]", "must give the reason the class default is right here")
+    from atlas.notes import FAMILIES
+
+    for note in family.notes or (family.name,):
+        if not (FAMILIES / f"{note}.md").is_file():
+            raise AtlasError(f"atlas/families/{note}.md", None, f"the notes file {source} names is missing")
+
+
+# --- checkpoint.json ---------------------------------------------------------------------------------
+
+def check_pinned(checkpoint) -> None:
+    """checkpoint.json: the fields the build reads, each of the type it is read as."""
+    from atlas.params import DTYPE_BYTES
+
+    where, pinned = checkpoint.pinned_path, checkpoint.pinned
+    if pinned.get("repo") != checkpoint.repo:
+        raise AtlasError(where, "repo", f"says {pinned.get('repo')!r}, but the file is in the folder of {checkpoint.repo!r}")
+    if not isinstance(pinned.get("revision"), str) or not pinned["revision"].strip():
+        raise AtlasError(where, "revision", "missing: give the Hub revision (a commit) the figures are from, or \"unpinned\"")
+    strings = {"prefix_removed": str, "provenance": str, "revision_note": str, "weight_dtype": str}
+    for key, kind in strings.items():
+        if key in pinned and not isinstance(pinned[key], kind):
+            raise AtlasError(where, key, f"must be a string, not {type(pinned[key]).__name__}")
+    if "weight_dtype" in pinned and pinned["weight_dtype"] not in DTYPE_BYTES:
+        raise AtlasError(where, "weight_dtype", f"unknown dtype {pinned['weight_dtype']!r}; known: {', '.join(DTYPE_BYTES)}")
+    for key in ("layout", "tied_stored"):
+        if key in pinned and (not isinstance(pinned[key], list) or not all(isinstance(x, str) for x in pinned[key])):
+            raise AtlasError(where, key, "must be a list of strings")
+    if "safetensors" in pinned and not isinstance(pinned["safetensors"], dict):
+        raise AtlasError(where, "safetensors", "must be an object of header figures")
+    buffers = pinned.get("stored_buffers", [])
+    if not isinstance(buffers, list):
+        raise AtlasError(where, "stored_buffers", "must be a list of stored tensors")
+    for i, entry in enumerate(buffers):
+        field = f"stored_buffers[{i}]"
+        if not isinstance(entry, dict):
+            raise AtlasError(where, field, "must be an object with name, dtype and shape")
+        missing = [k for k in ("name", "dtype", "shape") if k not in entry]
+        if missing:
+            raise AtlasError(where, f"{field}.{missing[0]}", "missing")
+        if not isinstance(entry["name"], str) or not entry["name"]:
+            raise AtlasError(where, f"{field}.name", "must be a tensor name")
+        if entry["dtype"] not in DTYPE_BYTES:
+            raise AtlasError(where, f"{field}.dtype", f"unknown dtype {entry['dtype']!r}; known: {', '.join(DTYPE_BYTES)}")
+        shape = entry["shape"]
+        if not isinstance(shape, list) or not all(_integer(d) and d >= 0 for d in shape):
+            raise AtlasError(where, f"{field}.shape", f"must be a list of non-negative integers, not {shape!r}")
+        if entry.get("role", "buffer") not in ("parameter", "buffer", "scale", "rotary"):
+            raise AtlasError(where, f"{field}.role", f"must be parameter, buffer, scale or rotary, not {entry.get('role')!r}")
+
+
+# --- config.json, raw ----------------------------------------------------------------------------------
+
+def check_raw_config(family, checkpoint) -> None:
+    """config.json before transformers reads it: the core sizes and the bounds."""
+    where, config = checkpoint.config_path, checkpoint.config
+    values = {**config, **family.config_overrides}
+    for key in CORE + FEED_FORWARD + EXPERTS:
+        if key in values and values[key] is not None and not (_integer(values[key]) and values[key] >= (1 if key in CORE else 0)):
+            need = "a positive integer" if key in CORE else "a non-negative integer"
+            raise AtlasError(where, key, f"must be {need}, not {values[key]!r}")
+    layers = _first(values, LAYERS)
+    if layers is not None and layers > MAX_LAYERS:
+        raise AtlasError(where, _key(values, LAYERS), f"{layers:,} layers is past the atlas's bound of {MAX_LAYERS:,}")
+    estimate = rough_parameters(values)
+    if estimate > MAX_PARAMETERS:
+        sizes = {k: values[k] for k in CORE + FEED_FORWARD + EXPERTS if _integer(values.get(k))}
+        largest = max(sizes, key=sizes.get)  # the field a typo most likely blew up
+        listed = ", ".join(f"{k} {v:,}" for k, v in sizes.items())
+        raise AtlasError(where, largest, f"its sizes ({listed}) make about {estimate:.1e} parameters, past the atlas's "
+                                         f"bound of {MAX_PARAMETERS:.0e}")
+
+
+def rough_parameters(values: Mapping[str, Any]) -> int:
+    """An upper estimate of a decoder's parameters from its raw sizes, before any module is made:
+    embeddings and head, four width-square attention matrices and three feed-forward matrices per
+    expert (and one more, for a shared expert or a dense block) in every layer."""
+    width = _first(values, WIDTH) or 0
+    layers = _first(values, LAYERS) or 0
+    vocab = _first(values, VOCAB) or 0
+    feed_forward = max([values[k] for k in FEED_FORWARD if _integer(values.get(k))] or [4 * width])
+    experts = max([values[k] for k in EXPERTS if _integer(values.get(k))] or [0])
+    return 2 * vocab * width + layers * (4 * width * width + 3 * width * feed_forward * (experts + 1))
+
+
+# --- config.json, as the configuration class reads it ---------------------------------------------------
+
+def check_config_values(family, checkpoint) -> None:
+    """config.json names the family's class, and every value it gives a parameter of the configuration
+    class has the type of the class's default: an integer where it counts something, a number, a flag
+    (None is a value of its own)."""
+    from atlas.checkpoint import transformers_class
+
+    transformers_class(family, "model_class")  # a misspelt class is named as such, before what follows
+    config_class = transformers_class(family, "config_class")
+    defaults = _defaults(config_class)
+    where, config = checkpoint.config_path, checkpoint.config
+    architectures = config.get("architectures")
+    if "architectures" not in family.config_overrides:
+        if not isinstance(architectures, list) or not architectures:
+            raise AtlasError(where, "architectures", f"missing: it must name the family's class {family.model_class}")
+        if family.model_class not in architectures:
+            raise AtlasError(where, "architectures", f"names {', '.join(map(str, architectures))}, but the family "
+                                                     f"atlas/families/{family.name}.py builds {family.model_class}")
+    for key, value in checkpoint.config.items():
+        key = config_class.attribute_map.get(key, key)
+        if key in family.config_drop or key in family.config_overrides or key not in defaults or value is None:
+            continue
+        if key.endswith("_token_id"):  # an id, or a list of them (Gemma's two end-of-turn tokens)
+            continue
+        default = defaults[key]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise AtlasError(where, key, f"must be true or false, not {value!r}")
+        elif isinstance(default, int):
+            if not _integer(value):
+                raise AtlasError(where, key, f"must be an integer, not {value!r}")
+            if value < 0 and not key.endswith("_token_id"):
+                raise AtlasError(where, key, f"must not be negative, not {value!r}")
+        elif isinstance(default, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise AtlasError(where, key, f"must be a number, not {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise AtlasError(where, key, f"must be a string, not {value!r}")
+
+
+def check_config(family, checkpoint, config) -> None:
+    """The loaded configuration: the heads tile the width where no head size is given."""
+    where = checkpoint.config_path
+    heads = getattr(config, "num_attention_heads", None)
+    width = getattr(config, "hidden_size", None)
+    given_head_dim = any(k in checkpoint.config for k in ("head_dim", "qk_rope_head_dim", "v_head_dim"))
+    if _integer(heads) and _integer(width) and not given_head_dim and width % heads:
+        raise AtlasError(where, _key(checkpoint.config, HEADS) or "num_attention_heads",
+                         f"{heads:,} heads do not divide hidden_size {width:,}, and no head_dim is given")
+    kv_heads = getattr(config, "num_key_value_heads", None)
+    if _integer(heads) and _integer(kv_heads) and kv_heads and heads % kv_heads:
+        raise AtlasError(where, "num_key_value_heads", f"{kv_heads:,} key-value heads do not divide {heads:,} query heads")
+
+
+@contextlib.contextmanager
+def reads(config) -> Iterator[dict[str, Any]]:
+    """The attributes read off ``config`` inside the block, by the configuration's own names (an alias
+    such as GPT-2's n_embd is recorded as hidden_size): what the model's constructor took from it."""
+    cls = type(config)
+    aliases = cls.attribute_map
+    seen: dict[str, Any] = {}
+
+    def read(self, key):
+        value = cls.__getattribute__(self, key)
+        if not key.startswith("_"):
+            seen.setdefault(aliases.get(key, key), value)
+        return value
+
+    config.__class__ = type(cls.__name__, (cls,), {"__getattribute__": read})
+    try:
+        yield seen
+    finally:
+        config.__class__ = cls
+
+
+def check_defaulted_sizes(family, checkpoint, read: Mapping[str, Any]) -> None:
+    """No integer the model was built with may come silently from the class: a config.json without
+    hidden_size would otherwise build a model of transformers' default width. A value the class
+    derives (head_dim from the width, where its default is None) is the file's own."""
+    from atlas.checkpoint import transformers_class
+
+    config_class = transformers_class(family, "config_class")
+    defaults = _defaults(config_class)
+    given = {config_class.attribute_map.get(k, k) for k in (*checkpoint.config, *family.config_overrides)}
+    for key, value in read.items():
+        default = defaults.get(key)
+        if key in given or key in family.config_defaults or key.endswith("_token_id"):
+            continue
+        if _integer(default) and value == default:
+            raise AtlasError(checkpoint.config_path, key, f"missing: the model would be built with {family.config_class}'s "
+                                                          f"default {default!r}; give the checkpoint's value (or declare the "
+                                                          f"default in atlas/families/{family.name}.py config_defaults, with why)")
+
+
+def unread_keys(family, checkpoint, config, read: Mapping[str, Any]) -> list[str]:
+    """Keys of config.json that neither the configuration class nor the model reads: kept as they are,
+    they change nothing the atlas shows (a remote-code setting such as topk_method, say). A key that
+    is no parameter of the class may still be read from its keyword arguments (Gemma 3's
+    sliding_window_pattern makes its layer_types): it counts as read when another value of it (or
+    leaving it out) changes any other value of the loaded configuration."""
+    config_class = type(config)
+    aliases = config_class.attribute_map
+    parameters = _defaults(config_class)
+    given = {k: v for k, v in checkpoint.config.items() if k not in family.config_drop}
+    given.update(family.config_overrides)
+    loaded = _settings(config)
+    out = []
+    for key in checkpoint.config:
+        name = aliases.get(key, key)
+        if key in family.config_drop or key in family.config_overrides or name in parameters or name in read or key in read:
+            continue
+        if key not in vars(config):  # taken up by the class's __init__ (rope_theta into rope_parameters)
+            continue
+        others = {k: v for k, v in loaded.items() if k != key}
+        probes = [{k: v for k, v in given.items() if k != key}, {**given, key: _another(given[key])}]
+        if all(_same(config_class, p, key, others) for p in probes):
+            out.append(key)
+    return out
+
+
+def _same(config_class, values: Mapping[str, Any], key: str, others: Mapping[str, Any]) -> bool:
+    try:
+        probe = config_class(**values)
+    except Exception:  # the class checks the value, so it reads it
+        return False
+    return {k: v for k, v in _settings(probe).items() if k != key} == others
+
+
+def _another(value: Any) -> Any:
+    """A value of the same kind that differs from ``value``."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value * 2 + 1
+    if isinstance(value, str):
+        return value + "_other"
+    return None
+
+
+def _settings(config) -> dict[str, Any]:
+    return {k: v for k, v in config.to_dict().items() if k != "transformers_version"}
+
+
+def _defaults(config_class) -> dict[str, Any]:
+    """Every parameter the configuration class (and its base) takes, with its default (None if none)."""
+    defaults: dict[str, Any] = {}
+    for cls in reversed(config_class.__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        with contextlib.suppress(TypeError, ValueError):
+            for name, p in inspect.signature(init).parameters.items():
+                if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    defaults[name] = None if p.default is p.empty else p.default
+    return defaults
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _first(values: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    return next((values[k] for k in keys if _integer(values.get(k))), None)
+
+
+def _key(values: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if k in values), None)
+

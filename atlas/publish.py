@@ -1,0 +1,127 @@
+"""Publishing a built site so that it cannot half-happen.
+
+The new site is assembled in ``.<out>.building-<pid>`` beside ``out`` and then exchanged with ``out``
+in one ``renameat2(RENAME_EXCHANGE)`` call: at every instant ``out`` is either the old site or the new
+one, whole. What a build killed mid-way leaves beside ``out`` (its half-assembled folder, or the old
+site it had swapped out but not yet deleted) carries the same prefix, and the next build removes it.
+
+Builds into one folder take a lock on the folder that holds it, so the second waits for the first and
+then starts from the first one's result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+# A test widens the windows between the steps of publishing with this (seconds), to kill a build in them.
+PAUSE_VARIABLE = "ATLAS_TEST_PUBLISH_PAUSE"
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@contextlib.contextmanager
+def lock(out: Path, shown: Path) -> Iterator[None]:
+    """Hold the lock of builds into ``out``: an flock on the folder that holds it (no lock file to
+    leave behind). A build that finds it held says so and waits."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another build into {out.parent} to finish publishing ...", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def staging_folder(out: Path) -> Path:
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    discard(staging)
+    staging.mkdir()
+    return staging
+
+
+def leftovers(out: Path) -> list[Path]:
+    """What builds into ``out`` that were killed left beside it."""
+    return sorted(p for pattern in (f".{out.name}.building-*", f".{out.name}.previous-*") for p in out.parent.glob(pattern))
+
+
+def remove_leftovers(out: Path) -> None:
+    """Under the lock no other build is publishing into ``out``: every leftover is a dead build's."""
+    for path in leftovers(out):
+        discard(path)
+
+
+def discard(path: Path) -> None:
+    """Remove ``path``, never following a symbolic link out of it."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def copy_previous(out: Path, staging: Path) -> None:
+    """The previous site's files into ``staging``: only folders and regular files, so a symbolic link
+    placed in the site (or a pipe) is neither followed nor carried into the next site."""
+    if not out.is_dir():
+        return
+    for folder, dirs, files in os.walk(out):  # os.walk does not descend into linked folders
+        here = Path(folder)
+        target = staging / here.relative_to(out)
+        for name in sorted(dirs + files):
+            mode = os.lstat(here / name).st_mode
+            if stat.S_ISDIR(mode):
+                (target / name).mkdir()
+            elif stat.S_ISREG(mode):
+                shutil.copy2(here / name, target / name, follow_symlinks=False)
+            else:
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                print(f"note: {here / name} is {kind}; the new site leaves it out", file=sys.stderr)
+        dirs[:] = [d for d in dirs if stat.S_ISDIR(os.lstat(here / d).st_mode)]
+
+
+def replace(staging: Path, out: Path) -> None:
+    """Put ``staging`` in the place of ``out`` in one atomic step; the old site ends up in ``staging``."""
+    if not out.exists() and not out.is_symlink():
+        os.rename(staging, out)  # nothing to keep: one rename is atomic
+        return
+    if not _exchange(staging, out):
+        # No atomic exchange here (a kernel or file system without renameat2): two renames, with a
+        # moment between them when ``out`` is missing; the old site is then at .<out>.previous-<pid>.
+        previous = out.parent / f".{out.name}.previous-{os.getpid()}"
+        os.rename(out, previous)
+        pause("between renames")
+        os.rename(staging, out)
+        os.rename(previous, staging)
+    pause("exchanged")
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def pause(step: str) -> None:
+    seconds = os.environ.get(PAUSE_VARIABLE)
+    if seconds:
+        time.sleep(float(seconds))

@@ -1,0 +1,82 @@
+/* The cost section of a family page: every figure recomputed in the browser from the facts' coefficients
+   (the #cost-data script) when the reader moves the context, the batch or the cache dtype; the same
+   expressions as atlas/cost.py's figures(). Hovering or focusing a number shows its formula and check. */
+(function () {
+  "use strict";
+  var data = document.getElementById("cost-data");
+  var section = document.getElementById("cost");
+  if (!data || !section) return;
+  var cost = JSON.parse(data.textContent);
+  var slider = document.getElementById("cost-context"), batchInput = document.getElementById("cost-batch");
+  var dtypeSelect = document.getElementById("cost-dtype"), shown = document.getElementById("cost-context-value");
+  var card = document.getElementById("cost-card");
+  var stops = slider.getAttribute("data-stops").split(",").map(Number);
+
+  function grouped(n) { return n.toLocaleString("en-US"); }
+  function bytes(n) { return grouped(n) + " bytes" + (n >= 1048576 ? " (" + (n / 1073741824).toFixed(2) + " GiB)" : ""); }
+  function capped(c, cap) { return cap ? Math.min(c, cap) : c; }
+  function capWords(c, cap) { return cap ? "min(" + grouped(c) + ", " + grouped(cap) + ")" : grouped(c); }
+
+  function figures(context, batch, dtype) {
+    var size = cost.cache.dtypes[dtype], kinds = cost.cache.kinds, fk = cost.flops.kinds;
+    var perToken = 0, held = 0, flops = cost.flops.head.flops, expanded = 0, rows = [];
+    kinds.forEach(function (k, i) {
+      var positions = capped(context, k.cap), keys = capped(context, fk[i].keys_cap);
+      perToken += k.count * k.values * size;
+      expanded += k.count * (k.expanded || k.values) * size;
+      var kindCache = k.count * k.values * positions * size * batch, kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys);
+      held += kindCache;
+      flops += kindFlops;
+      rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops });
+    });
+    return {
+      per_token: perToken,
+      per_token_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
+      expanded_per_token: expanded,
+      expanded_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
+      cache: held,
+      cache_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.values) + " × " + capWords(context, k.cap); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
+      flops: flops,
+      flops_formula: "head " + grouped(cost.flops.head.flops) + " + " + fk.map(function (f) { return f.count + " × (" + grouped(f.fixed) + " + " + grouped(f.per_key) + " × " + capWords(context, f.keys_cap) + ")"; }).join(" + "),
+      rows: rows
+    };
+  }
+
+  function update() {
+    var context = stops[Number(slider.value)] || stops[stops.length - 1];
+    var batch = Math.max(1, Math.floor(Number(batchInput.value) || 1));
+    var fig = figures(context, batch, dtypeSelect.value);
+    shown.textContent = grouped(context) + " tokens";
+    Array.prototype.forEach.call(section.querySelectorAll("[data-figure]"), function (e) {
+      var name = e.getAttribute("data-figure");
+      if (fig[name] === undefined) return;
+      e.textContent = name === "flops" ? grouped(fig[name]) : bytes(fig[name]);
+      e.setAttribute("title", fig[name + "_formula"]);
+    });
+    var rows = section.querySelectorAll("#cost-kind-table tbody tr");
+    fig.rows.forEach(function (r, i) {
+      rows[i].querySelector("[data-cell=positions]").textContent = grouped(r.positions);
+      rows[i].querySelector("[data-cell=cache_bytes]").textContent = bytes(r.cache_bytes);
+      rows[i].querySelector("[data-cell=flops]").textContent = grouped(r.flops);
+    });
+    cost.weights.forEach(function (w, i) {
+      var cell = section.querySelector("[data-weight='" + i + "']");
+      if (cell) cell.textContent = bytes(w.bytes + fig.cache);
+    });
+  }
+
+  function explain(e) {
+    var target = e.target.closest ? e.target.closest(".figure") : null;
+    if (!target) return;
+    card.textContent = "";
+    card.appendChild(document.createTextNode(target.getAttribute("title") || ""));
+    card.appendChild(document.createElement("br"));
+    card.appendChild(document.createTextNode(target.getAttribute("data-check") || ""));
+  }
+  slider.addEventListener("input", update);
+  batchInput.addEventListener("input", update);
+  dtypeSelect.addEventListener("change", update);
+  section.addEventListener("mouseover", explain);
+  section.addEventListener("focusin", explain);
+  update();
+})();

@@ -1,0 +1,321 @@
+"""Bad input, as a careful user gives it: every case ends in one line on stderr that names the file and
+the field (or the argument), exit 1 (2 for usage), no traceback, and the previous site byte for byte.
+
+One project copy and one previous site serve every case: a case edits files of the copy, the build
+runs, and the files are put back before the next case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_PARTS, ROOT
+
+QWEN = "atlas/checkpoints/Qwen/Qwen3-0.6B"
+GPT2 = "atlas/checkpoints/openai-community/gpt2"
+MODULE = "atlas/families/qwen3_0_6b.py"
+NOTES = "atlas/families/qwen3_0_6b.md"
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A project copy with a site built in it (gpt2): the previous site every bad build must keep."""
+    root = tmp_path_factory.mktemp("bad-inputs")
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if part == "node_modules":
+            (root / part).symlink_to(source)
+        elif source.is_dir():
+            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / part)
+    result = build(root, "--family", "gpt2")
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def build(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "build.py", *args], cwd=project, capture_output=True, text=True, timeout=600)
+
+
+class Edits:
+    """Files of the project copy a case changes, put back afterwards."""
+
+    def __init__(self, root: Path):
+        self.root, self.saved = root, {}
+
+    def path(self, rel: str) -> Path:
+        path = self.root / rel
+        if rel not in self.saved:
+            self.saved[rel] = path.read_bytes() if path.is_file() else None
+        return path
+
+    def json(self, rel: str, change) -> None:
+        path = self.path(rel)
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data, indent=2))
+
+    def text(self, rel: str, old: str, new: str) -> None:
+        path = self.path(rel)
+        text = path.read_text()
+        assert old in text, f"{rel} no longer holds {old!r}: update the case"
+        path.write_text(text.replace(old, new, 1))
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        path = self.path(rel)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+    def restore(self) -> None:
+        for rel, content in self.saved.items():
+            path = self.root / rel
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            if content is not None:
+                path.write_bytes(content)
+
+
+def header_file(path: Path, header: bytes, payload: bytes = b"") -> None:
+    path.write_bytes(struct.pack("<Q", len(header)) + header + payload)
+
+
+CHECKPOINT = 'checkpoint="Qwen/Qwen3-0.6B",'
+
+
+def declare(edits: Edits, field: str) -> None:
+    """One more field in the family module's declaration."""
+    edits.text(MODULE, CHECKPOINT, f"{CHECKPOINT}\n    {field},")
+
+
+def without(key):
+    return lambda c: c.pop(key)
+
+
+def setting(key, value):
+    return lambda c: c.__setitem__(key, value)
+
+
+# Each case: id, a function of (Edits, tmp folder) that breaks something and returns the build's
+# arguments, the exit code, and the text the one line must hold (the file and the field named).
+CASES = [
+    # config.json
+    ("config-no-hidden-size", lambda e, t: e.json(f"{QWEN}/config.json", without("hidden_size")), 1,
+     f"{QWEN}/config.json: hidden_size: missing: the model would be built with Qwen3Config's default 4096"),
+    ("config-no-intermediate-size", lambda e, t: e.json(f"{QWEN}/config.json", without("intermediate_size")), 1,
+     f"{QWEN}/config.json: intermediate_size: missing"),
+    ("config-no-vocab-size", lambda e, t: e.json(f"{QWEN}/config.json", without("vocab_size")), 1,
+     f"{QWEN}/config.json: vocab_size: missing"),
+    ("config-hidden-size-0", lambda e, t: e.json(f"{QWEN}/config.json", setting("hidden_size", 0)), 1,
+     f"{QWEN}/config.json: hidden_size: must be a positive integer, not 0"),
+    ("config-vocab-size-0", lambda e, t: e.json(f"{QWEN}/config.json", setting("vocab_size", 0)), 1,
+     f"{QWEN}/config.json: vocab_size: must be a positive integer, not 0"),
+    ("config-layers-word", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_hidden_layers", "sixty")), 1,
+     f"{QWEN}/config.json: num_hidden_layers: must be a positive integer, not 'sixty'"),
+    ("config-layers-0", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_hidden_layers", 0)), 1,
+     f"{QWEN}/config.json: num_hidden_layers: must be a positive integer, not 0"),
+    ("config-layers-float", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_hidden_layers", 28.5)), 1,
+     f"{QWEN}/config.json: num_hidden_layers: must be a positive integer, not 28.5"),
+    ("config-heads-0", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_attention_heads", 0)), 1,
+     f"{QWEN}/config.json: num_attention_heads: must be a positive integer, not 0"),
+    ("config-intermediate-negative", lambda e, t: e.json(f"{QWEN}/config.json", setting("intermediate_size", -5)), 1,
+     f"{QWEN}/config.json: intermediate_size: must be a non-negative integer, not -5"),
+    ("config-100000-layers", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_hidden_layers", 100_000)), 1,
+     f"{QWEN}/config.json: num_hidden_layers: 100,000 layers is past the atlas's bound of 10,000"),
+    ("config-too-many-parameters", lambda e, t: e.json(f"{QWEN}/config.json", setting("hidden_size", 10_000_000)), 1,
+     f"{QWEN}/config.json: hidden_size: its sizes"),
+    ("config-other-architecture", lambda e, t: e.json(f"{QWEN}/config.json", setting("architectures", ["LlamaForCausalLM"])), 1,
+     f"{QWEN}/config.json: architectures: names LlamaForCausalLM, but the family atlas/families/qwen3_0_6b.py builds Qwen3ForCausalLM"),
+    ("config-no-architectures", lambda e, t: e.json(f"{QWEN}/config.json", without("architectures")), 1,
+     f"{QWEN}/config.json: architectures: missing"),
+    ("config-eps-word", lambda e, t: e.json(f"{QWEN}/config.json", setting("rms_norm_eps", "tiny")), 1,
+     f"{QWEN}/config.json: rms_norm_eps: must be a number, not 'tiny'"),
+    ("config-bool-as-4", lambda e, t: e.json(f"{QWEN}/config.json", setting("tie_word_embeddings", 4)), 1,
+     f"{QWEN}/config.json: tie_word_embeddings: must be true or false, not 4"),
+    ("config-heads-do-not-tile", lambda e, t: e.json(f"{QWEN}/config.json", lambda c: (c.pop("head_dim"), c.update(num_attention_heads=7, num_key_value_heads=7))), 1,
+     f"{QWEN}/config.json: num_attention_heads: 7 heads do not divide hidden_size 1,024, and no head_dim is given"),
+    ("config-kv-heads-do-not-divide", lambda e, t: e.json(f"{QWEN}/config.json", setting("num_key_value_heads", 5)), 1,
+     f"{QWEN}/config.json: num_key_value_heads: 5 key-value heads do not divide 16 query heads"),
+    ("config-not-json", lambda e, t: e.write(f"{QWEN}/config.json", '{"hidden_size": 1024,'), 1,
+     f"{QWEN}/config.json: line 1 column 22: not valid JSON"),
+    ("config-a-list", lambda e, t: e.write(f"{QWEN}/config.json", "[1, 2]"), 1,
+     f"{QWEN}/config.json: must hold a JSON object"),
+    ("config-nested-deep", lambda e, t: e.write(f"{QWEN}/config.json", "[" * 100_000 + "]" * 100_000), 1,
+     f"{QWEN}/config.json: not valid JSON (nested too deep)"),
+    ("config-a-folder", lambda e, t: (e.path(f"{QWEN}/config.json").unlink(), (e.root / QWEN / "config.json").mkdir()), 1,
+     f"{QWEN}/config.json: is not a regular file (a folder)"),
+    ("config-missing", lambda e, t: e.path(f"{QWEN}/config.json").unlink(), 1,
+     f"{QWEN}/config.json: file not found"),
+    ("config-not-utf8", lambda e, t: e.write(f"{QWEN}/config.json", b'{"x": "\xff"}'), 1,
+     f"{QWEN}/config.json: byte 7: not UTF-8 text"),
+    # checkpoint.json
+    ("pinned-other-repo", lambda e, t: e.json(f"{QWEN}/checkpoint.json", setting("repo", "Qwen/Qwen3-8B")), 1,
+     f"{QWEN}/checkpoint.json: repo: says 'Qwen/Qwen3-8B', but the file is in the folder of 'Qwen/Qwen3-0.6B'"),
+    ("pinned-no-revision", lambda e, t: e.json(f"{QWEN}/checkpoint.json", without("revision")), 1,
+     f"{QWEN}/checkpoint.json: revision: missing"),
+    ("pinned-buffer-without-dtype", lambda e, t: e.json(f"{GPT2}/checkpoint.json", lambda c: c["stored_buffers"][0].pop("dtype")), 1,
+     f"{GPT2}/checkpoint.json: stored_buffers[0].dtype: missing"),
+    ("pinned-buffer-bad-shape", lambda e, t: e.json(f"{GPT2}/checkpoint.json", lambda c: c["stored_buffers"][0].update(shape="big")), 1,
+     f"{GPT2}/checkpoint.json: stored_buffers[0].shape: must be a list of non-negative integers, not 'big'"),
+    ("pinned-unknown-weight-dtype", lambda e, t: e.json(f"{QWEN}/checkpoint.json", setting("weight_dtype", "F7")), 1,
+     f"{QWEN}/checkpoint.json: weight_dtype: unknown dtype 'F7'"),
+    ("pinned-layout-not-a-list", lambda e, t: e.json(f"{QWEN}/checkpoint.json", setting("layout", "tied")), 1,
+     f"{QWEN}/checkpoint.json: layout: must be a list of strings"),
+    ("pinned-missing", lambda e, t: e.path(f"{QWEN}/checkpoint.json").unlink(), 1,
+     f"{QWEN}/checkpoint.json: file not found"),
+    ("pinned-not-json", lambda e, t: e.write(f"{QWEN}/checkpoint.json", "{'repo': 1}"), 1,
+     f"{QWEN}/checkpoint.json: line 1 column 2: not valid JSON"),
+    # the family module
+    ("module-released-words", lambda e, t: declare(e, 'released="April 2025"'), 1,
+     f"{MODULE}: released: must be the release month as YYYY-MM (e.g. 2025-07), not 'April 2025'"),
+    ("module-released-month-13", lambda e, t: declare(e, 'released="2025-13"'), 1,
+     f"{MODULE}: released: must be the release month as YYYY-MM"),
+    ("module-checkpoint-escapes", lambda e, t: e.text(MODULE, CHECKPOINT, 'checkpoint="../../etc",'), 1,
+     f"{MODULE}: checkpoint: must name a checkpoint as org/repo, not '../../etc'"),
+    ("module-checkpoint-absent", lambda e, t: e.text(MODULE, CHECKPOINT, 'checkpoint="Qwen/Qwen9",'), 1,
+     "atlas/checkpoints/Qwen/Qwen9: no pinned checkpoint folder"),
+    ("module-sys-exit", lambda e, t: e.text(MODULE, "\nFAMILY = ", "\nimport sys\nsys.exit(0)\nFAMILY = "), 1,
+     f"{MODULE}: cannot be imported (line 12): calls sys.exit(0)"),
+    ("module-raises", lambda e, t: e.text(MODULE, "\nFAMILY = ", "\nraise RuntimeError('half written')\nFAMILY = "), 1,
+     f"{MODULE}: cannot be imported (line 11): RuntimeError: half written"),
+    ("module-unknown-field", lambda e, t: declare(e, 'relased="2025-04"'), 1,
+     f"{MODULE}: cannot be imported (line "),
+    ("module-config-class-misspelt", lambda e, t: declare(e, 'config_class="Qwen3Konfig"'), 1,
+     f"{MODULE}: config_class: transformers 5.24.0 has no class 'Qwen3Konfig'"),
+    ("module-empty-title", lambda e, t: e.text(MODULE, 'title="Qwen3-0.6B"', 'title=""'), 1,
+     f"{MODULE}: title: must be a non-empty string, not ''"),
+    ("module-notes-file-missing", lambda e, t: e.path(NOTES).unlink(), 1,
+     f"{NOTES}: the notes file {MODULE} names is missing"),
+    ("module-preview-raises", lambda e, t: declare(e, "preview=lambda config: 1 / 0"), 1,
+     f"{MODULE}: preview: failed: ZeroDivisionError: division by zero"),
+    # the notes
+    ("notes-sys-exit", lambda e, t: e.write(NOTES, e.path(NOTES).read_text() + "\n```python\nimport sys\nsys.exit(0)\n```\n"), 1,
+     f"{NOTES}: python block "),
+    ("notes-raises", lambda e, t: e.write(NOTES, e.path(NOTES).read_text() + "\n```python\nassert False, 'the model is not what the notes say'\n```\n"), 1,
+     "AssertionError: the model is not what the notes say"),
+    ("notes-unknown-fact", lambda e, t: e.write(NOTES, e.path(NOTES).read_text() + "\nIt has {{ config.raw.no_such_key }} experts.\n"), 1,
+     f"{NOTES}: {{{{ config.raw.no_such_key }}}}: names no fact of this family"),
+]
+
+COMMAND_LINE = [
+    ("cli-unknown-family", ["--family", "kimi_k3"], 2, "unknown family 'kimi_k3'; known families: "),
+    ("cli-unknown-option", ["--frob"], 2, "unrecognized arguments: --frob"),
+    ("cli-serve-not-a-number", ["--serve", "eighty"], 2, "argument --serve: invalid int value: 'eighty'"),
+    ("cli-serve-port-out-of-range", ["--family", "gpt2", "--serve", "70000"], 2, "--serve: 70000 is not a port number"),
+    ("cli-weights-without-one-family", ["--weights", "/tmp"], 2, "--weights checks one family's checkpoint: give exactly one --family"),
+]
+
+
+@pytest.mark.parametrize("case, break_it, code, expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_the_site_is_kept(workspace, tmp_path, case, break_it, code, expected):
+    family = "gpt2" if case.startswith("pinned-buffer") else "qwen3_0_6b"
+    site = workspace / "site"
+    before = snapshot(site)
+    edits = Edits(workspace)
+    try:
+        break_it(edits, tmp_path)
+        start = time.perf_counter()
+        result = build(workspace, "--family", family)
+        elapsed = time.perf_counter() - start
+    finally:
+        edits.restore()
+    assert_one_line(result, code, expected)
+    assert snapshot(site) == before
+    assert not list(workspace.glob(".site.*")), "a failed build left something beside the site"
+    if case in ("config-100000-layers", "config-too-many-parameters"):
+        assert elapsed < 5, f"an absurd config took {elapsed:.1f} s to refuse"
+
+
+@pytest.mark.parametrize("case, args, code, expected", COMMAND_LINE, ids=[c[0] for c in COMMAND_LINE])
+def test_a_bad_command_line_is_one_line(workspace, case, args, code, expected):
+    before = snapshot(workspace / "site")
+    result = build(workspace, *args)
+    assert_one_line(result, code, expected)
+    assert snapshot(workspace / "site") == before
+
+
+def assert_one_line(result: subprocess.CompletedProcess, code: int, expected: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == code, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert expected in lines[0], lines[0]
+    assert "Traceback" not in result.stderr and not result.stdout.strip()
+
+
+def test_out_that_is_a_file_is_refused_and_left_as_it_is(workspace, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("my notes\n")
+    result = build(workspace, "--family", "gpt2", "--out", str(target))
+    assert_one_line(result, 1, f"--out: {target}: is not a folder; give a folder (the file was left as it is)")
+    assert target.read_text() == "my notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_out_that_cannot_be_written_is_one_line(workspace):
+    result = build(workspace, "--family", "gpt2", "--out", "/proc/atlas-site")
+    assert_one_line(result, 1, "--out: /proc/atlas-site: ")
+
+
+# --- local weights: the strict reader ---------------------------------------------------------------
+
+def weights_case(tmp_path: Path, make) -> Path:
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    make(folder)
+    return folder
+
+
+def index(folder: Path, weight_map: dict) -> None:
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 4}, "weight_map": weight_map}))
+
+
+def fifo_shard(folder: Path) -> None:
+    index(folder, {"wte.weight": "model-00001-of-00001.safetensors"})
+    os.mkfifo(folder / "model-00001-of-00001.safetensors")
+
+
+WEIGHTS = [
+    ("weights-missing", lambda f: f.rmdir(), "weights: not a directory"),
+    ("weights-folder-named-safetensors", lambda f: (f / "model.safetensors").mkdir(),
+     "weights: expected one .safetensors file or model.safetensors.index.json, found 0 .safetensors files"),
+    ("weights-fifo-shard", fifo_shard, "weights/model-00001-of-00001.safetensors: is a pipe; only regular files are read"),
+    ("weights-index-escapes", lambda f: index(f, {"wte.weight": "../../../../etc/passwd"}),
+     "weights/model.safetensors.index.json: weight_map['wte.weight']: '../../../../etc/passwd' is not a plain .safetensors file name"),
+    ("weights-index-absolute", lambda f: index(f, {"wte.weight": "/etc/passwd.safetensors"}),
+     "weights/model.safetensors.index.json: weight_map['wte.weight']: '/etc/passwd.safetensors' is not a plain"),
+    ("weights-header-nested", lambda f: header_file(f / "model.safetensors", b"[" * 100_000 + b"]" * 100_000),
+     "weights/model.safetensors: header: JSON nested more than 6 deep"),
+    ("weights-index-nested", lambda f: (f / "model.safetensors.index.json").write_text("[" * 100_000 + "]" * 100_000),
+     "weights/model.safetensors.index.json: JSON nested more than 6 deep"),
+    ("weights-index-a-folder", lambda f: (f / "model.safetensors.index.json").mkdir(),
+     "weights/model.safetensors.index.json: is a folder; only regular files are read"),
+]
+
+
+@pytest.mark.parametrize("case, make, expected", WEIGHTS, ids=[c[0] for c in WEIGHTS])
+def test_a_bad_local_checkpoint_is_one_line(workspace, tmp_path, case, make, expected):
+    before = snapshot(workspace / "site")
+    folder = weights_case(tmp_path, make)
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "build.py", "--family", "gpt2", "--weights", str(folder)], cwd=workspace,
+                            capture_output=True, text=True, timeout=120)
+    assert_one_line(result, 1, expected)
+    assert snapshot(workspace / "site") == before
+    assert time.perf_counter() - start < 60  # a pipe never makes the reader wait

@@ -1,0 +1,251 @@
+"""The facts cache: a family is collected again exactly when one of its inputs changed, a cached build
+writes the very bytes an uncached one writes and imports neither torch nor transformers, and a
+damaged entry is rebuilt, never trusted.
+
+The builds run the real command line in a copy of the project (its own .atlas-cache/), whose files
+the tests edit one kind at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from atlas import cache
+from atlas.collected import Collected
+from atlas.family import StoredTensor
+from tests.conftest import PROJECT_PARTS, ROOT
+
+FAMILY = "gpt2"
+PAGE = f"{FAMILY}/index.html"
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def build(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """build.py in ``project``, with the one-line-per-family progress asked for on stderr."""
+    env = {**os.environ, "ATLAS_PROGRESS": "1"}
+    return subprocess.run([sys.executable, "build.py", "--family", FAMILY, *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def how_collected(result: subprocess.CompletedProcess) -> str:
+    """'collected' or 'cached': what the build's progress line says it did with the family."""
+    assert result.returncode == 0, result.stderr
+    words = [line.split() for line in result.stderr.splitlines()]
+    [line] = [w for w in words if w and w[0] == FAMILY]
+    return line[1]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A copy of the project, and its site built without the cache, then with it (filling it), then from it."""
+    root = tmp_path_factory.mktemp("project")
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+        elif source.exists():
+            shutil.copy2(source, root / part)
+    uncached = build(root, "--no-cache", "--out", "uncached")
+    assert uncached.returncode == 0, uncached.stderr
+    assert not (root / ".atlas-cache").exists()  # --no-cache neither reads nor writes entries
+    assert how_collected(build(root, "--out", "filled")) == "collected"
+    assert how_collected(build(root, "--out", "cached")) == "cached"
+    return root
+
+
+def test_cached_and_uncached_builds_are_byte_identical(project):
+    uncached = snapshot(project / "uncached")
+    assert PAGE in uncached and f"{FAMILY}/facts.json" in uncached
+    assert snapshot(project / "filled") == uncached
+    assert snapshot(project / "cached") == uncached
+
+
+def test_a_cached_build_imports_neither_torch_nor_transformers(project):
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "import build\n"
+        f"build.build([{FAMILY!r}], Path('again'))\n"
+        "print(json.dumps({m: m in sys.modules for m in ('torch', 'transformers')}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == {"torch": False, "transformers": False}
+    assert snapshot(project / "again") == snapshot(project / "uncached")
+
+
+def test_a_damaged_entry_is_collected_again_and_rewritten(project):
+    entries = project / ".atlas-cache"
+    facts_entry, pages_entry = entries / f"{FAMILY}.facts.json", entries / f"{FAMILY}.pages.json"
+    facts_entry.write_bytes(facts_entry.read_bytes()[: facts_entry.stat().st_size // 2])  # cut short
+    body = bytearray(pages_entry.read_bytes())
+    body[-10] ^= 0x01  # one bit off, the JSON still well-formed
+    pages_entry.write_bytes(bytes(body))
+    result = build(project, "--out", "repaired")
+    assert how_collected(result) == "collected"
+    assert "Traceback" not in result.stderr
+    assert snapshot(project / "repaired") == snapshot(project / "uncached")
+    assert how_collected(build(project, "--out", "repaired")) == "cached"
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+
+def _provenance(path: Path) -> str:
+    pinned = json.loads(path.read_text(encoding="utf-8"))
+    pinned["provenance"] = pinned.get("provenance", "") + " Edited by the cache test."
+    path.write_text(json.dumps(pinned, indent=2) + "\n", encoding="utf-8")
+    return pinned["provenance"]
+
+
+# Each kind of input, edited in the copy: the next build must collect the family again, and where the
+# edit shows on the page, the page shows it.
+EDITS = {
+    "family module": lambda p: _append(p / "atlas/families/gpt2.py", "\n# edited by the cache test\n"),
+    "notes": lambda p: _append(p / "atlas/families/gpt2.md", "\nEdited by the cache test.\n"),
+    "checkpoint file": lambda p: _provenance(p / "atlas/checkpoints/openai-community/gpt2/checkpoint.json"),
+    "new checkpoint file": lambda p: (p / "atlas/checkpoints/openai-community/gpt2/README.txt").write_text("pinned by hand\n"),
+    "atlas source": lambda p: _append(p / "atlas/numbers.py", "\n# edited by the cache test\n"),
+    "schema": lambda p: _append(p / "atlas/facts.schema.json", "\n"),
+    "requirements.lock": lambda p: _append(p / "requirements.lock", "# edited by the cache test\n"),
+    "package-lock.json": lambda p: _append(p / "package-lock.json", "\n"),
+}
+
+
+@pytest.mark.parametrize("kind", list(EDITS))
+def test_an_edit_to_any_input_collects_the_family_again(project, kind):
+    shown = EDITS[kind](project)
+    out = f"edited-{kind.replace(' ', '-')}"
+    assert how_collected(build(project, "--out", out)) == "collected"
+    if kind == "notes":
+        assert "Edited by the cache test." in (project / out / PAGE).read_text(encoding="utf-8")
+    if kind == "checkpoint file":
+        assert json.loads((project / out / f"{FAMILY}/facts.json").read_text())["checkpoint"]["provenance"] == shown
+
+
+# --- the key's inputs and the entries themselves (no build) ----------------------------------------
+
+
+def test_a_family_is_keyed_by_its_own_module_the_modules_it_imports_and_its_notes():
+    families = ROOT / "atlas" / "families"
+    # kimi_k2.py says `from atlas.families.deepseek_v3 import FAMILY` and notes=("kimi_k2", "deepseek_v3")
+    kimi = cache.family_inputs("kimi_k2")
+    assert {families / "kimi_k2.py", families / "deepseek_v3.py", families / "kimi_k2.md", families / "deepseek_v3.md"} <= set(kimi)
+    assert set(kimi) >= set((ROOT / "atlas/checkpoints/moonshotai/Kimi-K2-Instruct").iterdir())
+    gpt2 = cache.family_inputs("gpt2")
+    assert [p for p in gpt2 if p.parent == families] == [families / "gpt2.py", families / "gpt2.md"]
+    shared = cache.shared_inputs()
+    assert families / "__init__.py" in shared and not any(p.parent == families and p.stem in ("gpt2", "kimi_k2") for p in shared)
+    assert {ROOT / "requirements.lock", ROOT / "package-lock.json", ROOT / "atlas/facts.schema.json", ROOT / "atlas/site.py"} <= set(shared)
+
+
+def _collected() -> Collected:
+    facts = {"family": {"name": "toy"}, "sizes": [1, 2.5, None, True], "words": "naïve ✓"}
+    layout = [StoredTensor("wte.weight", "F32", (50257, 768), "parameter"),
+              StoredTensor("blocks", "U8", (2, 3), "parameter", values_per_element=2)]
+    return Collected(facts, layout)
+
+
+def test_an_entry_reads_back_as_it_was_stored_and_only_under_its_key(tmp_path):
+    assert cache.store_facts("toy", "k1", _collected(), tmp_path)
+    back = cache.load_facts("toy", "k1", tmp_path)
+    assert back == _collected()
+    assert cache.load_facts("toy", "k2", tmp_path) is None
+    assert cache.load_facts("other", "k1", tmp_path) is None
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one bit off", "empty", "not json", "a folder"])
+def test_a_damaged_entry_is_a_miss(tmp_path, damage):
+    cache.store_facts("toy", "k1", _collected(), tmp_path)
+    entry = tmp_path / "toy.facts.json"
+    data = entry.read_bytes()
+    if damage == "cut short":
+        entry.write_bytes(data[:-7])
+    elif damage == "one bit off":
+        entry.write_bytes(data[:-3] + bytes([data[-3] ^ 0x02]) + data[-2:])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    elif damage == "not json":
+        entry.write_bytes(b"\xff\xfe garbage\n" + data)
+    else:
+        entry.unlink()
+        entry.mkdir()
+    assert cache.load_facts("toy", "k1", tmp_path) is None
+    if damage != "a folder":
+        assert cache.store_facts("toy", "k1", _collected(), tmp_path)  # and written again
+        assert cache.load_facts("toy", "k1", tmp_path) == _collected()
+
+
+def test_facts_that_would_not_read_back_exactly_are_not_kept(tmp_path):
+    for facts in ({"shape": (1, 2)}, {"by_index": {3: "x"}}):
+        assert not cache.store_facts("toy", "k", Collected(facts, []), tmp_path)
+        assert cache.load_facts("toy", "k", tmp_path) is None
+
+
+def test_a_local_checkpoints_facts_are_never_kept(tmp_path):
+    local = _collected()
+    local.local_tensors = []
+    assert not cache.store_facts("toy", "k", local, tmp_path)
+
+
+def test_rendered_pages_are_reused_for_the_same_facts_only(tmp_path):
+    calls = []
+
+    def render(facts):
+        calls.append(facts["n"])
+        return {"toy/index.html": f"<p>{facts['n']}</p>\n"}
+
+    assert cache.rendered("toy", {"n": 1}, render, tmp_path) == {"toy/index.html": "<p>1</p>\n"}
+    assert cache.rendered("toy", {"n": 1}, render, tmp_path) == {"toy/index.html": "<p>1</p>\n"}
+    assert cache.rendered("toy", {"n": 2}, render, tmp_path) == {"toy/index.html": "<p>2</p>\n"}
+    assert calls == [1, 2]
+
+
+def test_a_facts_json_is_checked_against_the_schema_again_only_when_its_bytes_change(tmp_path):
+    checked = []
+    for text in (b'{"a": 1}', b'{"a": 1}', b'{"a": 2}', b'{"a": 1}'):
+        cache.schema_passed("toy", text, lambda: checked.append(text), tmp_path)
+    assert checked == [b'{"a": 1}', b'{"a": 2}', b'{"a": 1}']  # one entry per family: the latest bytes
+
+
+def test_a_failed_schema_check_is_never_remembered(tmp_path):
+    def failing():
+        raise ValueError("does not match")
+
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            cache.schema_passed("toy", b"{}", failing, tmp_path)
+
+
+def test_an_index_card_view_is_reused_for_the_same_facts_only(tmp_path):
+    calls = []
+
+    def view(facts):
+        calls.append(facts["n"])
+        return {"kinds": [facts["n"]], "blocks": [], "search": []}
+
+    for n in (1, 1, 2):
+        assert cache.index_view({"family": {"name": "toy"}, "n": n}, view, tmp_path)["kinds"] == [n]
+    assert calls == [1, 2]
+
+
+def test_with_the_cache_off_nothing_is_read_or_written(tmp_path):
+    cache.enable(False)
+    try:
+        assert cache.rendered("toy", {"n": 1}, lambda f: {"toy/index.html": "x"}, tmp_path) == {"toy/index.html": "x"}
+        cache.schema_passed("toy", b"{}", lambda: None, tmp_path)
+        cache.index_view({"family": {"name": "toy"}}, lambda f: {"kinds": []}, tmp_path)
+    finally:
+        cache.enable(True)
+    assert list(tmp_path.iterdir()) == []
