@@ -377,9 +377,15 @@ def test_small_words(site):
     kimi = (site / "kimi_k2/index.html").read_text()
     gpt2 = (site / "gpt2/index.html").read_text()
     kimi_facts = json.loads((site / "kimi_k2/facts.json").read_text())
-    # no "at revision unpinned": GPT-2's checkpoint.json pins none
-    assert json.loads((ROOT / "atlas/checkpoints/openai-community/gpt2/checkpoint.json").read_text())["revision"] == "unpinned"
-    assert "at revision" not in gpt2 and "no revision is pinned" in gpt2
+    # no "at revision unpinned": a checkpoint.json that pins no revision says so (Gemma 3's, among others)
+    from atlas.site import render_family
+
+    assert json.loads((ROOT / "atlas/checkpoints/google/gemma-3-1b-it/checkpoint.json").read_text())["revision"] == "unpinned"
+    gpt2_facts = json.loads((site / "gpt2/facts.json").read_text())
+    revision = gpt2_facts["checkpoint"]["revision"]
+    assert f"at revision <code>{revision}</code>" in gpt2
+    unpinned = render_family({**gpt2_facts, "checkpoint": {**gpt2_facts["checkpoint"], "revision": "unpinned"}})["gpt2/index.html"]
+    assert "at revision" not in unpinned and "no revision is pinned" in unpinned
     # the heading counts the figures it checked: K2's checkpoint.json pins these header figures
     pinned = json.loads((ROOT / "atlas/checkpoints/moonshotai/Kimi-K2-Instruct/checkpoint.json").read_text())["safetensors"]
     checked = sum(1 for row in kimi_facts["checkpoint_check"]["figures"] if row["checked"])
