@@ -14,7 +14,7 @@ from typing import Any
 
 from atlas import compare, config_words, cost, features, files, introspect, params, preflight, sources, standard
 from atlas.check import check_local_headers, check_preview
-from atlas.checkpoint import build_on_meta, load_pinned, transformers_class, transformers_config
+from atlas.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config
 from atlas.collected import Collected
 from atlas.families import load
 from atlas.errors import AtlasError
@@ -78,7 +78,9 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         },
         "config": {
             "standardized": _standardized_sizes(config),
-            "raw": checkpoint.config,
+            # read again from the file: building the transformers config rewrites parts of the dict it
+            # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
+            "raw": read_json_object(checkpoint.folder / "config.json"),
             # keys of config.json neither the configuration class nor the model reads
             "unread": preflight.unread_keys(family, checkpoint, config, read),
         },

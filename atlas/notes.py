@@ -4,10 +4,14 @@ Prose may name a fact as ``{{ config.raw.n_routed_experts }}`` (a dotted path in
 items by number); the build substitutes it, so no number in the notes is typed by hand. A path that
 names no fact stops the build, naming the file and the path.
 
-Every ```python block runs, in order and in one namespace, against the family's preview run:
-``model`` (the tiny model, eager attention and experts), ``ids`` (the prompt, (1, seq)), ``config``
-(the tiny config), ``pinned_config`` (the pinned checkpoint's config), ``facts``, ``atlas`` and
-``torch``. What a block prints is shown under it. A block that raises stops the build.
+Every ```python block runs, in order and in one namespace, against the family's preview run. The
+namespace holds only what a reader has after the setup the page shows first (``setup``): with the
+released checkpoint, the family's class and tokenizer loaded from the Hub; in the build, the preview
+run's tiny model and prompt; then, in both, the same ``atlas.trace`` lines. So a block may use
+``torch``, ``atlas``, ``repo`` (the checkpoint's Hub id for a reader, its pinned folder with
+config.json in the build), ``model``, ``ids``, ``t`` (the trace) and ``config`` (``model.config``),
+and nothing else: a block that names anything more fails in the build, as it would for a reader. What a
+block prints is shown under it. A block that raises stops the build.
 
 Each block is recorded with whether it ran and what it printed. A fence that names python another
 way (```py, ```python3, ```python skip) is not run, and is recorded as not run, with why:
@@ -28,6 +32,7 @@ from atlas.errors import AtlasError
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ROOT / "atlas" / "families"
 PYTHON_LANGUAGES = ("python", "py", "python3", "py3", "pycon", "ipython", "ipython3")  # fences that name python
+SHARED_NAMES = ("torch", "atlas", "repo", "model", "ids", "t", "config")  # what both setups bind
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 
 
@@ -68,23 +73,57 @@ def substitute(text: str, facts: dict[str, Any], where: Path) -> str:
     return PLACEHOLDER.sub(value, text)
 
 
+def setup(facts: dict[str, Any], run) -> dict[str, str]:
+    """The setup the notes' blocks start from, as code: ``checkpoint`` (a reader's, loading the released
+    checkpoint; shown, not run: it needs the checkpoint's files), ``build`` (this build's, binding the
+    same names to the preview run) and ``trace`` (run after either)."""
+    name, repo = facts["family"]["name"], facts["checkpoint"]["repo"]
+    cls = facts["model"]["class"]
+    experts = (facts["preview"]["implementations"]["default"] or {}).get("experts") is not None
+    eager = 'attn_implementation="eager"' + (', experts_implementation="eager"' if experts else "")
+    remote = ", trust_remote_code=True" if "auto_map" in facts["config"]["raw"] else ""
+    prompt = facts["preview"]["prompt"]
+    checkpoint = (
+        "import torch\n"
+        "import atlas\n"
+        f"from transformers import AutoTokenizer, {cls}\n\n"
+        f'repo = "{repo}"\n'
+        f"tokenizer = AutoTokenizer.from_pretrained(repo{remote})\n"
+        f"model = {cls}.from_pretrained(repo, {eager})  # eager: every standard value is exposed\n"
+        f'ids = tokenizer("{prompt}", return_tensors="pt").input_ids\n'
+    )
+    if run.weights is None:
+        origin = (
+            "from atlas.preview import preview_run\n\n"
+            f'run = preview_run("{name}")  # the tiny model: seeded random weights, eager implementations\n'
+        )
+    else:
+        origin = f"\n# run: the preview run on the local checkpoint {run.weights} (build.py --weights)\n"
+    build = (
+        "import torch\n"
+        "import atlas\n"
+        "from atlas.checkpoint import CHECKPOINTS\n"
+        + origin
+        + f'repo = str(CHECKPOINTS / "{repo}")  # the pinned config.json, no weights\n'
+        "model, ids = run.model, run.ids  # the prompt as UTF-8 bytes: the tiny vocabulary is the 256 byte values\n"
+    )
+    trace = (
+        "with torch.no_grad(), atlas.trace(model) as t:\n"
+        "    model(ids)\n"
+        "config = model.config\n"
+    )
+    return {"checkpoint": checkpoint, "build": build, "trace": trace}
+
+
 def namespace(facts: dict[str, Any], run) -> dict[str, Any]:
-    import torch
-
-    import atlas
-    from atlas.checkpoint import load_pinned, transformers_config
-    from atlas.families import load
-
-    family = load(run.family)
-    return {
-        "atlas": atlas,
-        "torch": torch,
-        "model": run.model,
-        "ids": run.ids,
-        "config": run.config,
-        "pinned_config": transformers_config(family, load_pinned(family.checkpoint)),
-        "facts": facts,
-    }
+    """The names the notes' blocks may use: what the build's setup and the trace lines bind, run here."""
+    code = setup(facts, run)
+    scope: dict[str, Any] = {"run": run}
+    where = Path(f"atlas/families/{facts['family']['name']}.md")
+    run_block(code["build"], scope, where, 0, 0)
+    run_block(code["trace"], scope, where, 0, 0)
+    # a reader with the checkpoint has no preview run: the blocks get only the names both setups bind
+    return {k: v for k, v in scope.items() if k in SHARED_NAMES or k == "__builtins__"}
 
 
 def run_block(code: str, scope: dict[str, Any], where: Path, number: int, line: int) -> str:
@@ -136,7 +175,8 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
             blocks.append(block)
         parts.append(md.renderer.render(tokens, md.options, {}))
     html_text = "".join(parts)
-    return {"files": [str(_shown(p)) for p in files], "html": _with_outputs(html_text, blocks), "blocks": blocks}
+    return {"files": [str(_shown(p)) for p in files], "html": _with_outputs(html_text, blocks), "blocks": blocks,
+            "setup": setup(facts, run)}
 
 
 def _shown(path: Path) -> Path:

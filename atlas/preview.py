@@ -342,13 +342,13 @@ def uncaptured(preview: PreviewRun) -> list[str]:
 # --- compact data ----------------------------------------------------------------------------------
 
 
-def compact(tensor, integer: bool = False) -> dict[str, Any]:
-    """A tensor as float16 values (or integers) in nested lists, long axes strided to MAX_AXIS entries."""
+def compact(tensor, integer: bool = False, max_axis: int = MAX_AXIS) -> dict[str, Any]:
+    """A tensor as float16 values (or integers) in nested lists, long axes strided to ``max_axis`` entries."""
     import torch
 
     strides = []
     for axis, size in enumerate(tensor.shape):
-        stride = math.ceil(size / MAX_AXIS)
+        stride = math.ceil(size / max_axis)
         strides.append(stride)
         if stride > 1:
             tensor = tensor.index_select(axis, torch.arange(0, size, stride))
@@ -358,28 +358,98 @@ def compact(tensor, integer: bool = False) -> dict[str, Any]:
                 "min": int(tensor.min()), "max": int(tensor.max())}
     half = tensor.detach().to(torch.float16).to(torch.float32)
     data = _rounded(half.tolist())
+    finite = half[torch.isfinite(half)]
     return {"shape": list(half.shape), "dtype": "float16", "strides": strides, "data": data,
-            "min": float(f"{float(half.min()):.4g}"), "max": float(f"{float(half.max()):.4g}")}
+            "min": float(f"{float(finite.min()):.4g}"), "max": float(f"{float(finite.max()):.4g}")}
 
 
 def _rounded(values):
     if isinstance(values, list):
         return [_rounded(v) for v in values]
+    if values == float("-inf"):
+        return None  # an entry the mask hid (masked scores): JSON has no -inf
     return float(f"{values:.4g}")  # float16 holds about 3.3 significant digits
 
 
+# Values drawn at every block of the run; every other captured value is kept at the first block of
+# each kind of block the tiny model has (dense and mixture, sliding and global), which is enough to
+# draw it on its page without making every value page carry every block.
+EVERY_BLOCK = ("layer_output", "attention_probabilities", "mlp_output", "router_logits", "expert_weights", "expert_indices")
+
+# The axis a value's drawing picks one slice of (a head, a routing slot): the grid shows the others.
+PICKED_AXIS = ("num_heads", "num_kv_heads", "top_k")
+
+HISTOGRAM_BINS = 40
+
+
 def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
+    """Every value the eager run captured, compact, by key (``token_embeddings``, ``layers.1.mlp.routed_output``):
+    the batch axis dropped (the run has one prompt), a head or routing-slot axis moved first."""
+    from atlas.standard import LAYOUTS, standard_value
+
     t = preview.eager
-    tensors = {"token_embeddings": compact(t.token_embeddings[0]), "next_token_probs": compact(t.next_token_probs[0])}
-    for i, layer in enumerate(t.layers):
-        tensors[f"layers.{i}.layer_output"] = compact(layer.layer_output[0])  # (seq, hidden)
-        tensors[f"layers.{i}.self_attn.attention_probabilities"] = compact(layer.self_attn.attention_probabilities[0])  # (heads, q, k)
-        tensors[f"layers.{i}.mlp.mlp_output"] = compact(layer.mlp.mlp_output[0])
-        if t.has("router_logits", i):
-            tensors[f"layers.{i}.mlp.router_logits"] = compact(layer.mlp.router_logits[0])  # (seq, experts)
-            tensors[f"layers.{i}.mlp.expert_weights"] = compact(layer.mlp.expert_weights[0])  # (seq, top_k)
-            tensors[f"layers.{i}.mlp.expert_indices"] = compact(layer.mlp.expert_indices[0], integer=True)
-    return tensors
+    firsts = set(_first_of_each_kind(preview))
+    tensors = {}
+    for (name, index), value in t.captured.items():
+        if index is not None and name not in EVERY_BLOCK and index not in firsts:
+            continue
+        dims = list(LAYOUTS[standard_value(name).layout])
+        if not hasattr(value, "shape"):  # input_size: the call's (batch, seq)
+            import torch
+
+            value, dims = torch.tensor(list(value)), ["batch, seq"]
+        elif dims and dims[0] == "batch":
+            value, dims = value[0], dims[1:]
+        picked = next((d for d in PICKED_AXIS if d in dims[1:]), None)
+        if picked is not None and len(dims) == 3:  # a grid of the other two, one slice at a time
+            axis = dims.index(picked)
+            value = value.movedim(axis, 0)
+            dims = [picked] + dims[:axis] + dims[axis + 1:]
+        host = standard_value(name).host
+        key = name if index is None else (f"layers.{index}.{name}" if host == "layers[i]" else f"layers.{index}.{host.split('.')[-1]}.{name}")
+        integer = not value.is_floating_point()
+        # a value drawn at one block per kind keeps its feature axes shorter: a drawing, not a record
+        short = index is not None and name not in EVERY_BLOCK
+        tensors[key] = {**compact(value, integer=integer, max_axis=MAX_AXIS // 2 if short else MAX_AXIS), "axes": dims}
+    return dict(sorted(tensors.items(), key=lambda kv: _key_order(kv[0])))
+
+
+def _key_order(key: str) -> tuple:
+    """layers.10 after layers.9: numeric parts compare as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
+
+
+def _first_of_each_kind(preview: PreviewRun) -> list[int]:
+    from atlas.introspect import block_kinds, find_block_list, layer_types
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    return [k.indices[0] for k in block_kinds(blocks, layer_types(preview.config))]
+
+
+def weight_histograms(preview: PreviewRun) -> dict[str, dict[str, Any]]:
+    """Every parameter and persistent buffer of the tiny model, by name, as a histogram of all its
+    values (exact counts in equal bins between its smallest and largest value)."""
+    import torch
+
+    model = preview.model
+    persistent = {name for name, _ in model.named_buffers() if _is_persistent(model, name)}
+    # tied tensors under every name they have (lm_head.weight as well as embed_tokens.weight)
+    named = list(model.named_parameters(remove_duplicate=False)) + [(n, b) for n, b in model.named_buffers() if n in persistent]
+    out = {}
+    for name, tensor in named:
+        values = tensor.detach().float().flatten()
+        lo, hi = float(values.min()), float(values.max())
+        counts = torch.histc(values, bins=HISTOGRAM_BINS, min=lo, max=hi if hi > lo else lo + 1).to(torch.int64).tolist()
+        out[name] = {"shape": list(tensor.shape), "elements": int(values.numel()), "bins": counts,
+                     "min": float(f"{lo:.4g}"), "max": float(f"{hi:.4g}"), "mean": float(f"{float(values.mean()):.4g}"),
+                     "std": float(f"{float(values.std()) if values.numel() > 1 else 0.0:.4g}")}
+    return dict(sorted(out.items(), key=lambda kv: _key_order(kv[0])))
+
+
+def _is_persistent(model, name: str) -> bool:
+    owner, _, leaf = name.rpartition(".")
+    module = model.get_submodule(owner) if owner else model
+    return leaf not in module._non_persistent_buffers_set
 
 
 def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoint_kinds: list[dict] | None = None) -> dict[str, Any]:
@@ -413,6 +483,7 @@ def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoin
         "missing": missing_on_the_run(preview),
         "uncaptured": uncaptured(preview),
         "tensors": preview_tensors(preview),
+        "weight_histograms": weight_histograms(preview),
     }
 
 

@@ -57,28 +57,49 @@
     var svgs = $all("svg.block-svg");
     var ticks = $all(".ticks .tick");
     var labels = $all("svg.block-svg text[data-template]");
-    var block = 0, pinned = null, shown = null;
+    var block = 0, shown = null;
+    // The pin is a part of the drawing (its value, or its module where it names none), not an element:
+    // it follows the reader from block to block, and waits where the block picked has no such part.
+    var pin = null, pinnedPart = null;
     var hint = card.innerHTML;
+    var narrow = window.matchMedia ? window.matchMedia("(max-width: 760px)") : { matches: false };
 
-    function modulePath(v) {
-      return (v.module || "").replace("{i}", String(block));
+    function keyOf(part) { return part.getAttribute("data-part") || ("module:" + (part.getAttribute("data-module") || "")); }
+    function modulePath(v) { return (v.module || "").replace("{i}", String(block)); }
+    function valueIn(name, i) {
+      var v = data.values[name];
+      return !!v && (v.blocks === null || v.blocks.indexOf(i) >= 0);
+    }
+    function blocksWith(name) {
+      var v = data.values[name], runs = [], start = null;
+      if (!v || v.blocks === null) return "";
+      var sorted = v.blocks.slice().sort(function (a, b) { return a - b; });
+      sorted.forEach(function (b, n) {
+        if (start === null) start = b;
+        if (sorted[n + 1] !== b + 1) { runs.push(start === b ? String(b) : start + "–" + b); start = null; }
+      });
+      return runs.join(", ");
+    }
+    function cardHead(name, v, isPinned) {
+      var head = el("p", { "class": "card-name" }, [el("code", { text: name })]);
+      if (v && v.condition) head.appendChild(el("span", { "class": "warn", title: v.condition, text: " ⚠︎" }));
+      if (isPinned) head.appendChild(el("span", { "class": "pin", text: "pinned · Esc to release" }));
+      return head;
     }
     function fill(part) {
       var name = part.getAttribute("data-part");
       var v = data.values[name];
+      var isPinned = pinnedPart === part;
       card.innerHTML = "";
+      shown = part;
       if (!v) {
         // a part with no standard value: name the module and link its page
-        card.appendChild(el("p", { "class": "card-name" }, [el("code", { text: part.getAttribute("data-module") || "" })]));
+        card.appendChild(cardHead(part.getAttribute("data-module") || "", null, isPinned));
         card.appendChild(el("p", { "class": "card-desc", text: (part.getAttribute("data-title") || "") + ": no standard value is read here." }));
         if (part.getAttribute("data-link")) card.appendChild(el("p", { "class": "card-links" }, [el("a", { href: part.getAttribute("data-link"), text: "Open the component →" })]));
-        shown = part;
         return;
       }
-      var head = el("p", { "class": "card-name" }, [el("code", { text: name })]);
-      if (v.condition) head.appendChild(el("span", { "class": "warn", title: v.condition, text: " ⚠︎" }));
-      if (pinned === part) head.appendChild(el("span", { "class": "pin", text: "pinned · Esc to release" }));
-      card.appendChild(head);
+      card.appendChild(cardHead(name, v, isPinned));
       card.appendChild(el("p", { "class": "card-desc", text: v.description }));
       var dl = el("dl");
       function row(k, val) { dl.appendChild(el("dt", { text: k })); dl.appendChild(el("dd", {}, [val])); }
@@ -86,7 +107,7 @@
       row("shape here", el("code", { text: "[" + v.shape.map(grouped).join(", ") + "]" }));
       row("read at", el("span", { text: v.read_at }));
       var mod = modulePath(v);
-      if (mod) row("module", el("code", { text: mod }));
+      if (mod) row("module", softBreaks(el("code", { text: mod })));
       if (v.condition) row("only when", el("span", { text: v.condition }));
       card.appendChild(dl);
       var links = el("p", { "class": "card-links" });
@@ -94,36 +115,64 @@
       if (link) links.appendChild(el("a", { href: link, text: "Open the component →" }));
       links.appendChild(el("a", { href: "c/value." + name + ".html", text: "About " + name + (v.previewed ? ", drawn on the preview run →" : " →") }));
       card.appendChild(links);
-      shown = part;
     }
-    function show(part) { if (!pinned) fill(part); }
-    function restore() { if (pinned) fill(pinned); else { card.innerHTML = hint; shown = null; } }
-    function pin(part) {
-      if (pinned) pinned.classList.remove("pinned");
-      if (pinned === part) { pinned = null; fill(part); return; }
-      pinned = part;
-      part.classList.add("pinned");
-      card.classList.add("is-pinned");
+    function fillWaiting() {
+      // the pinned part is not in the block picked: say so, and where it is
+      var name = pin.indexOf("module:") === 0 ? pin.slice(7) : pin;
+      var v = data.values[name];
+      card.innerHTML = "";
+      shown = null;
+      card.appendChild(cardHead(name, v, true));
+      var kind = data.kinds[data.blocks[block]].label;
+      var where = v ? blocksWith(name) : "";
+      card.appendChild(el("p", { "class": "card-absent", text: "Block " + block + " is a " + kind + ": it has no " + name + "." +
+        (where ? " " + name + " is in block" + (where.indexOf("–") >= 0 || where.indexOf(",") >= 0 ? "s " : " ") + where + "." : "") +
+        " The pin comes back on a block that has it." }));
+    }
+    function restore() { if (pinnedPart) fill(pinnedPart); else if (pin) fillWaiting(); else { card.innerHTML = hint; shown = null; } }
+    function setPinned(part) {
+      if (pinnedPart) pinnedPart.classList.remove("pinned");
+      pinnedPart = part;
+      if (part) part.classList.add("pinned");
+      card.classList.toggle("is-pinned", !!pin);
+      card.classList.toggle("is-waiting", !!pin && !part);
+    }
+    function togglePin(part) {
+      var key = keyOf(part);
+      if (pin === key && pinnedPart === part) { pin = null; setPinned(null); fill(part); return; }
+      pin = key;
+      setPinned(part);
       fill(part);
+      // on a narrow screen the card sits under the drawing: bring it into view
+      if (narrow.matches) {
+        var box = card.getBoundingClientRect();
+        if (box.top < 0 || box.bottom > window.innerHeight) card.scrollIntoView({ block: "nearest" });
+      }
     }
     function unpin() {
-      if (!pinned) return;
-      pinned.classList.remove("pinned");
-      pinned = null;
-      card.classList.remove("is-pinned");
+      if (!pin) return;
+      pin = null;
+      setPinned(null);
       restore();
     }
     $all(".part").forEach(function (part) {
-      part.addEventListener("mouseenter", function () { show(part); });
-      part.addEventListener("focus", function () { show(part); });
-      part.addEventListener("mouseleave", function () { if (!pinned) restore(); });
-      part.addEventListener("click", function () { pin(part); if (!pinned) card.classList.remove("is-pinned"); });
+      part.addEventListener("mouseenter", function () { if (!pin) fill(part); });
+      part.addEventListener("focus", function () { if (!pin) fill(part); });
+      part.addEventListener("mouseleave", function () { if (!pin) restore(); });
+      part.addEventListener("click", function () { togglePin(part); });
       part.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pin(part); if (!pinned) card.classList.remove("is-pinned"); }
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); togglePin(part); }
       });
     });
     document.addEventListener("keydown", function (e) { if (e.key === "Escape") unpin(); });
 
+    function findPart(key) {
+      var visible = $("svg.block-svg:not([hidden])");
+      var flowParts = $all(".flow .part");
+      var all = $all(".part", visible).concat(flowParts);
+      for (var n = 0; n < all.length; n++) if (keyOf(all[n]) === key) return all[n];
+      return null;
+    }
     function redraw(i) {
       block = i;
       var kind = data.blocks[i];
@@ -137,28 +186,88 @@
       kindLink.textContent = data.kinds[kind].label;
       kindLink.setAttribute("href", "c/" + data.kinds[kind].id + ".html");
       for (var t = 0; t < ticks.length; t++) ticks[t].classList.toggle("current", t === i);
-      if (pinned && pinned.closest && pinned.closest("svg") && pinned.closest("svg").hasAttribute("hidden")) {
-        // the pinned part belongs to another kind's drawing: pin the same part in this one, if drawn
-        var same = $("svg.block-svg:not([hidden]) .part[data-part='" + pinned.getAttribute("data-part") + "']");
-        pinned.classList.remove("pinned");
-        pinned = same || null;
-        if (pinned) pinned.classList.add("pinned"); else card.classList.remove("is-pinned");
+      if (pin) {
+        // the pinned part in this block's drawing, if this block has it (and its value is produced here)
+        var same = findPart(pin);
+        var name = pin.indexOf("module:") === 0 ? null : pin;
+        if (same && name && data.values[name] && !valueIn(name, i)) same = null;
+        setPinned(same);
+        restore();
+      } else if (shown) {
+        var again = findPart(keyOf(shown));
+        if (again) fill(again); else restore();
       }
-      if (pinned) fill(pinned); else if (shown) fill(shown);
+    }
+    function go(i, from) {
+      i = Math.max(0, Math.min(data.blocks.length - 1, i));
+      slider.value = String(i);
+      redraw(i);
+      // the address always names the block picked
+      if (from !== "hash" && history.replaceState) history.replaceState(null, "", "#block-" + i);
     }
     window.atlasRedraw = redraw;
-    slider.addEventListener("input", function () { redraw(Number(slider.value)); });
-    slider.addEventListener("change", function () {
-      if (history.replaceState) history.replaceState(null, "", "#block-" + slider.value);
+    slider.addEventListener("input", function () { go(Number(slider.value)); });
+    var strip = $(".ticks");
+    if (strip) strip.addEventListener("click", function (e) {
+      // the whole strip is one target: the block under the pointer, however narrow its tick
+      var b = strip.getBoundingClientRect();
+      var n = data.blocks.length;
+      go(Math.floor((e.clientX - b.left) / b.width * n));
     });
-    ticks.forEach(function (t) {
-      t.addEventListener("click", function () { slider.value = t.getAttribute("data-block"); redraw(Number(slider.value)); });
+    $all("[data-step]").forEach(function (button) {
+      button.addEventListener("click", function () { go(block + Number(button.getAttribute("data-step"))); });
     });
-    var m = /^#block-(\d+)$/.exec(location.hash);
-    var start = m ? Math.min(Number(m[1]), data.blocks.length - 1) : 0;
-    slider.value = String(start);
-    redraw(start);
-    if (m) $("#block").scrollIntoView();
+    function fromHash() {
+      var m = /^#block-(\d+)$/.exec(location.hash);
+      return m ? Math.min(Number(m[1]), data.blocks.length - 1) : null;
+    }
+    window.addEventListener("hashchange", function () {
+      var i = fromHash();
+      if (i === null) return;
+      go(i, "hash");
+      $("#block").scrollIntoView();
+    });
+    var start = fromHash();
+    slider.value = String(start || 0);
+    redraw(start || 0);
+    if (start !== null) $("#block").scrollIntoView();
+  }
+
+  /* Long identifiers (model.layers.0.self_attn.kv_a_proj_with_mqa) may wrap after a dot or an
+     underscore, never inside a word. */
+  function softBreaks(code) {
+    if (code.children.length || code.textContent.length < 16) return code;
+    var parts = code.textContent.split(/(?<=[._\/])(?=[A-Za-z0-9\[{(])/);
+    if (parts.length < 2) return code;
+    code.textContent = "";
+    parts.forEach(function (p, n) { if (n) code.appendChild(document.createElement("wbr")); code.appendChild(document.createTextNode(p)); });
+    return code;
+  }
+  function initSoftBreaks() {
+    $all("code").forEach(function (c) { if (!c.closest("pre, svg, .katex, .support td:first-child")) softBreaks(c); });
+  }
+
+  /* A box that scrolls sideways says so: a cue under it while its content is wider than it. */
+  function initScrollCues() {
+    var boxes = $all(".scroll, .diagram-scroll, pre");
+    function mark() {
+      boxes.forEach(function (box) {
+        var over = box.scrollWidth > box.clientWidth + 1;
+        box.classList.toggle("overflowing", over);
+        var end = box.scrollLeft + box.clientWidth >= box.scrollWidth - 1;
+        box.classList.toggle("at-end", end);
+        var cue = box.nextElementSibling && box.nextElementSibling.classList.contains("scroll-cue") ? box.nextElementSibling : null;
+        if (over && !cue) {
+          cue = el("p", { "class": "scroll-cue", "aria-hidden": "true", text: "scroll sideways for more →" });
+          box.parentNode.insertBefore(cue, box.nextSibling);
+        }
+        if (cue) cue.hidden = !over;
+      });
+    }
+    boxes.forEach(function (box) { box.addEventListener("scroll", function () { box.classList.toggle("at-end", box.scrollLeft + box.clientWidth >= box.scrollWidth - 1); }, { passive: true }); });
+    mark();
+    window.addEventListener("resize", mark);
+    document.addEventListener("toggle", mark, true);  // a <details> opened: its tables are laid out now
   }
 
   /* ---------------------------------------------------------------- index search */
@@ -199,7 +308,9 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     initTheme();
+    initSoftBreaks();
     initDiagram();
+    initScrollCues();
     initSearch();
     if (window.atlasPreviews) window.atlasPreviews();
   });

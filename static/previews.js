@@ -19,7 +19,7 @@
   }
   function mix(a, b, t) { return [0, 1, 2].map(function (i) { return Math.round(a[i] + (b[i] - a[i]) * t); }); }
   function fmt(x) { return typeof x === "number" ? (Math.abs(x) >= 100 || x === Math.round(x) ? String(x) : x.toPrecision(3)) : String(x); }
-  function flat(data) { return Array.isArray(data) ? [].concat.apply([], data.map(flat)) : [data]; }
+  function flat(data) { return Array.isArray(data) ? [].concat.apply([], data.map(flat)) : (data === null ? [] : [data]); }
 
   /* A grid of values as a canvas, one pixel per cell scaled up by CSS; hover reads a cell. */
   function grid(rows, colors, opts) {
@@ -28,7 +28,9 @@
     var ctx = canvas.getContext("2d");
     var img = ctx.createImageData(w, h);
     for (var r = 0; r < h; r++) for (var c = 0; c < w; c++) {
-      var col = colors(rows[r][c], r, c), k = 4 * (r * w + c);
+      var v = rows[r][c], k = 4 * (r * w + c);
+      if (v === null) continue;  // masked (-inf): left transparent, the page shows through
+      var col = colors(v, r, c);
       img.data[k] = col[0]; img.data[k + 1] = col[1]; img.data[k + 2] = col[2]; img.data[k + 3] = 255;
     }
     ctx.putImageData(img, 0, 0);
@@ -40,7 +42,7 @@
       var b = canvas.getBoundingClientRect();
       var c = Math.min(w - 1, Math.floor((e.clientX - b.left) / b.width * w));
       var r = Math.min(h - 1, Math.floor((e.clientY - b.top) / b.height * h));
-      readout.textContent = opts.describe(r, c, rows[r][c]);
+      readout.textContent = rows[r][c] === null ? opts.describe(r, c, "masked (−∞)") : opts.describe(r, c, rows[r][c]);
     });
     var labels = opts.rowLabels ? el("ol", { "class": "row-labels", "aria-hidden": "true" }, opts.rowLabels.map(function (t) { return el("li", { text: t }); })) : null;
     if (labels) labels.style.gridTemplateRows = "repeat(" + h + ", 1fr)";
@@ -60,12 +62,17 @@
     var n = 40, lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
     var counts = new Array(n).fill(0);
     values.forEach(function (v) { counts[Math.min(n - 1, Math.floor((v - lo) / ((hi - lo) || 1) * n))]++; });
-    var top = Math.max.apply(null, counts);
-    var canvas = el("canvas", { width: "400", height: "90", role: "img", "aria-label": label });
+    return bars(counts, label, label + ": " + values.length + " values from " + fmt(lo) + " to " + fmt(hi) + ", in " + n + " bins");
+  }
+
+  /* Counts already binned (a weight tensor's histogram, every value counted at build time). */
+  function bars(counts, label, caption) {
+    var n = counts.length, top = Math.max.apply(null, counts) || 1, w = 400, h = 90, step = w / n;
+    var canvas = el("canvas", { width: String(w), height: String(h), role: "img", "aria-label": label });
     var ctx = canvas.getContext("2d"), fill = rgb("--muted");
     ctx.fillStyle = "rgb(" + fill.join(",") + ")";
-    counts.forEach(function (c, i) { var bh = Math.round(c / top * 86); ctx.fillRect(i * 10 + 1, 90 - bh, 8, bh); });
-    return el("figure", { "class": "preview hist" }, [canvas, el("figcaption", { text: label + ": " + values.length + " values from " + fmt(lo) + " to " + fmt(hi) + ", in 40 bins" })]);
+    counts.forEach(function (c, i) { var bh = c ? Math.max(1, Math.round(c / top * (h - 4))) : 0; ctx.fillRect(Math.round(i * step) + 1, h - bh, Math.max(1, Math.round(step) - 2), bh); });
+    return el("figure", { "class": "preview hist" }, [canvas, el("figcaption", { text: caption })]);
   }
 
   function layerOf(key) { var m = /^layers\.(\d+)\./.exec(key); return m ? Number(m[1]) : null; }
@@ -137,31 +144,89 @@
       return;
     }
 
-    keys.forEach(function (k) {
-      var t = tensors[k];
-      var title = (layerOf(k) === null ? "" : "Block " + layerOf(k) + ": ") + k.split(".").pop();
-      var fig = el("figure", { "class": "preview" }, [el("h3", { text: title })]);
-      if (t.shape.length === 2) {
-        var maxAbs = Math.max(Math.abs(t.min), Math.abs(t.max));
-        fig.appendChild(grid(t.data, diverging(maxAbs), {
-          label: title, rowLabels: t.shape[0] === labels.length ? labels : null, hint: "Positions down, features across; hover a cell.",
-          describe: function (r, c, v) { return "position " + r + (labels[r] ? " (" + labels[r] + ")" : "") + ", feature " + c * (t.strides ? t.strides[1] : 1) + ": " + fmt(v); },
+    keys.forEach(function (k) { root.appendChild(figureOf(k, tensors[k], labels)); });
+  }
+
+  // An axis of a layout in words: [one, several].
+  var AXES = {
+    num_heads: ["head", "heads"], num_kv_heads: ["key/value head", "key/value heads"], top_k: ["routing slot", "routing slots"],
+    seq: ["position", "positions"], query: ["query", "queries"], key: ["key", "keys"], hidden_size: ["feature", "features"],
+    qk_head_dim: ["dim", "dims"], head_dim: ["dim", "dims"], intermediate_size: ["neuron", "neurons"],
+    vocab_size: ["token id", "token ids"], num_experts: ["expert", "experts"],
+  };
+  function axisWord(name, plural) { var w = AXES[name]; return w ? w[plural ? 1 : 0] : (name || "").replace(/_/g, " "); }
+
+  /* One captured tensor: a grid for two axes, a strip for one, and a picker over the first axis
+     (a head, a routing slot) for three; each with the histogram of the values shown. */
+  function figureOf(k, t, labels) {
+    var title = (layerOf(k) === null ? "" : "Block " + layerOf(k) + ": ") + k.split(".").pop();
+    var fig = el("figure", { "class": "preview" }, [el("h3", { text: title })]);
+    var axes = t.axes || [];
+    var stride = function (a) { return t.strides && t.strides[a] > 1 ? t.strides[a] : 1; };
+    var rowName = function (a, r) { var i = r * stride(a); return axes[a] === "seq" || axes[a] === "query" || axes[a] === "key" ? "position " + i + (labels[i] ? " (" + labels[i] + ")" : "") : axisWord(axes[a]) + " " + i; };
+    if (t.shape.length === 3) {
+      var holder = el("div"), pick = { i: 0 };
+      var draw = function () {
+        var rows = t.data[pick.i], maxAbs = Math.max(Math.abs(t.min), Math.abs(t.max));
+        holder.innerHTML = "";
+        holder.appendChild(grid(rows, diverging(maxAbs), {
+          label: title + ", " + axisWord(axes[0]) + " " + pick.i, rowLabels: axes[1] === "seq" && t.shape[1] === labels.length ? labels : null,
+          hint: axisWord(axes[1], true) + " down, " + axisWord(axes[2], true) + " across; hover a cell.",
+          describe: function (r, c, v) { return rowName(1, r) + ", " + rowName(2, c) + ": " + fmt(v); },
         }));
-        fig.appendChild(el("figcaption", { text: "Blue below zero, orange above, scaled to the largest magnitude, " + fmt(maxAbs) + (t.strides && t.strides[1] > 1 ? "; every " + t.strides[1] + "th feature" : "") + "." }));
-        fig.appendChild(histogram(flat(t.data), title));
-      } else if (t.shape.length === 1) {
-        fig.appendChild(grid([t.data], sequential(t.max), {
-          label: title, hint: "Hover an entry.",
-          describe: function (r, c, v) { return "entry " + c * (t.strides ? t.strides[0] : 1) + ": " + fmt(v); },
-        }));
+        holder.appendChild(el("p", { "class": "small", text: axisWord(axes[0]) + " " + pick.i + " of " + t.shape[0] + ": blue below zero, orange above, scaled to the largest magnitude of all of them, " + fmt(maxAbs) + "." }));
+        holder.appendChild(histogram(flat(rows), title + ", " + axisWord(axes[0]) + " " + pick.i));
+      };
+      fig.appendChild(el("div", { "class": "picker-line" }, [el("span", { "class": "small", text: axisWord(axes[0]) + " " }),
+        picker(axisWord(axes[0], true), Array.from({ length: t.shape[0] }, function (_, h) { return { label: String(h * stride(0)), value: h }; }), function (h) { pick.i = h; draw(); })]));
+      fig.appendChild(holder);
+      draw();
+    } else if (t.shape.length === 2) {
+      var maxAbs = Math.max(Math.abs(t.min), Math.abs(t.max));
+      fig.appendChild(grid(t.data, diverging(maxAbs), {
+        label: title, rowLabels: t.shape[0] === labels.length ? labels : null, hint: axisWord(axes[0] || "seq", true) + " down, " + axisWord(axes[1] || "hidden_size", true) + " across; hover a cell.",
+        describe: function (r, c, v) { return rowName(0, r) + ", " + rowName(1, c) + ": " + fmt(v); },
+      }));
+      fig.appendChild(el("figcaption", { text: "Blue below zero, orange above, scaled to the largest magnitude, " + fmt(maxAbs) + (stride(1) > 1 ? "; every " + stride(1) + "th " + axisWord(axes[1]) : "") + "." }));
+      fig.appendChild(histogram(flat(t.data), title));
+    } else if (t.shape.length === 1 && axes.length === 1 && axes[0].indexOf(", ") > 0) {
+      // a scalar layout read as a tuple (input_size: the call's batch and seq)
+      var names = axes[0].split(", ");
+      var pairs = [];
+      names.forEach(function (n, i) { if (i) pairs.push(" · "); pairs.push(el("span", { "class": "tuple" }, [n + " ", el("strong", { text: String(t.data[i]) })])); });
+      fig.appendChild(el("p", { "class": "values" }, pairs));
+    } else if (t.shape.length === 1) {
+      var tokens = axes[0] === "seq" && t.shape[0] === labels.length;
+      fig.appendChild(grid([t.data], t.min < 0 ? diverging(Math.max(Math.abs(t.min), Math.abs(t.max))) : sequential(t.max), {
+        label: title, hint: "Hover an entry.",
+        describe: function (r, c, v) { return (tokens ? rowName(0, c) : "entry " + c * stride(0)) + ": " + fmt(v); },
+      }));
+      if (t.dtype === "int64") {
+        fig.appendChild(el("p", { "class": "values small" }, [el("code", { text: t.data.map(function (v, i) { return tokens ? labels[i] + " " + v : String(v); }).join(tokens ? " · " : ", ") })]));
+      } else {
         fig.appendChild(histogram(t.data, title));
       }
-      root.appendChild(fig);
-    });
+    }
+    return fig;
+  }
+
+  function drawHistogram(root, h) {
+    root.innerHTML = "";
+    var width = (h.max - h.min) / h.bins.length;
+    root.appendChild(bars(h.bins, "histogram of " + h.name,
+      "All " + h.elements.toLocaleString("en-US") + " values of " + h.name + " in the preview model, in " + h.bins.length + " bins of width " + fmt(width) +
+      " from " + fmt(h.min) + " to " + fmt(h.max) + "; mean " + fmt(h.mean) + ", standard deviation " + fmt(h.std) + "."));
   }
 
   window.atlasPreviews = function () {
     var root = document.getElementById("previews"), node = document.getElementById("preview-data");
+    var hist = document.getElementById("histogram-data");
+    if (root && hist) {
+      var h = JSON.parse(hist.textContent);
+      drawHistogram(root, h);
+      document.addEventListener("atlas-theme", function () { drawHistogram(root, h); });
+      return;
+    }
     if (!root || !node) return;
     var data = JSON.parse(node.textContent);
     drawAll(root, data);

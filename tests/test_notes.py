@@ -142,5 +142,6 @@ def test_family_page_shows_support_and_notes(kimi):
     page = render_family(kimi)["kimi_k2/index.html"]
     assert '<section id="support">' in page and '<section id="notes">' in page
     assert 'id="value-routed_output"' in page and "⚠︎" in page
-    assert "# layer_input, attention_norm_output" in page  # the printout annotated
+    # the printout lists the values a module hosts under it, each with its layout
+    assert '(<a href="c/value.layer_input.html">layer_input</a>) -&gt; Residual [batch seq hidden_size]' in page
     assert 'id="identity-block_sum"' in page

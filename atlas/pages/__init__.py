@@ -27,7 +27,7 @@ from atlas.pages.diagram import diagram
 from atlas.pages.hierarchy import hierarchy
 from atlas.pages.inputs import input_pages
 from atlas.pages.roles import annotated, slug
-from atlas.pages.values import value_pages, values
+from atlas.pages.values import missing_words, value_pages, values, weight_previews
 
 
 def site(facts: dict[str, Any]) -> dict[str, Any]:
@@ -38,11 +38,13 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     drawn = diagram(facts, set(nodes), vals)
     input_pages(facts, nodes, vals)
     value_pages(facts, vals, nodes)
+    weight_previews(facts, nodes)
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
     return {
         "nodes": nodes,
         "values": vals,
+        "missing": missing_words(facts),
         "diagram": drawn,
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],

@@ -11,7 +11,9 @@ from atlas.pages.words import title_of
 
 
 SPINE = 22
-WIDTH = 440
+WIDTH = 500
+MAIN_X, MAIN_W = 256, 236  # the attention and MLP column
+MID = MAIN_X + MAIN_W // 2  # where a part's output leaves it, back to the stream
 
 
 def _box(x, y, w, h, label, sub, part, link, cls):
@@ -31,7 +33,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     kids = {c["name"]: c for c in tree["children"]}
     kid = slug(kind_id)
     a = anatomy(tree)
-    boxes, lines, adds = [], [], []
+    boxes, lines, adds, sums = [], [], [], []
+    inner_lines = []  # wires inside a mixture's box, drawn over it
     terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
 
     def part_of(slot: str, name: str) -> str | None:
@@ -53,30 +56,52 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         lines.append((SPINE, row + 20, x, row + 20))
         if a[pre]:
             boxes.append(norm_box(x, row, a[pre], pre))
-            lines.append((x + 186, row + 20, 256, row + 20))
+            lines.append((x + 186, row + 20, MAIN_X, row + 20))
         else:
-            lines.append((x, row + 20, 256, row + 20))
+            lines.append((x, row + 20, MAIN_X, row + 20))
         bottom = row + 40
         name = a[main]
         if name is None:
-            boxes.append(_box(256, row, 176, 40, "—", "no module", None, None, "mlp"))
+            boxes.append(_box(MAIN_X, row, MAIN_W, 40, "—", "no module", None, None, "mlp"))
         elif main == "ffn" and role(kids[name]) == "moe":
+            # The router on top; under it the routed experts and the shared expert side by side (they
+            # run on the same input, in parallel), their outputs summed into the mixture's output.
             mlp = kids[name]
             mk = {c["name"]: c for c in mlp["children"]}
             router = next((n for n in ("gate", "router") if n in mk), None)
             rt = routing(s, mk.get(router) if router else None)
-            inner = []
+            shared = next((n for n in ("shared_experts", "shared_expert") if n in mk), None)
+            inner_x, inner_w = MAIN_X + 8, MAIN_W - 16
+            boxes.append(_box(MAIN_X, row, MAIN_W, 0, name, title_of(mlp), part_of(main, name), link(name), "mlp moe"))
+            outer = boxes[-1]
+            y_in = row + 28
             if router:
-                inner.append((router, f"router: top-{rt['k']} of {rt['n']}", by_module.get(f"{name}.{router}") or "expert_weights", "router"))
-            if "experts" in mk:
-                inner.append(("experts", f"{rt['n']} experts, {rt['k']} per token", "routed_output", "experts"))
-            for shared in ("shared_experts", "shared_expert"):
-                if shared in mk:
-                    inner.append((shared, "shared: every token runs it", "shared_expert_output", "shared"))
-            boxes.append(_box(256, row, 176, 34 + 40 * len(inner), name, title_of(mlp), part_of(main, name), link(name), "mlp moe"))
-            for n, (sub_name, sub, part, cls) in enumerate(inner):
-                boxes.append(_box(264, row + 30 + 40 * n, 160, 34, sub_name, sub, part, link(name, sub_name), cls))
-            bottom = row + 34 + 40 * len(inner)
+                boxes.append(_box(inner_x, y_in, inner_w, 34, router, f"router: top-{rt['k']} of {rt['n']}",
+                                  by_module.get(f"{name}.{router}") or "expert_weights", link(name, router), "router"))
+                inner_lines.append((MID, y_in + 34, MID, y_in + 46))
+                y_in += 46
+            parallel = [n for n in ("experts", shared) if n and n in mk]
+            gap = 6
+            w = (inner_w - gap * (len(parallel) - 1)) // max(1, len(parallel))
+            words = {"experts": (f"top-{rt['k']} of {rt['n']}", "routed_output"), shared: ("every token", "shared_expert_output")}
+            centers = []
+            for n_, sub_name in enumerate(parallel):
+                x = inner_x + n_ * (w + gap)
+                sub, part = words[sub_name]
+                boxes.append(_box(x, y_in, w, 40, sub_name, sub, part, link(name, sub_name), "shared" if sub_name == shared else "experts"))
+                centers.append(x + w // 2)
+            y_in += 40
+            if len(centers) > 1:
+                # both outputs meet in a sum inside the mixture: routed_output + shared_expert_output
+                y_sum = y_in + 16
+                for c in centers:
+                    inner_lines.append((c, y_in, c, y_sum))
+                inner_lines.append((centers[0], y_sum, MID - 7, y_sum))
+                inner_lines.append((centers[-1], y_sum, MID + 7, y_sum))
+                sums.append({"x": MID, "y": y_sum, "r": 7, "part": part_of(main, name)})
+                y_in = y_sum + 7
+            outer["h"] = y_in + 8 - row
+            bottom = row + outer["h"]
         else:
             node = kids[name]
             sub = title_of(node)
@@ -84,16 +109,16 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
             if main == "attn" and attention_type:
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
-            boxes.append(_box(256, row, 176, 40, name, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
+            boxes.append(_box(MAIN_X, row, MAIN_W, 40, name, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
             node = kids[a[post]]
             kind = norm_word(node)
-            boxes.append(_box(246, bottom + 14, 186, 40, a[post], kind, part_of(post, a[post]), link(a[post]), "norm"))
-            lines.append((344, bottom, 344, bottom + 14))
+            boxes.append(_box(MAIN_X + MAIN_W - 186, bottom + 14, 186, 40, a[post], kind, part_of(post, a[post]), link(a[post]), "norm"))
+            lines.append((MID, bottom, MID, bottom + 14))
             bottom += 54
         y_add = bottom + 28
-        lines += [(344, bottom, 344, y_add), (344, y_add, SPINE + 10, y_add)]
+        lines += [(MID, bottom, MID, y_add), (MID, y_add, SPINE + 10, y_add)]
         adds.append({"x": SPINE, "y": y_add, "part": add_part})
         y = y_add + 28
     height = y + 16
@@ -107,8 +132,16 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         "height": height,
         "boxes": boxes,
         "lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": p != r} for p, q, r, t in lines],
+        "inner_lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": q != t} for p, q, r, t in inner_lines],
         "adds": adds,
+        "sums": sums,
         "terminals": terminals,
+        # every piece a reader can focus, in the order the stream meets them (top to bottom, then
+        # left to right): the input, each part and its add, the output last
+        "order": [{"kind": kind, "index": i} for kind, i, _ in sorted(
+            [("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
+            + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
+            + [("add", i, (a["y"], a["x"])) for i, a in enumerate(adds)], key=lambda piece: piece[2])],
     }
 
 
@@ -152,13 +185,9 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
     kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
-        for piece in d["boxes"] + d["adds"] + d["terminals"]:
+        for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:
                 piece["part"] = None
-    # One height for every kind: moving the slider then repaints the drawing without moving the page.
-    height = max(d["height"] for d in kinds)
-    for d in kinds:
-        d["height"] = height
-        d["lines"][0]["y2"] = height - 10
-        d["terminals"][-1]["y"] = height - 10
+    # Each kind keeps its own height: a dense block draws no empty band. The slider sits above the
+    # drawing, so a change of height moves only what follows it.
     return {"flow": flow(facts, known, vals), "kinds": kinds}

@@ -6,7 +6,7 @@ from typing import Any
 
 from atlas.math import stream
 from atlas.numbers import grouped
-from atlas.pages.roles import in_out, role
+from atlas.pages.roles import fact, in_out, role
 from atlas.pages.sizes import Sizes, routing
 
 
@@ -38,15 +38,7 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
             "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": named_dims(B, T, (dims[1], out_name))}],
         }
     if r in ("latent_attention", "attention"):
-        rope = s.get("qk_rope_head_dim") or s.get("head_dim")
-        return {
-            "in": [
-                {"symbol": "x", "dims": res},
-                {"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))},
-                {"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))},
-            ],
-            "out": [{"symbol": r"\Delta_{\mathrm{attn}}", "dims": res}],
-        }
+        return {"in": [{"symbol": "x", "dims": res}] + _context(node, s), "out": [{"symbol": r"\Delta_{\mathrm{attn}}", "dims": res}]}
     if r == "router":
         rt = routing(s, node)
         tok = ("B·T", "tokens")
@@ -71,7 +63,24 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
     if r in ("moe", "gated_mlp", "mlp"):
         return {"in": [{"symbol": "x", "dims": res}], "out": [{"symbol": r"\Delta_{\mathrm{ffn}}", "dims": res}]}
     if r == "block":
-        return {"in": [{"symbol": "x_n", "dims": res}], "out": [{"symbol": "x_{n+1}", "dims": res}]}
+        # the block is handed what its attention needs besides the stream (the rotary angles, the
+        # mask) and passes it on: the same named dims as on the attention's page
+        attention = next((c for c in node["children"] if role(c) in ("latent_attention", "attention")), None)
+        context = _context(attention, s) if attention is not None else []
+        return {"in": [{"symbol": "x_n", "dims": res}] + context, "out": [{"symbol": "x_{n+1}", "dims": res}]}
     if r == "activation":
         return {"in": [{"symbol": "g", "dims": named_dims(B, T, ("…", "features"))}], "out": [{"symbol": "a", "dims": named_dims(B, T, ("…", "features"))}]}
     return {"in": [], "out": []}
+
+
+def _context(attention: dict[str, Any], s: Sizes) -> list[dict[str, str]]:
+    """What an attention takes besides the stream: the rotary angles R (where its proof found rotary
+    positions; learned positions are added to the stream before the blocks) and the mask M."""
+    T = ("T", "positions")
+    out = []
+    positions = fact(attention, "positions")
+    if not (isinstance(positions, str) and positions.startswith("none")):
+        rope = s.get("qk_rope_head_dim") or s.get("head_dim")
+        out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))})
+    out.append({"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))})
+    return out

@@ -167,3 +167,44 @@ def _producer_page(module: str, nodes: dict[str, dict[str, Any]], facts: dict[st
         return "blocks"
     nid = slug(parts[-1])
     return nid if nid in nodes else "model"
+
+
+def weight_previews(facts: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> None:
+    """Each tensor page gets the histogram of the same tensor in the preview model: a block's tensor is
+    read in the tiny model's block at the same index where it has one (the tiny model keeps the
+    checkpoint's pattern of block kinds), else in the first tiny block that has it."""
+    histograms = facts["preview"]["weight_histograms"]
+    block_path = facts["model"]["block_path"]
+    tiny_blocks = facts["preview"]["config"]["num_hidden_layers"]
+    for node in nodes.values():
+        if node["type"] != "tensor":
+            continue
+        path, block = node["path"], None
+        if path.startswith(block_path + "."):
+            index, _, rest = path[len(block_path) + 1:].partition(".")
+            candidates = ([int(index)] if int(index) < tiny_blocks else []) + list(range(tiny_blocks))
+            block = next((j for j in candidates if f"{block_path}.{j}.{rest}" in histograms), None)
+            path = f"{block_path}.{block}.{rest}"
+        found = histograms.get(path)
+        if found is not None:
+            node["histogram"] = {**found, "name": path, "block": block}
+
+
+def missing_words(facts: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """Where each support() value is missing, by reason, with its blocks as ranges in numeric order:
+    {name: [{"blocks": "1–60", "count": 60, "why": ...}]}."""
+    from atlas.introspect import index_ranges
+
+    out = {}
+    for host in facts["support"]["hosts"]:
+        for v in host["values"]:
+            if not v["missing"]:
+                continue
+            by_reason: dict[str, list[int]] = {}
+            for block, why in v["missing"].items():
+                # the same reason in every block it names ("block 60's MLP ..."): one line for them all
+                general = why.replace(f"block {block}'s ", "the block's ").replace(f"block {block} ", "the block ")
+                by_reason.setdefault(general, []).append(int(block))
+            groups = [{"blocks": index_ranges(sorted(b)), "count": len(b), "why": why} for why, b in by_reason.items()]
+            out[v["name"]] = sorted(groups, key=lambda g: int(g["blocks"].split("–")[0].split(",")[0]))
+    return out
