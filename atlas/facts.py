@@ -82,7 +82,11 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": read_json_object(checkpoint.folder / "config.json"),
             # keys of config.json neither the configuration class nor the model reads
-            "unread": preflight.unread_keys(family, checkpoint, config, read),
+            # keys of config.json nothing reads, found two ways that must agree: measured (leaving the
+            # key out or changing it changes nothing the class loads or the meta build reads) and by
+            # name (no transformers code that could read it for this model names it)
+            "unread": [k for k in preflight.unread_keys(family, checkpoint, config, read)
+                       if k in config_words.unread_keys(checkpoint.config, type(model), type(config))],
         },
         "attention": _attention_facts(attention),
         "block_kinds": [
@@ -111,9 +115,9 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "excerpts": _excerpts(model),
     }
     run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+    facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = compare.lineage(model)
-    facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)
