@@ -39,8 +39,8 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     from atlas.site import render_family, write_site
 
     cache.enable(use_cache and weights is None)
-    published = cache.publish_key(out, names)
-    if cache.up_to_date(out, published):  # the site holds what this build would write, untouched since
+    published = cache.published(out, names)
+    if published is not None and published.up_to_date():  # the site holds what this build would write
         return False
     # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
     collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
@@ -52,7 +52,8 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     for family in collected:
         pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
     write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
-    cache.record_published(out, published)
+    if published is not None:
+        published.record()
     return True
 
 

@@ -291,15 +291,35 @@ def template_bytecode():
 # --- a site already built from these very inputs ----------------------------------------------------
 
 
-def publish_key(out: Path, names: list[str]) -> str | None:
-    """What a build of ``names`` into ``out`` depends on: every family's inputs, the templates, static
-    files and source, and the families the atlas knows. None when the cache is off."""
-    if not _enabled:
-        return None
-    from atlas import families
+class Published:
+    """What the last build into a site folder left there: the site's state right after it published and
+    the key of each family's inputs the site's pages were built from, valid while the templates, static
+    files, source and the families known are the same (the entry's key) and the site is untouched."""
 
-    keys = [f"{name} {facts_key(name)}" for name in names]
-    return digest([], "publish", str(Path(out).resolve()), shared_digest(True), *keys, *families.names())
+    def __init__(self, out: Path, names: list[str]):
+        from atlas import families
+
+        self.out = Path(out).resolve()
+        self.path = FOLDER / "published" / f"{hashlib.sha256(str(self.out).encode()).hexdigest()}.json"
+        self.key = digest([], "published", str(self.out), shared_digest(True), *families.names())
+        self.wanted = {name: facts_key(name) for name in names}
+        kept = _read(self.path, self.key) if self.out.is_dir() else None
+        valid = isinstance(kept, dict) and isinstance(kept.get("families"), dict) and kept.get("state") == site_state(self.out)
+        self.families: dict[str, str] = dict(kept["families"]) if valid else {}  # what the site holds now
+
+    def up_to_date(self) -> bool:
+        """Whether the site already holds every family asked for, built from these very inputs."""
+        return all(self.families.get(name) == key for name, key in self.wanted.items())
+
+    def record(self) -> None:
+        """After publishing: the families just built join those the site held, with its new state."""
+        self.families.update(self.wanted)
+        _write(self.path, self.key, {"state": site_state(self.out), "families": dict(sorted(self.families.items()))})
+
+
+def published(out: Path, names: list[str]) -> Published | None:
+    """The record of the last build into ``out``; None when the cache is off."""
+    return Published(out, names) if _enabled else None
 
 
 def site_state(out: Path) -> str:
@@ -314,16 +334,3 @@ def site_state(out: Path) -> str:
             rel = os.path.relpath(os.path.join(folder, name), root)
             h.update(f"{rel}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
     return h.hexdigest()
-
-
-def up_to_date(out: Path, key: str | None) -> bool:
-    """Whether ``out`` is exactly what the last build of these inputs published, untouched since."""
-    if key is None or not Path(out).is_dir():
-        return False
-    return _read(FOLDER / "published" / f"{hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()}.json", key) == site_state(out)
-
-
-def record_published(out: Path, key: str | None) -> None:
-    """Remember the state of ``out`` right after a build of the inputs ``key`` stands for published it."""
-    if key is not None:
-        _write(FOLDER / "published" / f"{hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()}.json", key, site_state(out))
