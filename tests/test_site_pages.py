@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from atlas.families import names
 from tests.conftest import ROOT, run_build
 
 
@@ -50,7 +51,10 @@ def test_every_internal_link_resolves(built_site, pages):
             target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
             assert target.is_file(), f"{page.relative_to(built_site)}: {ref} does not resolve"
             assert built_site.resolve() in target.resolve().parents
-            if parts.fragment and target.suffix == ".html":
+            if parts.fragment and target == (built_site / "compare" / "index.html").resolve() and "--" in parts.fragment:
+                # the any-pair page draws the pair its address names (#a--b): both must be families of the site
+                assert set(parts.fragment.split("--")) <= set(names()), f"{page.relative_to(built_site)}: {ref} names no pair"
+            elif parts.fragment and target.suffix == ".html":
                 ids = pages[target].ids if target in pages else parse(target).ids
                 assert parts.fragment in ids, f"{page.relative_to(built_site)}: #{parts.fragment} missing in {target.name}"
             checked += 1
@@ -58,9 +62,7 @@ def test_every_internal_link_resolves(built_site, pages):
 
 
 def test_every_page_carries_the_csp_and_loads_nothing_off_site(built_site, pages):
-    from atlas.families import names
-
-    assert {p.relative_to(built_site).parts[0] for p in pages} == {"index.html", *names()}  # the loop reads every family's pages
+    assert {p.relative_to(built_site).parts[0] for p in pages} == {"index.html", "compare", *names()}  # every page, the compare pages too
     for page, refs in pages.items():
         assert refs.meta_csp and "default-src 'self'" in refs.meta_csp and "connect-src 'none'" in refs.meta_csp, page
         text = page.read_text(encoding="utf-8")
