@@ -218,11 +218,15 @@ def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]]
     if not _enabled:
         return render(facts)
     key = digest([], f"pages {name}", shared_digest(True), json.dumps(facts, ensure_ascii=False))
-    path = _entry_path(name, "pages", folder)
+    return _kept_files(_entry_path(name, "pages", folder), key, lambda: render(facts))
+
+
+def _kept_files(path: Path, key: str, render: Callable[[], dict[str, str]]) -> dict[str, str]:
+    """Pages by path from the entry at ``path`` when it holds them under ``key``; else rendered and kept."""
     files = _read(path, key)
     if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
         return files
-    files = render(facts)
+    files = render()
     _write(path, key, files)
     return files
 
@@ -269,13 +273,7 @@ def site_pages(kind: str, present: list[dict[str, Any]], render: Callable[[list[
     if not _enabled:
         return render(present)
     key = digest([], f"site {kind}", shared_digest(True), hashlib.sha256(pickle.dumps(present, protocol=5)).hexdigest())
-    path = _entry_path(kind, "site", folder)
-    files = _read(path, key)
-    if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        return files
-    files = render(present)
-    _write(path, key, files)
-    return files
+    return _kept_files(_entry_path(kind, "site", folder), key, lambda: render(present))
 
 
 def template_bytecode():

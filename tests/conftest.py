@@ -3,10 +3,14 @@ builds that must fail, and tiny real models for checkpoints the tests write."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -79,3 +83,37 @@ def tree_rows(node):
     yield node
     for child in node["children"]:
         yield from tree_rows(child)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def served(folder: Path):
+    """``folder`` served on a free port of 127.0.0.1 for the block: its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's: Playwright cannot download its own browser here
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Chromium for every browser test of the session."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+

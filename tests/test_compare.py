@@ -3,20 +3,15 @@ in Chromium the picker, the page that assembles any pair, and the cost section's
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
 from atlas import cost
-from tests.conftest import build_families, released_config
-
-CHROMIUM = "/usr/bin/chromium"
+from tests.conftest import CHROMIUM, build_families, released_config, served
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +66,8 @@ def test_the_index_and_family_pages_reach_the_picker(pair_site):
 def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
     from playwright.sync_api import sync_playwright
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(pair_site)))
-    server.RequestHandlerClass.log_message = lambda *a: None
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     facts = json.loads((pair_site / "kimi_k2" / "facts.json").read_text())
-    try:
+    with served(pair_site) as base:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
             page = browser.new_page()
@@ -108,5 +99,3 @@ def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
             assert set(keys) == set(static)
             assert not errors, errors
             browser.close()
-    finally:
-        server.shutdown()

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, released_config, run_build
+from tests.conftest import CHROMIUM, ROOT, build_families, released_config, served
 
 playwright = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = ROOT / "test-artifacts"
 FAMILY = "kimi_k2/index.html"
 KIMI = released_config("kimi_k2")
@@ -36,34 +30,16 @@ MOE_PART = "svg.block-svg:not([hidden]) .part[data-module='{}']"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (make test installs it)")
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """Kimi K2 (a dense block, then mixtures) and GPT-2 (no revision pinned), built by the real command."""
-    out = tmp_path_factory.mktemp("reader") / "site"
-    result = run_build(ROOT, "--family", "kimi_k2", "--family", "gpt2", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return build_families(tmp_path_factory, "kimi_k2", "gpt2")
 
 
 @pytest.fixture(scope="module")
 def base(site):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    with served(site) as url:
+        yield url
 
 
 class Reader:
