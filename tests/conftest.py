@@ -107,9 +107,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One Chromium for every browser test of the session."""
+    """One Chromium for a module's browser tests (closed with the module: a test elsewhere may start its own)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
