@@ -22,7 +22,7 @@ from atlas.errors import AtlasError
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
     """Build ``names`` into ``out``; False when ``out`` already held exactly what it would write."""
     from atlas.preflight import check_inputs
-    from atlas.site import output_folder
+    from atlas.publish import output_folder
 
     output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
     for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
@@ -33,15 +33,17 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
         read_checkpoint(weights)
 
     from atlas import cache
-    from atlas.check import check
-    from atlas.parallel import collect_all, stderr_progress
-    from atlas.schema import check_facts
-    from atlas.site import render_family, write_site
 
     cache.enable(use_cache and weights is None)
     published = cache.published(out, names)
     if published is not None and published.up_to_date():  # the site holds what this build would write
         return False
+
+    from atlas.check import check
+    from atlas.parallel import collect_all, stderr_progress
+    from atlas.schema import check_facts
+    from atlas.site import render_family, write_site
+
     # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
     collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
     for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from atlas.errors import AtlasError
+
 # A test widens the windows between the steps of publishing with this (seconds), to kill a build in them.
 PAUSE_VARIABLE = "ATLAS_TEST_PUBLISH_PAUSE"
 _RENAME_EXCHANGE = 2
@@ -139,3 +141,18 @@ def pause(step: str) -> None:
     seconds = os.environ.get(PAUSE_VARIABLE)
     if seconds:
         time.sleep(float(seconds))
+
+
+def output_folder(out: Path) -> Path:
+    """``out`` resolved; refused, before anything is built or written, unless it is a folder or can be made one."""
+    resolved = Path(out).resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise AtlasError("--out", str(out), "is not a folder; give a folder (the file was left as it is)")
+    ancestor = resolved
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise AtlasError("--out", str(out), f"{ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise AtlasError("--out", str(out), f"cannot write in {ancestor} (permission denied)")
+    return resolved

@@ -176,7 +176,7 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
     """
     visible_text.check_pages(family_files)  # before anything is written: no page says None
     shown = Path(out)
-    out = output_folder(shown)
+    out = publish.output_folder(shown)
     try:
         with publish.lock(out, shown):
             publish.remove_leftovers(out)
@@ -204,21 +204,6 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                 publish.discard(staging)
     except OSError as e:
         raise AtlasError("--out", str(shown), f"cannot write the site there ({e.strerror or e})") from None
-
-
-def output_folder(out: Path) -> Path:
-    """``out`` resolved; refused, before anything is built or written, unless it is a folder or can be made one."""
-    resolved = Path(out).resolve()
-    if resolved.exists() and not resolved.is_dir():
-        raise AtlasError("--out", str(out), "is not a folder; give a folder (the file was left as it is)")
-    ancestor = resolved
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise AtlasError("--out", str(out), f"{ancestor} is not a folder")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise AtlasError("--out", str(out), f"cannot write in {ancestor} (permission denied)")
-    return resolved
 
 
 def _copy_static(staging: Path) -> None:
