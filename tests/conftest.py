@@ -67,16 +67,26 @@ def built_site(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture
-def project_copy(tmp_path) -> Path:
-    """A copy of the project a test may break without touching the real one."""
+def copy_project(into: Path) -> Path:
+    """The project's parts a build reads, copied into ``into``: a project a test may break."""
     for part in PROJECT_PARTS:
         source = ROOT / part
         if source.is_dir():
-            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+            shutil.copytree(source, into / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
         elif source.exists():
-            shutil.copy2(source, tmp_path / part)
-    return tmp_path
+            shutil.copy2(source, into / part)
+    return into
+
+
+@pytest.fixture
+def project_copy(tmp_path) -> Path:
+    """A copy of the project a test may break without touching the real one."""
+    return copy_project(tmp_path)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder`` by relative path, with its bytes: what "left as it was" is checked against."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def tree_rows(node):

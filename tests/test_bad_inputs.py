@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_PARTS, ROOT
+from tests.conftest import copy_project, run_build, snapshot
 
 QWEN = "atlas/checkpoints/Qwen/Qwen3-0.6B"
 GPT2 = "atlas/checkpoints/openai-community/gpt2"
@@ -27,29 +26,13 @@ MODULE = "atlas/families/qwen3_0_6b.py"
 NOTES = "atlas/families/qwen3_0_6b.md"
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """A project copy with a site built in it (gpt2): the previous site every bad build must keep."""
-    root = tmp_path_factory.mktemp("bad-inputs")
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if part == "node_modules":
-            (root / part).symlink_to(source)
-        elif source.is_dir():
-            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / part)
-    result = build(root, "--family", "gpt2")
+    root = copy_project(tmp_path_factory.mktemp("bad-inputs"))
+    result = run_build(root, "--family", "gpt2")
     assert result.returncode == 0, result.stderr
     return root
-
-
-def build(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "build.py", *args], cwd=project, capture_output=True, text=True, timeout=600)
 
 
 class Edits:
@@ -232,7 +215,7 @@ def test_bad_input_is_one_line_and_the_site_is_kept(workspace, tmp_path, case, b
     try:
         break_it(edits, tmp_path)
         start = time.perf_counter()
-        result = build(workspace, "--family", family)
+        result = run_build(workspace, "--family", family)
         elapsed = time.perf_counter() - start
     finally:
         edits.restore()
@@ -246,7 +229,7 @@ def test_bad_input_is_one_line_and_the_site_is_kept(workspace, tmp_path, case, b
 @pytest.mark.parametrize("case, args, code, expected", COMMAND_LINE, ids=[c[0] for c in COMMAND_LINE])
 def test_a_bad_command_line_is_one_line(workspace, case, args, code, expected):
     before = snapshot(workspace / "site")
-    result = build(workspace, *args)
+    result = run_build(workspace, *args)
     assert_one_line(result, code, expected)
     assert snapshot(workspace / "site") == before
 
@@ -262,14 +245,14 @@ def assert_one_line(result: subprocess.CompletedProcess, code: int, expected: st
 def test_out_that_is_a_file_is_refused_and_left_as_it_is(workspace, tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("my notes\n")
-    result = build(workspace, "--family", "gpt2", "--out", str(target))
+    result = run_build(workspace, "--family", "gpt2", "--out", str(target))
     assert_one_line(result, 1, f"--out: {target}: is not a folder; give a folder (the file was left as it is)")
     assert target.read_text() == "my notes\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def test_out_that_cannot_be_written_is_one_line(workspace):
-    result = build(workspace, "--family", "gpt2", "--out", "/proc/atlas-site")
+    result = run_build(workspace, "--family", "gpt2", "--out", "/proc/atlas-site")
     assert_one_line(result, 1, "--out: /proc/atlas-site: ")
 
 

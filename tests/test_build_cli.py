@@ -7,11 +7,7 @@ import json
 from pathlib import Path
 
 from atlas import families
-from tests.conftest import ROOT, released_config, run_build
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+from tests.conftest import ROOT, released_config, run_build, snapshot
 
 
 def test_list_names_every_family_module():

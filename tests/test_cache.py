@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,14 +19,10 @@ import pytest
 from atlas import cache
 from atlas.collected import Collected
 from atlas.family import StoredTensor
-from tests.conftest import PROJECT_PARTS, ROOT
+from tests.conftest import ROOT, copy_project, snapshot
 
 FAMILY = "gpt2"
 PAGE = f"{FAMILY}/index.html"
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def build(project: Path, *args: str) -> subprocess.CompletedProcess:
@@ -48,13 +43,7 @@ def how_collected(result: subprocess.CompletedProcess) -> str:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     """A copy of the project, and its site built without the cache, then with it (filling it), then from it."""
-    root = tmp_path_factory.mktemp("project")
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
-        elif source.exists():
-            shutil.copy2(source, root / part)
+    root = copy_project(tmp_path_factory.mktemp("project"))
     uncached = build(root, "--no-cache", "--out", "uncached")
     assert uncached.returncode == 0, uncached.stderr
     assert not (root / ".atlas-cache").exists()  # --no-cache neither reads nor writes entries

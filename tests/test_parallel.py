@@ -6,8 +6,7 @@ from __future__ import annotations
 import pickle
 
 from atlas.errors import AtlasError
-from tests.conftest import ROOT, run_build
-from tests.test_cache import snapshot
+from tests.conftest import ROOT, run_build, snapshot
 
 FAMILIES = ("gpt2", "qwen3_0_6b")
 

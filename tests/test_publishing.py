@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, build_families
+from tests.conftest import ROOT, build_families, snapshot
 
 PUBLISH = """
 import sys
@@ -37,10 +37,6 @@ for folder in sys.argv[3:]:
     files[f"{folder.name}/index.html"] += f"<!-- published as {marker} -->\\n"
 write_site(out, files, families.names())
 """
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def leftovers(out: Path) -> list[str]:

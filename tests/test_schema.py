@@ -15,8 +15,7 @@ import pytest
 from atlas import families
 from atlas.errors import AtlasError
 from atlas.schema import FACTS_SCHEMA, Schema, check_facts, json_path
-from tests.conftest import ROOT, run_build
-from tests.test_build_cli import snapshot
+from tests.conftest import ROOT, run_build, snapshot
 
 SCHEMA_JSON = json.loads(FACTS_SCHEMA.read_text(encoding="utf-8"))
 
