@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,19 +43,28 @@ class PinnedCheckpoint:
 MAX_JSON_BYTES = 16 * 1024 * 1024  # a config is a few kilobytes; an index of 100,000 tensors a few megabytes
 
 
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON object from a regular file of sane size, decoded as UTF-8."""
-    import stat
-
+def regular_file(path: Path) -> int:
+    """The size of ``path``, which must be a regular file (a link to one is fine): a folder, a pipe
+    or a device is refused before it is opened, so nothing can make the reader hang."""
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise AtlasError(path, None, "is not a regular file" + (" (a folder)" if stat.S_ISDIR(info.st_mode) else ""))
-        if info.st_size > MAX_JSON_BYTES:
-            raise AtlasError(path, None, f"{info.st_size:,} bytes is over the {MAX_JSON_BYTES:,}-byte limit")
-        text = path.read_text(encoding="utf-8")
+        info = os.stat(path)
     except FileNotFoundError:
         raise AtlasError(path, None, "file not found") from None
+    except OSError as e:
+        raise AtlasError(path, None, f"cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise AtlasError(path, None, f"is {kind}; only regular files are read")
+    return info.st_size
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from a regular file of sane size, decoded as UTF-8."""
+    size = regular_file(path)
+    if size > MAX_JSON_BYTES:
+        raise AtlasError(path, None, f"{size:,} bytes is over the {MAX_JSON_BYTES:,}-byte limit")
+    try:
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise AtlasError(path, f"byte {e.start}", "not UTF-8 text") from None
     except OSError as e:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from atlas.checkpoint import regular_file
 from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES
 
@@ -48,21 +47,6 @@ def _no_duplicate_keys(pairs):
     if duplicates:
         raise ValueError(f"duplicate key {duplicates[0]!r}")
     return dict(pairs)
-
-
-def regular_file(path: Path) -> int:
-    """The size of ``path``, which must be a regular file (a link to one is fine): a folder, a pipe
-    or a device is refused before it is opened, so nothing can make the reader hang."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise AtlasError(path, None, "file not found") from None
-    except OSError as e:
-        raise AtlasError(path, None, f"cannot be read ({e.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
-        raise AtlasError(path, None, f"is {kind}; only regular files are read")
-    return info.st_size
 
 
 def nesting(raw: bytes) -> int:

@@ -143,7 +143,7 @@ CASES = [
     ("config-nested-deep", lambda e, t: e.write(f"{QWEN}/config.json", "[" * 100_000 + "]" * 100_000), 1,
      f"{QWEN}/config.json: not valid JSON (nested too deep)"),
     ("config-a-folder", lambda e, t: (e.path(f"{QWEN}/config.json").unlink(), (e.root / QWEN / "config.json").mkdir()), 1,
-     f"{QWEN}/config.json: is not a regular file (a folder)"),
+     f"{QWEN}/config.json: is a folder; only regular files are read"),
     ("config-missing", lambda e, t: e.path(f"{QWEN}/config.json").unlink(), 1,
      f"{QWEN}/config.json: file not found"),
     ("config-not-utf8", lambda e, t: e.write(f"{QWEN}/config.json", b'{"x": "\xff"}'), 1,
