@@ -13,7 +13,7 @@
   var stops = slider.getAttribute("data-stops").split(",").map(Number);
 
   function grouped(n) { return n.toLocaleString("en-US"); }
-  function bytes(n) { return grouped(n) + " bytes" + (n >= 1048576 ? " (" + (n / 1073741824).toFixed(2) + " GiB)" : ""); }
+  function bytes(n) { return grouped(n) + " bytes" + (n >= 1024 ** 2 ? " (" + (n / 1024 ** 3).toFixed(2) + " GiB)" : ""); }
   function capped(c, cap) { return cap ? Math.min(c, cap) : c; }
   function capWords(c, cap) { return cap ? "min(" + grouped(c) + ", " + grouped(cap) + ")" : grouped(c); }
 
