@@ -133,13 +133,20 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _innermost(error: BaseException) -> str:
-    """The deepest line of the atlas's own code that the error passed through."""
+    """The deepest line of the atlas's own code (build.py, atlas/) that the error passed through."""
     import traceback
 
     root = Path(__file__).resolve().parent
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(str(root))]
-    frame = frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
-    return f"{Path(frame.filename).resolve().relative_to(root) if frame.filename.startswith(str(root)) else frame.filename}:{frame.lineno}"
+    ours = (root / "atlas", root / "build.py")
+
+    def relative(filename: str) -> Path | None:
+        path = Path(filename).resolve()  # a symlinked .venv inside the project is not the atlas's code
+        return path.relative_to(root) if any(path == p or path.is_relative_to(p) for p in ours) else None
+
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [(f, relative(f.filename)) for f in frames if relative(f.filename)]
+    frame, shown = own[-1] if own else (frames[-1], frames[-1].filename)
+    return f"{shown}:{frame.lineno}"
 
 
 if __name__ == "__main__":

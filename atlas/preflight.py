@@ -175,6 +175,8 @@ def check_config_values(family, checkpoint) -> None:
         if key.endswith("_token_id"):  # an id, or a list of them (Gemma's two end-of-turn tokens)
             continue
         default = defaults[key]
+        if _annotated_as(config_class, key, value):  # the class says so: Jamba's mamba_dt_rank is int | str ("auto")
+            continue
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise AtlasError(where, key, f"must be true or false, not {value!r}")
@@ -304,6 +306,20 @@ def _defaults(config_class) -> dict[str, Any]:
                 if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                     defaults[name] = None if p.default is p.empty else p.default
     return defaults
+
+
+def _annotated_as(config_class, key: str, value: Any) -> bool:
+    """Whether the class's own annotation of ``key`` names the type of ``value`` (int also where it
+    says float). Where the class annotates nothing, the default's type is the rule."""
+    import re
+
+    for cls in config_class.__mro__:
+        annotation = cls.__dict__.get("__annotations__", {}).get(key)
+        if annotation is not None:
+            names = set(re.findall(r"[A-Za-z_]+", annotation if isinstance(annotation, str) else repr(annotation)))
+            kind = type(value).__name__
+            return kind in names or (kind == "int" and "float" in names)
+    return False
 
 
 def _integer(value: Any) -> bool:
