@@ -57,6 +57,15 @@ def rotate_pairs(x, cos, sin):
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
 
 
+def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str:
+    """The TeX that says how many of a head's dims the rotation turns at the checkpoint's sizes, where
+    it turns only a leading part (partial_rotary_factor; the tiny run's share where the config says none)."""
+    cfg = part.ctx.full_config
+    factor = (getattr(cfg, "rope_parameters", None) or {}).get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", None))
+    rotated = int(d * factor) if factor else d * tiny_rotated // td
+    return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
+
+
 def _rotary_given(part: Part) -> bool:
     return part.argument("position_embeddings") is not None
 
@@ -186,7 +195,8 @@ def _attention(part: Part, rotate) -> Chain:
         partial = cos.shape[-1] < td
         part.note("positions", "rotary" + (f" on the first {cos.shape[-1]} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
-        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ \operatorname{{rot}}([a;b])=[-b;a]",
+        only = _partial_rotary_words(part, d, cos.shape[-1], td) if partial else ""
+        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ \operatorname{{rot}}([a;b])=[-b;a]{only}",
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
