@@ -235,10 +235,18 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         })
 
     L = t.layers
-    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    scaled = residual_scale(config)
+    if scaled is None:
+        identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+        identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    else:  # each sublayer's output is scaled before it is added (Granite's residual_multiplier)
+        s, words = scaled
+        identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", list(blocks),
+                 lambda i: _max_abs(L[i].input + s * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output))
+        identity("attention_add", f"layers[i].input + {words} * self_attn.attention_output == layer_mid", list(blocks),
+                 lambda i: _max_abs(L[i].input + s * L[i].self_attn.attention_output - L[i].layer_mid))
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -267,13 +275,55 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings + t.position_embeddings - L[0].input))
+    elif _scale(config, "embedding_multiplier") is not None:  # the model scales the table's rows (Granite)
+        m = _scale(config, "embedding_multiplier")
+        identity("embeddings", f"embedding_multiplier ({m:g}) * token_embeddings == layers[0].input", None,
+                 lambda _: _max_abs(m * t.token_embeddings - L[0].input))
     else:
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
-    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
-             "the model softcaps the head's logits" if softcap else None)
+    divisor = _scale(config, "logits_scaling")
+    if divisor is not None and not softcap and _head_reads_final_norm(preview):
+        # the head reads the final norm's output as it is, so the model divides what the head returns
+        identity("logits", f"lm_head_output / logits_scaling ({divisor:g}) == logits", None,
+                 lambda _: _max_abs(t.lm_head_output / divisor - t.logits))
+    else:
+        identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+                 "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
+
+
+def _scale(config, key: str) -> float | None:
+    """A scale the config sets under ``key``, where it is set and is not 1."""
+    value = getattr(config, key, None)
+    return None if value in (None, 1, 1.0) or isinstance(value, bool) else float(value)
+
+
+def residual_scale(config) -> tuple[float, str] | None:
+    """The factor a block multiplies each sublayer's output by before adding it to the stream, and how
+    the config names it; None where the outputs are added as they are."""
+    multiplier = _scale(config, "residual_multiplier")
+    if multiplier is not None:
+        return multiplier, f"residual_multiplier ({multiplier:g})"
+    depth = getattr(config, "scale_depth", None)
+    if depth is not None and not isinstance(depth, bool):  # MiniCPM: the factor shrinks with the number of blocks
+        factor = depth / math.sqrt(config.num_hidden_layers)
+        return factor, f"scale_depth / sqrt(num_hidden_layers) ({depth:g} / sqrt({config.num_hidden_layers}) = {factor:.6g})"
+    return None
+
+
+def _head_reads_final_norm(preview: PreviewRun) -> bool:
+    """Whether the output head's output is the head applied to the final norm's output as it is (a
+    model that divides by logits_scaling then divides what the head returns, not what it reads)."""
+    import torch
+
+    t = preview.eager
+    if not t.has("final_norm_output"):
+        return False
+    with torch.no_grad():
+        again = preview.model.get_output_embeddings()(t.final_norm_output)
+    return _max_abs(again - t.lm_head_output) <= TOLERANCE
 
 
 def selection_changes(preview: PreviewRun) -> dict[str, int]:

@@ -109,16 +109,22 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
     shared = bool(c.get("n_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
+    # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
+    # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
+    # output divided by logits_scaling where the config names it (MiniCPM divides the head's input instead).
+    r = c.get("residual_multiplier", c["scale_depth"] / n ** 0.5 if "scale_depth" in c else 1.0)
+    embedding_scale, head_divisor = c.get("embedding_multiplier", 1.0), c.get("logits_scaling", 1.0)
     recompute = {
-        "block_sum": lambda i: L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output,
-        "attention_add": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].layer_mid,
+        "block_sum": lambda i: (L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output if r == 1.0 else
+                                L[i].input + r * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output),
+        "attention_add": lambda i: L[i].input + r * L[i].self_attn.attention_output - L[i].layer_mid,
         "mixture_sum": lambda i: L[i].mlp.routed_output + (L[i].mlp.shared_expert_output if shared else 0) - L[i].mlp.mlp_output,
         "expert_slots": lambda i: L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output,
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output - own.logits,
+        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output / head_divisor - own.logits,
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
              "embeddings": None, "logits": None}

@@ -33,7 +33,7 @@ FAMILY = PHI3.but(
     title="Phi-4-mini",
     released="2025-02",
     summary=(
-        "Phi-3's fused-projection decoder with grouped-query attention, rotary positions on part of each "
+        "The fused-projection Phi decoder with grouped-query attention, rotary positions on part of each "
         "head, LongRoPE factors and a large vocabulary tied to the head."
     ),
     tags=("Fused QKV", "Fused gate/up", "Grouped-query attention", "Partial rotary", "LongRoPE", "SwiGLU", "Dense"),

@@ -39,8 +39,10 @@ def kind_of(part: Part) -> str:
         return "router"
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children:
         return "dense_mlp"
+    if not children and set(own) == {"alpha_p", "alpha_n"}:  # an activation with two learned numbers (xIELU)
+        return "activation"
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
