@@ -184,3 +184,37 @@ def test_apertus_ungated_mlp_and_a_learned_activation(collected):
     assert eq["transformer_block.mlp"]["facts"]["mlp"]["value"] == "two-layer"
     # No biases, so the steps write none.
     assert not any("b_1" in s["tex"] or "b_2" in s["tex"] for s in eq["transformer_block.mlp"]["steps"])
+
+
+# --- DeepSeek-V2-Lite -----------------------------------------------------------------------------
+
+
+def test_deepseek_v2_lite_direct_queries_complex_rotary_and_softmax_experts(collected):
+    f, c = collected("deepseek_v2").facts, released_config("deepseek_v2")
+    V, d, L, H = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
+    nope, rope, dv, rkv = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
+    E, K, S, Fm, F = c["n_routed_experts"], c["num_experts_per_tok"], c["n_shared_experts"], c["moe_intermediate_size"], c["intermediate_size"]
+    dense = c["first_k_dense_replace"]
+    # Settings the formula relies on: no query latent, no biases, untied head, a mixture in every block
+    # after the dense ones, no per-expert selection bias (softmax scores, greedy top-k).
+    assert c["q_lora_rank"] is None and not c["attention_bias"] and not c["tie_word_embeddings"] and c["moe_layer_freq"] == 1
+    assert c["scoring_func"] == "softmax" and not c["norm_topk_prob"]
+    attention = (d * H * (nope + rope)  # q_proj
+                 + d * (rkv + rope) + rkv + rkv * H * (nope + dv)  # kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj
+                 + H * dv * d)  # o_proj
+    mixture = E * swiglu(d, Fm) + E * d + swiglu(d, S * Fm)  # routed experts, router, the shared experts as one MLP
+    total = 2 * V * d + d + dense * (attention + swiglu(d, F) + 2 * d) + (L - dense) * (attention + mixture + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - (L - dense) * (E - K) * swiglu(d, Fm)
+    assert sorted((k["label"], k["count"]) for k in f["block_kinds"]) == [("MoE block", L - dense), ("dense block", dense)]
+    eq = f["equations"]["components"]
+    assert eq["MoE_block.self_attn"]["facts"]["rotary_layout"]["value"] == "interleaved_pairs_complex"
+    assert eq["MoE_block.self_attn"]["facts"]["latent"]["value"]["q_lora_rank"] is None
+    assert eq["MoE_block.mlp.gate"]["facts"]["routing"]["value"] == "softmax"
+    assert "complex" in next(i["what"] for i in eq["MoE_block.self_attn"]["inputs"] if i["argument"] == "position_embeddings")
+
+
+def test_cos_sin_rotary_keeps_its_words(collected):
+    inputs = collected("deepseek_v3").facts["equations"]["components"]
+    attention = next(v for k, v in inputs.items() if k.endswith("self_attn"))
+    assert next(i["what"] for i in attention["inputs"] if i["argument"] == "position_embeddings") == "cos and sin of each position's rotary angles"

@@ -158,9 +158,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
     if r == "activation":
         act = ACTIVATION_WORDS.get(fact(node, "activation"), "An activation function")
-        if node["tensors"]:
-            learned = ", ".join(t["name"] for t in node["tensors"])
-            return f"{act}, applied to each feature on its own with {len(node['tensors'])} learned numbers ({learned}) shared by every feature."
+        learned = [t["name"] for t in node["tensors"] if t["role"] == "parameter"]
+        if learned:
+            fixed = [t["name"] for t in node["tensors"] if t["role"] != "parameter"]
+            kept = f", and keeps {', '.join(fixed)} as fixed stored numbers" if fixed else ""
+            return f"{act}, applied to each feature on its own with {len(learned)} learned numbers ({', '.join(learned)}) shared by every feature{kept}."
         return f"{act}, applied to each feature on its own; it has no parameters."
     if r in ("latent_attention", "attention"):
         return _attention_words(node, s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from atlas.proof import tex as T
-from atlas.proof.attention import ROTARY
+from atlas.proof.attention import rotary_input
 from atlas.proof.core import Part
 from atlas.proof.library import X, child_output, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
@@ -44,7 +44,7 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
     attn = part.child(r.attention)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
-        inputs.append(ROTARY)
+        inputs.append(rotary_input(attn.argument("position_embeddings")))
     if r.attention_norm:
         steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
     attn_in = "h" if r.attention_norm else "x"
