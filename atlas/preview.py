@@ -62,6 +62,10 @@ def tiny_values(config) -> dict[str, Any]:
         period = _period(list(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    mlp_kinds = getattr(config, "mlp_layer_types", None)
+    if mlp_kinds and len(mlp_kinds) == config.num_hidden_layers:
+        # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
+        values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)

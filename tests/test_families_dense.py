@@ -218,3 +218,23 @@ def test_cos_sin_rotary_keeps_its_words(collected):
     inputs = collected("deepseek_v3").facts["equations"]["components"]
     attention = next(v for k, v in inputs.items() if k.endswith("self_attn"))
     assert next(i["what"] for i in attention["inputs"] if i["argument"] == "position_embeddings") == "cos and sin of each position's rotary angles"
+
+
+# --- the preview of a stack that lists each block's MLP kind (DeepSeek-V3.2, GLM-5) ---------------
+
+
+def test_mlp_layer_types_are_cut_to_the_tiny_stack():
+    """transformers refuses a config whose mlp_layer_types list is longer than its stack; the preview keeps
+    the first entries, so the tiny model has the pinned model's dense blocks and then its sparse ones."""
+    from types import SimpleNamespace
+
+    from transformers import DeepseekV32Config
+
+    from atlas.preview import tiny_config, tiny_values
+
+    pinned = DeepseekV32Config(num_hidden_layers=61, first_k_dense_replace=3, head_dim=64)
+    assert len(pinned.mlp_layer_types) == 61
+    values = tiny_values(pinned)
+    assert values["mlp_layer_types"] == ["dense"] * 3 + ["sparse"] * (values["num_hidden_layers"] - 3)
+    tiny = tiny_config(SimpleNamespace(preview=None), pinned)  # built without transformers' length check failing
+    assert tiny.mlp_layer_types == values["mlp_layer_types"] and tiny.num_hidden_layers == len(tiny.mlp_layer_types)
