@@ -27,7 +27,13 @@ PART_VALUES = {"pre_attn": "attention_norm_output", "attn": "attention_output", 
 ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
 
 
-def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None) -> dict[str, Any]:
+def _unrotated(facts: dict[str, Any]) -> set[str]:
+    """The page ids of attentions the proof found leaving their rotary angles unused (NoPE blocks)."""
+    return {pid for pid, c in facts["equations"]["components"].items() if c.get("facts", {}).get("rotary_layout", {}).get("value") == "none"}
+
+
+def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None,
+                  unrotated: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
     kids = {c["name"]: c for c in tree["children"]}
@@ -109,6 +115,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
             if main == "attn" and attention_type:
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
+            if main == "attn" and f"{kind_id}.{name}" in unrotated:
+                sub = f"{sub} · no positions"
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, name, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
@@ -183,7 +191,8 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
         if ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
-    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
+    unrotated = _unrotated(facts)
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]], unrotated) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
         for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:

@@ -137,8 +137,10 @@ def _claim(steps: list[Step], values: dict[str, str]) -> None:
 def attention(part: Part) -> Chain:
     if not _rotary_given(part):
         return _attention(part, None)
+    # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
-                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles)})
+                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
+                                         "none": lambda: _attention(part, None)})
 
 
 def _attention(part: Part, rotate) -> Chain:
@@ -180,7 +182,9 @@ def _attention(part: Part, rotate) -> Chain:
         steps.append(Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}",
                           ("Q", "K"), lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)), sub=f"{part.id}.q_norm"))
     inputs = [X]
-    if _rotary_given(part):
+    if _rotary_given(part) and rotate is None:
+        part.note("positions", "none: the module is given rotary angles and leaves them unused", "the rotary variants do not reproduce it")
+    elif _rotary_given(part):
         inputs.append(ROTARY)
         cos = part.argument("position_embeddings")[0]
         partial = cos.shape[-1] < td

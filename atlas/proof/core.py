@@ -106,7 +106,8 @@ class Part:
             if reproduce(self, chain)["reproduced"]:
                 reproducing[name] = chain
         if reproducing:
-            name, chain = next(iter(reproducing.items()))
+            name = next(iter(reproducing))
+            chain = variants[name]()  # built again, last, so the notes its build writes are the chosen variant's
             others = [n for n in reproducing if n != name]
             how = ("checked on the preview run" if len(variants) == 1 else
                    "measured: the only variant that reproduces the module on the preview run" if not others else
