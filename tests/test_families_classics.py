@@ -1,0 +1,46 @@
+"""The classics: parallel residual blocks, LayerNorm with biases, learned or ALiBi positions, partial rotary.
+
+Each family's total is derived here by hand from the sizes its config.json names (read from the file by
+the test, put through a formula written out below); no expected figure is copied from the facts under
+test. Where a formula relies on a setting (biases, a tied head, a parallel block), the test asserts that
+setting in the file first, so a config that changes it fails here instead of passing a stale formula.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+from tests.test_families import BYTES, gqa_attention, model_total, stored
+
+
+def layernorm(d):
+    return 2 * d  # gain and bias
+
+
+def two_layer_mlp(d, inner, bias=True):
+    return 2 * d * inner + ((inner + d) if bias else 0)
+
+
+def block_kinds(f):
+    return [(k["label"], k["attention_type"], k["count"]) for k in f["block_kinds"]]
+
+
+def identity(f, ident):
+    return next(i for i in f["preview"]["identities"] if i["id"] == ident)
+
+
+# --- StarCoder2 7B --------------------------------------------------------------------------------
+
+
+def test_starcoder2(collected):
+    f, c = collected("starcoder2").facts, released_config("starcoder2")
+    V, d, L, H, KV, F = (c[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                         "num_key_value_heads", "intermediate_size"))
+    hd = d // H
+    # Biases in every projection; the head left to Starcoder2Config's default, which ties it.
+    assert c["use_bias"] and "tie_word_embeddings" not in c and c["norm_type"] == "layer_norm"
+    block = gqa_attention(d, H, KV, hd, bias=True) + two_layer_mlp(d, F) + 2 * layernorm(d)
+    total = V * d + layernorm(d) + L * block  # embedding (also the head), final LayerNorm, blocks
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 2 + L * (8 + 4 + 4)  # embedding, final norm; q/k/v/o, fc, proj, 2 norms
+    assert block_kinds(f) == [("transformer block", "sliding_attention", L)]
