@@ -52,7 +52,8 @@ def tiny_values(config) -> dict[str, Any]:
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
-    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim"):
+    derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
+    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim") and not derived_head_dim:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -237,8 +238,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     L = t.layers
     identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    sequential = [i for i in blocks if i not in t.parallel]
+    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
+             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid),
+             None if sequential else "every block is parallel: the attention and the MLP both read the block's input, "
+                                     "so no stream exists between them to measure")
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -417,6 +421,16 @@ def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
 def _key_order(key: str) -> tuple:
     """layers.10 after layers.9: numeric parts compare as numbers."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
+
+
+def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
+    """The checkpoint's blocks of the kinds whose blocks the run measured parallel (facts["block_kinds"]:
+    the tiny model keeps the checkpoint's kinds, by label)."""
+    from atlas.introspect import block_kinds, find_block_list, layer_types
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    labels = {k.label for k in block_kinds(blocks, layer_types(preview.config)) if set(k.indices) <= set(preview.eager.parallel)}
+    return sorted(i for k in checkpoint_kinds if k["label"] in labels for i in k["indices"])
 
 
 def _first_of_each_kind(preview: PreviewRun) -> list[int]:

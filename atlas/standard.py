@@ -482,6 +482,19 @@ class Resolution:
         return next(p for p in placements if p.value.name == name)
 
 
+def parallel_words(index: int) -> str:
+    return (f"block {index} is parallel: its attention and its MLP both read the block's input and are added "
+            "to the stream together, so no stream exists between them")
+
+
+def mark_parallel(resolution: Resolution, indices) -> None:
+    """Blocks measured parallel on a run (``atlas.trace``): layer_mid, the stream between the
+    sublayers, does not exist there, so it is missing with the reason instead of read at the MLP side."""
+    for i in indices:
+        resolution.blocks[i] = [Placement(p.value, None, None, parallel_words(i)) if p.value.name == "layer_mid" else p
+                                for p in resolution.blocks[i]]
+
+
 def resolve(model, num_layers: int, overrides: Mapping[str, str] | None = None) -> Resolution:
     """Every standard value placed on ``model``'s modules: generic roles, then the family's overrides."""
     roles = find_roles(model, num_layers)

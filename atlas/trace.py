@@ -70,6 +70,7 @@ class Trace(Host):
         self.implementations = implementations  # {"attention": "sdpa", "experts": "grouped_mm"}
         self.captured: dict[tuple[str, int | None], Any] = {}
         self.layers = [Block(self, i) for i in range(len(resolution.blocks))]
+        self.parallel: list[int] = []  # blocks measured parallel on this run (see settle_parallel)
 
     def value(self, name: str, index: int | None = None):
         placement = self.resolution.at(name, index)
@@ -271,6 +272,28 @@ def family_overrides(model) -> Mapping[str, str]:
     return {}
 
 
+def settle_parallel(result: Trace) -> None:
+    """Blocks whose MLP side read the block's input (its own norm's input is the block's input, or it
+    reads the attention's normed input) run their sublayers side by side: measured on the run, the
+    value read as layer_mid there is no stream between the sublayers, so it is dropped and marked missing."""
+    import torch
+
+    found = []
+    for i in range(len(result.layers)):
+        mid = result.captured.get(("layer_mid", i))
+        if not hasattr(mid, "shape"):
+            continue
+        for other in ("layer_input", "attention_norm_output"):
+            ref = result.captured.get((other, i))
+            if hasattr(ref, "shape") and ref.shape == mid.shape and torch.equal(ref, mid):
+                found.append(i)
+                break
+    for i in found:
+        del result.captured[("layer_mid", i)]
+    standard.mark_parallel(result.resolution, found)
+    result.parallel = found
+
+
 _ACTIVE: list[Trace] = []
 
 
@@ -327,6 +350,7 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
         if has_experts:
             model.set_experts_implementation(TRACE_NAME)
         yield result
+        settle_parallel(result)
     finally:
         model.set_attn_implementation(implementations["attention"])
         if has_experts:

@@ -199,6 +199,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             where = f"each followed by {one}"
         else:
             where = f"each after {one}"
+        if fact(node, "residual") == "parallel":
+            bare = one.split(" ", 1)[1]
+            through = f"both through one shared {bare}" if fact(node, "shared_norm") else f"each through its own {bare}"
+            return (f"Applies {' and '.join(parts)} side by side to the block's input, {through}, and adds both outputs "
+                    "to the residual stream in one sum.")
         scale = fact(node, "residual_scale")
         added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."

@@ -120,6 +120,45 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
 
 
+def _per_head_split(qkv, heads: int, head_dim: int):
+    """A fused projection laid out head by head, each head's query, key and value side by side: the
+    queries, keys and values each as one (batch, seq, heads * head_dim) tensor."""
+    grouped = qkv.unflatten(-1, (heads, 3, head_dim))
+    return tuple(grouped[..., j, :].flatten(-2) for j in range(3))
+
+
+def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: int, head_dim: int) -> str:
+    """How a fused query-key-value projection orders its columns, measured on the run: the values the
+    attention function received (never rotated) are one layout's third part. "blocks": all queries,
+    then all keys, then all values; "per_head": each head's query, key and value side by side."""
+    import torch
+
+    from atlas.proof.core import as64, captured_value
+
+    values = captured_value(part, "attention_values")
+    x = part.argument("hidden_states", 0)
+    layouts = ["blocks"]
+    if sizes[0] == sizes[1] == sizes[2]:
+        layouts.append("per_head")
+    if values is None or x is None:
+        part.note("qkv_layout", "blocks", "the run recorded no values to measure it on")
+        return "blocks"
+    module = getattr(part.tiny, fused)
+    weight = as64(module.weight)
+    qkv = as64(x) @ (weight if weight.shape[0] == x.shape[-1] and not isinstance(module, torch.nn.Linear) else weight.T)
+    if getattr(module, "bias", None) is not None:
+        qkv = qkv + as64(module.bias)
+    values = as64(values)
+    for layout in layouts:
+        v = qkv.split(sizes, dim=-1)[2] if layout == "blocks" else _per_head_split(qkv, heads, head_dim)[2]
+        v = v.unflatten(-1, (-1, head_dim)).transpose(1, 2)
+        if v.shape == values.shape and float((v - values).abs().max()) <= 1e-4 * max(1.0, float(values.abs().max())):
+            part.note("qkv_layout", layout, "measured: the fused projection's columns that give the values the attention function received")
+            return layout
+    part.note("qkv_layout", "blocks", "no layout gives the values the attention function received")
+    return "blocks"
+
+
 def _last(steps: list[Step], name: str) -> Step:
     return next(s for s in reversed(steps) if s.out == name or (isinstance(s.out, tuple) and name in s.out))
 
@@ -152,7 +191,7 @@ def _attention(part: Part, rotate) -> Chain:
         for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
-        out_proj = "o_proj"
+        out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value") if n in names)
         _, n_out, stored = linear_dims(getattr(part.full, fused))
@@ -160,8 +199,12 @@ def _attention(part: Part, rotate) -> Chain:
         W = "W_{QKV}" if stored else r"W_{QKV}^{\top}"
         steps.append(Step(rf"[{Q};{K};{V}]=x {W}{b}{T.maps(width, n_out)}", "QKV", sub(part, fused)))
         sizes = (th * td, tkv * td, tkv * td)
-        steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
-                          lambda e: e["QKV"].split(sizes, dim=-1)))
+        if _fused_layout(part, fused, sizes, th, td) == "per_head":
+            steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
+                              ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
+        else:
+            steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
+                              lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
     norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
