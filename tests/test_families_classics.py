@@ -44,3 +44,41 @@ def test_starcoder2(collected):
     assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
     assert stored(f)["tensors"] == 1 + 2 + L * (8 + 4 + 4)  # embedding, final norm; q/k/v/o, fc, proj, 2 norms
     assert block_kinds(f) == [("transformer block", "sliding_attention", L)]
+
+
+# --- Pythia 6.9B (GPT-NeoX) -----------------------------------------------------------------------
+
+
+def test_pythia_parallel_blocks(collected):
+    f, c = collected("pythia").facts, released_config("pythia")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    assert c["use_parallel_residual"] and not c["tie_word_embeddings"]
+    attention = d * 3 * d + 3 * d + d * d + d  # fused query_key_value and dense, both with biases
+    block = 2 * layernorm(d) + attention + two_layer_mlp(d, F)
+    total = 2 * V * d + layernorm(d) + L * block  # embed_in, embed_out (no bias), final LayerNorm
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"F16": 2 * total}
+    proof = f["equations"]["components"]["transformer_block"]["facts"]
+    assert proof["residual"]["value"] == "parallel"
+    assert f["equations"]["components"]["transformer_block.attention"]["facts"]["qkv_layout"]["value"] == "per_head"
+    # No stream between the sublayers: the identity that needs one is listed as not applicable.
+    assert "attention_add" in {i["id"] for i in f["preview"]["not_applicable"]}
+    assert identity(f, "block_sum")["holds"]
+
+
+# --- Phi-2 ----------------------------------------------------------------------------------------
+
+
+def test_phi2_one_norm_feeds_both_branches(collected):
+    f, c = collected("phi2").facts, released_config("phi2")
+    V, d, L, H, F = (c[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"))
+    assert c["num_key_value_heads"] == H and not c["tie_word_embeddings"] and not c["qk_layernorm"]
+    # PhiAttention: q, k, v and dense with biases; PhiMLP fc1, fc2 with biases; one LayerNorm a block.
+    block = gqa_attention(d, H, H, d // H, bias=True) + two_layer_mlp(d, F) + layernorm(d)
+    total = V * d + layernorm(d) + L * block + V * d + V  # embedding, final LayerNorm, blocks, head with its bias
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["tensors"] == 1 + 2 + L * (8 + 4 + 2) + 2
+    facts = f["equations"]["components"]["transformer_block"]["facts"]
+    assert (facts["residual"]["value"], facts["shared_norm"]["value"]) == ("parallel", "input_layernorm")
+    attention = f["equations"]["components"]["transformer_block.self_attn"]["facts"]
+    assert attention["positions"]["value"].startswith("rotary on the first")  # partial rotary
