@@ -275,8 +275,13 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
-    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
-             "the model softcaps the head's logits" if softcap else None)
+    scale = getattr(config, "logit_scale", None)
+    if scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
+        identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
+                 lambda _: _max_abs(t.logits - scale * t.lm_head_output))
+    else:
+        identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+                 "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
 
 

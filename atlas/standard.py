@@ -234,7 +234,7 @@ ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
 ACTIVATION_NAMES = ("act_fn", "act", "activation_fn")
-DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h")
+DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h", "fc_out")
 OUTPUT_PROJ_NAMES = ("o_proj", "c_proj", "out_proj", "dense", "o")
 
 

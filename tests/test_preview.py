@@ -147,8 +147,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output - own.logits,
+        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) - own.logits,  # Cohere scales the head's logits
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
              "embeddings": None, "logits": None}

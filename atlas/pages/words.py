@@ -231,7 +231,10 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
-        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
+        if fact(node, "rotary_layout") == "not_applied":
+            parts.append("no positions: it is handed the rotary angles and applies none")
+        else:
+            parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
     window = fact(node, "window")
     parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):

@@ -57,6 +57,27 @@ def rotate_pairs(x, cos, sin):
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
 
 
+def rotate_interleaved(x, cos, sin):
+    """Adjacent pairs (x0, x1), (x2, x3) ... each turned by one angle, kept in place; cos and sin given
+    once per dim (each angle twice, side by side). Only the first cos.shape[-1] dims turn."""
+    import torch
+
+    rot = cos.shape[-1]
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    turned = torch.stack((-x_rot[..., 1::2], x_rot[..., 0::2]), dim=-1).flatten(-2)
+    return torch.cat((x_rot * cos + turned * sin, x_pass), dim=-1)
+
+
+def rotate_interleaved_sin_first(x, sin, cos):
+    """Adjacent pairs turned in place, the angles handed as (sin, cos) and once per pair (GPT-J)."""
+    return rotate_interleaved(x, cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))
+
+
+# Rotations whose cos and sin come once per angle (half the dims they turn): the note counts dims, not angles.
+rotate_half_angles.per_pair = True
+rotate_interleaved_sin_first.per_pair = True
+
+
 def _rotary_given(part: Part) -> bool:
     return part.argument("position_embeddings") is not None
 
@@ -177,7 +198,10 @@ def attention(part: Part) -> Chain:
     if not _rotary_given(part):
         return _attention(part, None)
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
-                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles)})
+                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
+                                         "interleaved": lambda: _attention(part, rotate_interleaved),
+                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first),
+                                         "not_applied": lambda: _attention(part, None)})
 
 
 def _attention(part: Part, rotate) -> Chain:
@@ -223,11 +247,13 @@ def _attention(part: Part, rotate) -> Chain:
         steps.append(Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}",
                           ("Q", "K"), lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)), sub=f"{part.id}.q_norm"))
     inputs = [X]
-    if _rotary_given(part):
+    if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
+        part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")
+    elif _rotary_given(part):
         inputs.append(ROTARY)
-        cos = part.argument("position_embeddings")[0]
-        partial = cos.shape[-1] < td
-        part.note("positions", "rotary" + (f" on the first {cos.shape[-1]} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
+        turned = part.argument("position_embeddings")[0].shape[-1] * (2 if getattr(rotate, "per_pair", False) else 1)
+        partial = turned < td
+        part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
         steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ \operatorname{{rot}}([a;b])=[-b;a]",
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))

@@ -169,6 +169,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 tiny_cap = part.ctx.tiny_config.final_logit_softcapping
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
                 part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+            logit_scale = getattr(cfg, "logit_scale", None)
+            if logit_scale not in (None, 1, 1.0):  # the head's logits multiplied by a constant (Cohere)
+                tiny_logit_scale = part.ctx.tiny_config.logit_scale
+                steps.append(Step(rf"z\leftarrow{T.num(float(logit_scale))}\,z\quad\text{{(the config's logit\_scale)}}", "z",
+                                  lambda e: e["z"] * tiny_logit_scale, value="logits", summary=True))
+                part.note("logit_scale", logit_scale, "the config's logit_scale")
             if logits_scaling not in (None, 1, 1.0):
                 steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
                                   lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
