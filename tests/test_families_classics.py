@@ -82,3 +82,49 @@ def test_phi2_one_norm_feeds_both_branches(collected):
     assert (facts["residual"]["value"], facts["shared_norm"]["value"]) == ("parallel", "input_layernorm")
     attention = f["equations"]["components"]["transformer_block.self_attn"]["facts"]
     assert attention["positions"]["value"].startswith("rotary on the first")  # partial rotary
+
+
+# --- Command R7B (Cohere 2) -----------------------------------------------------------------------
+
+
+def test_cohere2_local_and_global_parallel_blocks(collected):
+    f, c = collected("cohere2").facts, released_config("cohere2")
+    V, d, L, H, KV, F, hd = (c[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                            "num_key_value_heads", "intermediate_size", "head_dim"))
+    # No attention bias; the head is the embedding (Cohere2Config ties by default, and config.json shares it).
+    assert not c["attention_bias"] and c["use_embedding_sharing"] and "tie_word_embeddings" not in c
+    block = gqa_attention(d, H, KV, hd) + 3 * d * F + d  # q/k/v/o, SwiGLU, one LayerNorm with a gain only
+    total = V * d + d + L * block  # embedding (also the head), final norm (gain only), blocks
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    every = c["sliding_window_pattern"]
+    full = [i for i in range(L) if i % every == every - 1]
+    kinds = {k["attention_type"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds == {"sliding_attention": [i for i in range(L) if i not in full], "full_attention": full}
+    components = f["equations"]["components"]
+    rotary = {cid.split(".")[0]: comp["facts"]["rotary_layout"]["value"] for cid, comp in components.items() if cid.endswith(".self_attn")}
+    assert rotary == {"sliding_window_block": "interleaved", "global_block": "not_applied"}
+    assert all(components[k]["facts"]["residual"]["value"] == "parallel" for k in ("sliding_window_block", "global_block"))
+    assert components["model"]["facts"]["logit_scale"]["value"] == c["logit_scale"]
+    assert "NoPE" in {x["abbreviation"] for x in f["features"]}
+
+
+# --- GPT-J 6B -------------------------------------------------------------------------------------
+
+
+def test_gptj_parallel_block_and_head_bias(collected):
+    f, c = collected("gptj").facts, released_config("gptj")
+    V, d, L, H = c["vocab_size"], c["n_embd"], c["n_layer"], c["n_head"]
+    inner = c["n_inner"] or 4 * d  # GPTJConfig: n_inner None means four times the width
+    assert not c["tie_word_embeddings"] and c["rotary"] and "torch_dtype" not in c
+    # q, k, v, out_proj without biases; fc_in, fc_out with; one LayerNorm (ln_1) a block.
+    block = layernorm(d) + 4 * d * d + two_layer_mlp(d, inner)
+    total = V * d + L * block + layernorm(d) + V * d + V  # wte, blocks, ln_f, lm_head with its bias
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    components = f["equations"]["components"]
+    assert components["transformer_block"]["facts"]["shared_norm"]["value"] == "ln_1"
+    attention = components["transformer_block.attn"]["facts"]
+    assert attention["rotary_layout"]["value"] == "interleaved_sin_first_angle_per_pair"
+    # The tiny run keeps the checkpoint's share of each head rotated.
+    head, tiny = d // H, f["preview"]["config"]["head_dim"]
+    assert attention["positions"]["value"] == f"rotary on the first {tiny * c['rotary_dim'] // head} of {tiny} dims (tiny)"
