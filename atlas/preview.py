@@ -175,7 +175,10 @@ def run_model(family, model, weights: str | None = None) -> PreviewRun:
     with torch.no_grad():
         with trace(model, overrides) as default:
             model(ids, attention_mask=mask)
-        model.set_attn_implementation("eager")
+        if type(model)._can_set_attn_implementation():
+            model.set_attn_implementation("eager")
+        else:  # attention computed inline (Falcon): it reads the config's choice at every call
+            model.config._attn_implementation_internal = "eager"
         if default.implementations["experts"] is not None:
             model.set_experts_implementation("eager")
         with trace(model, overrides) as eager:

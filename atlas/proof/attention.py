@@ -25,7 +25,7 @@ def _heads(part: Part, tiny: bool):
     cfg = part.ctx.tiny_config if tiny else part.ctx.full_config
     m = part.tiny if tiny else part.full
     h = _attr(m, "num_heads") or cfg.num_attention_heads
-    kv = getattr(cfg, "num_key_value_heads", None) or h
+    kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
 
@@ -105,7 +105,11 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     import torch
 
     scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
-    part.note("scaling", scale, "the module's scaling")
+    if scale is None:  # a module that holds no scaling and divides by the square root of its head width (Falcon)
+        scale, tiny_scale = _heads(part, tiny=False)[2] ** -0.5, _heads(part, tiny=True)[2] ** -0.5
+        part.note("scaling", scale, "the module holds none: one over the square root of the head width, checked by the proof")
+    else:
+        part.note("scaling", scale, "the module's scaling")
     steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
     cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
     if cap:
