@@ -128,3 +128,27 @@ def test_gptj_parallel_block_and_head_bias(collected):
     # The tiny run keeps the checkpoint's share of each head rotated.
     head, tiny = d // H, f["preview"]["config"]["head_dim"]
     assert attention["positions"]["value"] == f"rotary on the first {tiny * c['rotary_dim'] // head} of {tiny} dims (tiny)"
+
+
+# --- Falcon 7B ------------------------------------------------------------------------------------
+
+
+def test_falcon_multi_query_parallel_block(collected):
+    f, c = collected("falcon").facts, released_config("falcon")
+    V, d, L, H = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
+    hd = d // H
+    # One key and one value head, no biases, the old (not grouped) layout, a parallel block; the head
+    # left to FalconConfig's default, which ties it.
+    assert c["multi_query"] and not c["bias"] and not c["new_decoder_architecture"] and c["parallel_attn"]
+    assert "tie_word_embeddings" not in c and not c["alibi"]
+    attention = d * (H + 2) * hd + d * d  # fused query_key_value, dense
+    block = layernorm(d) + attention + 2 * d * 4 * d  # one LayerNorm; the MLP four times the width, no biases
+    total = V * d + L * block + layernorm(d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert f["config"]["standardized"]["num_kv_heads"] == 1
+    assert "MQA" in {x["abbreviation"] for x in f["features"]}
+    assert f["equations"]["components"]["transformer_block"]["facts"]["residual"]["value"] == "parallel"
+    # The attention is computed inside the module: its queries are out of reach, its pattern is not.
+    support = {v["name"]: v for h in f["support"]["hosts"] for v in h["values"]}
+    assert support["attention_queries"]["blocks"] == [] and support["attention_probabilities"]["blocks"] == list(range(L))
