@@ -138,6 +138,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     else:
         run = preview.preview_run(family.name)
     facts["preview"] = preview.preview_facts(run, family, config, facts["block_kinds"])
+    standard.mark_parallel(resolution, preview.parallel_at_checkpoint(run, facts["block_kinds"]))
     facts["support"] = standard.support_facts(
         resolution,
         standard.checkpoint_sizes(config),

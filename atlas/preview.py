@@ -52,7 +52,8 @@ def tiny_values(config) -> dict[str, Any]:
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
-    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim"):
+    derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
+    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim") and not derived_head_dim:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -182,7 +183,10 @@ def run_model(family, model, weights: str | None = None) -> PreviewRun:
     with torch.no_grad():
         with trace(model, overrides) as default:
             model(ids, attention_mask=mask)
-        model.set_attn_implementation("eager")
+        if type(model)._can_set_attn_implementation():
+            model.set_attn_implementation("eager")
+        else:  # attention computed inline (Falcon): it reads the config's choice at every call
+            model.config._attn_implementation_internal = "eager"
         if default.implementations["experts"] is not None:
             model.set_experts_implementation("eager")
         with trace(model, overrides) as eager:
@@ -245,8 +249,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     L = t.layers
     identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    sequential = [i for i in blocks if i not in t.parallel]
+    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
+             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid),
+             None if sequential else "every block is parallel: the attention and the MLP both read the block's input, "
+                                     "so no stream exists between them to measure")
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -279,8 +286,13 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
-    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
-             "the model softcaps the head's logits" if softcap else None)
+    scale = getattr(config, "logit_scale", None)
+    if scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
+        identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
+                 lambda _: _max_abs(t.logits - scale * t.lm_head_output))
+    else:
+        identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+                 "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
 
 
@@ -425,6 +437,16 @@ def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
 def _key_order(key: str) -> tuple:
     """layers.10 after layers.9: numeric parts compare as numbers."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
+
+
+def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
+    """The checkpoint's blocks of the kinds whose blocks the run measured parallel (facts["block_kinds"]:
+    the tiny model keeps the checkpoint's kinds, by label)."""
+    from atlas.introspect import block_kinds, find_block_list, layer_types
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    labels = {k.label for k in block_kinds(blocks, layer_types(preview.config)) if set(k.indices) <= set(preview.eager.parallel)}
+    return sorted(i for k in checkpoint_kinds if k["label"] in labels for i in k["indices"])
 
 
 def _first_of_each_kind(preview: PreviewRun) -> list[int]:

@@ -401,7 +401,7 @@ def test_smollm3_groups_its_no_position_blocks_apart(collected):
     assert kinds["no-position block"]["count"] == len(unrotated) and kinds["rotary block"]["count"] == L - len(unrotated)
     chosen = {k: v for k, v in f["equations"]["components"].items() if k.endswith(".self_attn")}
     assert {k: v["facts"]["rotary_layout"]["value"] for k, v in chosen.items()} == {
-        "rotary_block.self_attn": "halves", "no_position_block.self_attn": "none"}
+        "rotary_block.self_attn": "halves", "no_position_block.self_attn": "not_applied"}
 
 
 # --- the registry: a family is its module, its notes and its checkpoint folder, nothing else ------

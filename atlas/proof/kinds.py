@@ -39,7 +39,7 @@ def kind_of(part: Part) -> str:
         return "router"
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"}:
         return "dense_mlp"
     if not children and not own:
         return "activation"
