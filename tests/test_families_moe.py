@@ -68,3 +68,46 @@ def test_glm4_moe(collected):
     assert mtp == 1
     assert stored(f)["weight_parameters"] == model_total(f) + moe_block + E + 2 * d + 2 * d * d + d + 2 * V * d
     assert kinds(f) == {"dense block": list(range(dense)), "MoE block": list(range(dense, L))}
+
+
+# --- Phi-3.5-MoE ----------------------------------------------------------------------------------
+
+
+def test_phimoe(collected):
+    f, c = collected("phimoe").facts, released_config("phimoe")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, F = c["num_local_experts"], c["num_experts_per_tok"], c["intermediate_size"]
+    # All four attention projections biased, the head biased, LayerNorms (gain and bias), untied head.
+    assert c["attention_bias"] and c["lm_head_bias"] and not c["tie_word_embeddings"]
+    block = attention(d, H, KV, hd, qkv_bias=True, o_bias=True) + E * d + E * swiglu(d, F) + 2 * 2 * d
+    total = V * d + (V * d + V) + 2 * d + L * block  # embedding, head with its bias, final LayerNorm
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    # The files under the released names: one tensor per expert and projection (w1, w2, w3).
+    assert stored(f)["tensors"] == 3 + 2 + L * (4 + 8 + 1 + 3 * E)
+    names = {t["name"] for t in f["checkpoint_check"]["sample"]}
+    assert {"model.layers.0.block_sparse_moe.experts.0.w1.weight", "lm_head.bias", "model.norm.bias"} <= names
+    # The router's rule was measured, and only SparseMixer reproduces it.
+    router = f["equations"]["components"]["transformer_block.mlp.router"]["facts"]
+    assert router["kind"]["value"] == "router" and router["routing"]["value"] == "sparsemixer"
+    assert router["routing"]["how"].startswith("measured: the only variant")
+
+
+# --- OLMoE ----------------------------------------------------------------------------------------
+
+
+def test_olmoe(collected):
+    f, c = collected("olmoe").facts, released_config("olmoe")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, Fe = c["num_experts"], c["num_experts_per_tok"], c["intermediate_size"]  # intermediate_size: one expert
+    assert not c["attention_bias"] and not c["tie_word_embeddings"] and not c["norm_topk_prob"]
+    # q_norm and k_norm span the whole projected width (all heads), router without bias, no shared expert.
+    block = attention(d, H, KV, hd) + H * hd + KV * hd + E * d + E * swiglu(d, Fe) + 2 * d
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, Fe)
+    assert stored(f)["tensors"] == 3 + L * (4 + 2 + 2 + 1 + 3 * E)
+    # 2 × expert width equals the width here: the fused expert tensor is square, and the proof still
+    # reads it the right way round (its steps reproduce the module).
+    assert 2 * Fe == d
+    assert f["equations"]["components"]["transformer_block.mlp.experts"]["facts"]["experts"]["value"] == "gated_halves"

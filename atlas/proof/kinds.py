@@ -12,6 +12,13 @@ def _own(module) -> dict:
     return dict(module.named_parameters(recurse=False))
 
 
+def _routes(part: Part) -> bool:
+    """A linear map with one output per routed expert of the (tiny) config."""
+    cfg = part.ctx.tiny_config
+    experts = next((getattr(cfg, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(cfg, k, None)), None)
+    return experts is not None and part.tiny.out_features == experts
+
+
 def kind_of(part: Part) -> str:
     import torch
 
@@ -24,6 +31,8 @@ def kind_of(part: Part) -> str:
         return "embedding"
     if isinstance(m, torch.nn.Dropout):
         return "dropout"
+    if isinstance(m, torch.nn.Linear) and type(m).forward is not torch.nn.Linear.forward and _routes(part):
+        return "router"  # a Linear whose own forward adds a routing rule to its product (one row per expert)
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
                                           and hasattr(m, "nf")):
         return "linear"

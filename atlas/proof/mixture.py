@@ -85,13 +85,54 @@ def router(part: Part) -> Chain:
             Step(r"G_i=\frac{e^{z_i}}{\sum_{j\in\mathcal{E}}e^{z_j}}\ \ (i\in\mathcal{E})", "G", lambda e: e["z"].gather(-1, e["E"]).softmax(-1), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
-    return part.choose("routing", {
+    variants = {
         "softmax_renormalized": lambda: scored("softmax", True),
         "softmax": lambda: scored("softmax", False),
         "sigmoid_renormalized": lambda: scored("sigmoid", True),
         "sigmoid": lambda: scored("sigmoid", False),
         "topk_softmax": topk_softmax,
-    })
+    }
+    # SparseMixer's masked softmax needs its threshold setting: offered only where the router holds one.
+    jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",))
+    if jitter is not None:
+        tiny_jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",), part.ctx.tiny_config)
+        variants["sparsemixer"] = lambda: sparsemixer(logits_step(), jitter, tiny_jitter)
+    return part.choose("routing", variants)
+
+
+def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
+    """SparseMixer at inference (Phi-3.5-MoE): two rounds, each taking the largest remaining logit and
+    weighting it by a softmax over only the logits close enough to that largest one; the first round's
+    expert is removed before the second. "Close enough": (m - z_j) / max(|z_j|, m) <= 2 eps."""
+    import torch
+
+    def round_(z, m):
+        far = (m - z) / z.abs().clamp(min=m) > 2 * tiny_eps  # the threshold is measured against the raw logits
+        return far
+
+    def first(e):
+        z = e["z"]
+        m, i = z.max(dim=-1, keepdim=True)
+        g = z.masked_fill(round_(z, m), float("-inf")).softmax(-1).gather(-1, i)
+        return i, g
+
+    def second(e):
+        z = e["z"]
+        rest = z.scatter(-1, e["i1"], float("-inf"))
+        m, i = rest.max(dim=-1, keepdim=True)
+        g = rest.masked_fill(round_(z, m), float("-inf")).softmax(-1).gather(-1, i)
+        return i, g
+
+    two_eps = T.num(2 * eps)
+    return Chain([
+        logits,
+        Step(rf"i_1=\arg\max_j z_j,\quad G_1=\operatorname{{softmax}}_{{j\in M_1}}(z)_{{i_1}},\ "
+             rf"M_1=\{{j:(z_{{i_1}}-z_j)/\max(|z_j|,z_{{i_1}})\le{two_eps}\}}", ("i1", "g1"), first, summary=True),
+        Step(rf"i_2=\arg\max_{{j\ne i_1}} z_j,\quad G_2=\operatorname{{softmax}}_{{j\in M_2}}(z)_{{i_2}},\ "
+             rf"M_2=\{{j\ne i_1:(z_{{i_2}}-z_j)/\max(|z_j|,z_{{i_2}})\le{two_eps}\}}", ("i2", "g2"), second, summary=True),
+        Step(r"\mathcal{E}=(i_1,i_2),\quad G=(G_1,G_2)", ("E", "G"),
+             lambda e: (torch.cat([e["i1"], e["i2"]], -1), torch.cat([e["g1"], e["g2"]], -1))),
+    ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
 
 def experts(part: Part) -> Chain:
@@ -99,7 +140,9 @@ def experts(part: Part) -> Chain:
     d = part.ctx.full_config.hidden_size
     gate_up = part.full.gate_up_proj
     n = gate_up.shape[0]
-    stored_in_out = gate_up.shape[1] == d  # [E, d, 2I]: the map is x W; [E, 2I, d]: x Wᵀ
+    # [E, d, 2I] with down [E, I, d]: the map is x W; [E, 2I, d] with down [E, d, I]: x Wᵀ. Both
+    # tensors decide it: gate_up alone is square where 2I = d (OLMoE), and down alone where I = d.
+    stored_in_out = gate_up.shape[1] == d and part.full.down_proj.shape[2] == d
     inner = (gate_up.shape[2] if stored_in_out else gate_up.shape[1]) // 2
     names = dict(part.tiny.named_parameters(recurse=False))
     biases = "gate_up_proj_bias" in names
