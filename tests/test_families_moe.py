@@ -111,3 +111,24 @@ def test_olmoe(collected):
     # reads it the right way round (its steps reproduce the module).
     assert 2 * Fe == d
     assert f["equations"]["components"]["transformer_block.mlp.experts"]["facts"]["experts"]["value"] == "gated_halves"
+
+
+# --- Qwen1.5-MoE ----------------------------------------------------------------------------------
+
+
+def test_qwen2_moe(collected):
+    f, c = collected("qwen2_moe").facts, released_config("qwen2_moe")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, Fe, Fs = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"], c["shared_expert_intermediate_size"]
+    # Every block a mixture; Qwen2's attention has q, k, v biases and no o bias; untied head.
+    assert c["decoder_sparse_step"] == 1 and not c.get("mlp_only_layers") and not c["tie_word_embeddings"]
+    block = attention(d, H, KV, hd, qkv_bias=True) + E * d + E * swiglu(d, Fe) + swiglu(d, Fs) + d + 2 * d  # + shared gate row
+    total = 2 * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, Fe)
+    assert stored(f)["tensors"] == 3 + L * (7 + 2 + 1 + 3 * E + 3 + 1)
+    mixture = f["equations"]["components"]["transformer_block.mlp"]["facts"]
+    assert mixture["shared_expert_gate"]["value"] == "shared_expert_gate"
+    # The plain sum identity is declared not to hold (the gate scales the shared path) and is not measured.
+    assert "mixture_sum" in str(f["preview"]["not_applicable"])
+    assert "mixture_sum" not in [x["id"] for x in f["preview"]["identities"]]

@@ -199,6 +199,17 @@ def experts(part: Part) -> Chain:
     return part.choose("experts", variants)
 
 
+def _shared_gate(part: Part, route: str) -> str | None:
+    """A child linear map with a single output beside the router: the shared expert's per-token gate."""
+    import torch
+
+    return next((n for n, m in part.tiny.named_children() if n != route and isinstance(m, torch.nn.Linear) and m.out_features == 1), None)
+
+
+def _has_bias(part: Part, child: str) -> bool:
+    return getattr(part.tiny.get_submodule(child), "bias", None) is not None
+
+
 def mixture(part: Part) -> Chain:
     names = dict(part.tiny.named_children())
     route = next(n for n in ("gate", "router") if n in names)
@@ -209,13 +220,23 @@ def mixture(part: Part) -> Chain:
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
         Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
     ]
+    gate = _shared_gate(part, route) if shared else None
     if shared:
+        steps.append(Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True))
+    if gate:
+        # a one-output linear beside the shared expert scales its output per token by a sigmoid (Qwen2-MoE)
+        d = part.ctx.full_config.hidden_size
         steps += [
-            Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True),
-            Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True),
+            Step(rf"s=\sigma(x\,w_{{s}}^{{\top}}),\quad w_s\in\mathbb{{R}}^{{{T.num(d)}}}\quad\text{{one gate per token}}", "sg",
+                 lambda e: (e["x"] @ e.w(f"{gate}.weight").T + (e.w(f"{gate}.bias") if _has_bias(part, gate) else 0)).sigmoid(), summary=True),
+            Step(r"y^{\mathrm{shared}}\leftarrow s\,y^{\mathrm{shared}}", "ys", lambda e: e["sg"] * e["ys"]),
         ]
+    if shared:
+        steps.append(Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True))
     else:
         steps.append(Step(r"\Delta=y^{\mathrm{routed}}", "y", lambda e: e["yr"].reshape(e["x"].shape), value="mlp_output", summary=True))
     part.note("shared_expert", bool(shared), "the mixture's children")
+    if gate:
+        part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")
     part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
     return Chain(steps, [X], "y")
