@@ -132,3 +132,29 @@ def test_qwen2_moe(collected):
     # The plain sum identity is declared not to hold (the gate scales the shared path) and is not measured.
     assert "mixture_sum" in str(f["preview"]["not_applicable"])
     assert "mixture_sum" not in [x["id"] for x in f["preview"]["identities"]]
+
+
+# --- ERNIE 4.5 21B-A3B ----------------------------------------------------------------------------
+
+
+def test_ernie4_5_moe(collected):
+    f, c = collected("ernie4_5_moe").facts, released_config("ernie4_5_moe")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, Fe, F, S = c["moe_num_experts"], c["moe_k"], c["moe_intermediate_size"], c["intermediate_size"], c["moe_num_shared_experts"]
+    start, end, step = c["moe_layer_start_index"], c["moe_layer_end_index"], c["moe_layer_interval"]
+    assert not c["use_bias"] and c["tie_word_embeddings"] and step == 1 and end == L - 1
+    mixtures = list(range(start, end + 1))
+    attn = attention(d, H, KV, hd)
+    dense_block = attn + swiglu(d, F) + 2 * d
+    # router weight, its selection bias (a parameter of [1, experts]), routed experts, shared experts
+    moe_block = attn + E * d + E + E * swiglu(d, Fe) + swiglu(d, S * Fe) + 2 * d
+    total = V * d + d + (L - len(mixtures)) * dense_block + len(mixtures) * moe_block  # tied head
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - len(mixtures) * (E - K) * swiglu(d, Fe)
+    assert kinds(f) == {"dense block": [i for i in range(L) if i not in mixtures], "MoE block": mixtures}
+    assert stored(f)["tensors"] == 2 + (L - len(mixtures)) * 9 + len(mixtures) * (4 + 2 + 2 + 3 + 3 * E)
+    # The proof found the selection bias in the router's child and the pairwise rotary by measuring.
+    components = f["equations"]["components"]
+    assert components["MoE_block.mlp.gate"]["facts"]["selection_bias"]["value"] is True
+    assert components["MoE_block.self_attn"]["facts"]["rotary_layout"]["value"] == "pairs_in_place"
+    assert f["equations"]["kinds"]["MoE_block.mlp.gate.moe_statics"] == "offset"

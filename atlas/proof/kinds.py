@@ -19,6 +19,14 @@ def _routes(part: Part) -> bool:
     return experts is not None and part.tiny.out_features == experts
 
 
+def is_offset(module) -> bool:
+    """A module with no children whose only tensor is one vector (leading axes of 1 allowed), not a weight."""
+    own = {**_own(module), **dict(module.named_buffers(recurse=False))}
+    if any(True for _ in module.children()) or len(own) != 1 or "weight" in own:
+        return False
+    return sum(1 for n in next(iter(own.values())).shape if n != 1) == 1
+
+
 def kind_of(part: Part) -> str:
     import torch
 
@@ -46,10 +54,14 @@ def kind_of(part: Part) -> str:
         return "experts"
     if not children and "weight" in own and own["weight"].dim() == 2:
         return "router"
+    if children and "weight" in own and own["weight"].dim() == 2 and all(is_offset(c) for c in m.children()):
+        return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:
         return "mixture"
     if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
         return "dense_mlp"
+    if is_offset(m):
+        return "offset"
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
@@ -67,6 +79,7 @@ BUILDERS = {
     "attention": attention.attention,
     "experts": mixture.experts,
     "router": mixture.router,
+    "offset": mixture.offset,
     "mixture": mixture.mixture,
     "block": stack.block,
 }

@@ -21,6 +21,26 @@ def _setting(part: Part, attrs: tuple[str, ...], keys: tuple[str, ...], config=N
     return next((getattr(cfg, k) for k in keys if isinstance(getattr(cfg, k, None), (int, float))), None)
 
 
+def _child_selection(part: Part) -> str | None:
+    """A per-expert selection bias a child of the router holds (ERNIE 4.5's moe_statics), by its name
+    relative to the router: the child's only tensor, one value per expert."""
+    experts = part.tiny.weight.shape[0]
+    for child, module in part.tiny.named_children():
+        tensors = {**dict(module.named_parameters(recurse=False)), **dict(module.named_buffers(recurse=False))}
+        if len(tensors) == 1 and not any(True for _ in module.children()):
+            name, t = next(iter(tensors.items()))
+            if t.numel() == experts and max(t.shape) == experts:
+                return f"{child}.{name}"
+    return None
+
+
+def offset(part: Part) -> Chain:
+    """A module that adds its one vector to what it receives (a router's selection bias held apart)."""
+    full = {**dict(part.full.named_parameters(recurse=False)), **dict(part.full.named_buffers(recurse=False))}
+    name, tensor = next(iter(full.items()))
+    return Chain([Step(rf"y=x+b,\quad b\in\mathbb{{R}}^{{{T.num(tensor.numel())}}}", "y", lambda e: e["x"] + e.w(name).reshape(-1), summary=True)], [X], "y")
+
+
 def router(part: Part) -> Chain:
     import torch
 
@@ -34,6 +54,7 @@ def router(part: Part) -> Chain:
     tiny_topk_group = _setting(part, ("topk_group",), ("topk_group",), part.ctx.tiny_config) or 1
     has_bias = getattr(part.tiny, "bias", None) is not None and isinstance(part.tiny.bias, torch.nn.Parameter)
     selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == part.tiny.weight.shape[0]), None)
+    selection = selection or _child_selection(part)
     part.note("count", n, "the router's weight rows")
     part.note("top_k", k, "the router's setting")
     part.note("selection_bias", selection is not None, "the router holds a per-expert buffer" if selection else "the router holds no per-expert buffer")
