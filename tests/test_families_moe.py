@@ -158,3 +158,29 @@ def test_ernie4_5_moe(collected):
     assert components["MoE_block.mlp.gate"]["facts"]["selection_bias"]["value"] is True
     assert components["MoE_block.self_attn"]["facts"]["rotary_layout"]["value"] == "pairs_in_place"
     assert f["equations"]["kinds"]["MoE_block.mlp.gate.moe_statics"] == "offset"
+
+
+# --- dots.llm1 ------------------------------------------------------------------------------------
+
+
+def test_dots1(collected):
+    f, c = collected("dots1").facts, released_config("dots1")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, S, Fe, F = c["n_routed_experts"], c["num_experts_per_tok"], c["n_shared_experts"], c["moe_intermediate_size"], c["intermediate_size"]
+    dense = c["first_k_dense_replace"]
+    assert not c["attention_bias"] and not c["tie_word_embeddings"] and c["moe_layer_freq"] == 1
+    # The released file gives the groups no value; the family declares one group, with its reasons.
+    assert c["n_group"] is None and c["topk_group"] is None
+    from atlas import families
+
+    family = families.load("dots1")
+    assert family.config_overrides == {"n_group": 1, "topk_group": 1} and set(family.override_reasons) == {"n_group", "topk_group"}
+    attn = attention(d, H, KV, hd) + 2 * hd  # + per-head q_norm, k_norm
+    dense_block = attn + swiglu(d, F) + 2 * d
+    moe_block = attn + E * d + E * swiglu(d, Fe) + swiglu(d, S * Fe) + 2 * d
+    parameters = 2 * V * d + d + dense * dense_block + (L - dense) * moe_block
+    assert model_parameters(f) == parameters
+    assert f["accounting"]["model"]["stored_buffers"] == (L - dense) * E  # the selection bias
+    assert model_total(f) == stored(f)["weight_parameters"] == parameters + (L - dense) * E
+    assert f["accounting"]["model"]["active"] == model_total(f) - (L - dense) * (E - K) * swiglu(d, Fe)
+    assert kinds(f) == {"dense block": list(range(dense)), "MoE block": list(range(dense, L))}
