@@ -172,6 +172,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "moe":
         rt = routing(s, kids.get("gate") or kids.get("router"))
         shared = " and adds a shared expert that every token runs" if fact(node, "shared_expert") else ", with no shared expert"
+        if fact(node, "shared_expert_gate"):
+            shared += ", its output scaled per token by a sigmoid gate"
         return f"Sends each token to {rt['k']} of {grouped(rt['n'])} routed experts and weights their outputs by the router{shared}."
     if r == "gated_mlp":
         inner = gated_inner(node)
@@ -252,6 +254,8 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
+                    "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }
 
 
