@@ -84,8 +84,10 @@ def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str
     """The TeX that says how many of a head's dims the rotation turns at the checkpoint's sizes, where
     it turns only a leading part (partial_rotary_factor; the tiny run's share where the config says none)."""
     cfg = part.ctx.full_config
-    factor = (getattr(cfg, "rope_parameters", None) or {}).get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", None))
-    rotated = int(d * factor) if factor else d * tiny_rotated // td
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    factor = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", getattr(cfg, "rotary_pct", None)))
+    dims = getattr(cfg, "rotary_dim", None)  # GPT-J names the rotated width itself
+    rotated = dims if isinstance(dims, int) and 0 < dims < d else int(d * factor) if factor else d * tiny_rotated // td
     return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
 
 

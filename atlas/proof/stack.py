@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from atlas.proof import tex as T
-from atlas.proof.attention import rotary_input
+from atlas.proof.attention import ROTARY, rotary_input
 from atlas.proof.core import Part
 from atlas.proof.library import X, child_output, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
