@@ -90,7 +90,7 @@ def expected_identities(name, parallel: bool = False):
     """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
     block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
     if not mixture:
@@ -135,9 +135,9 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         torch.testing.assert_close(L[i].output, own.hidden_states[i + 1], **exact)
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
-    dense = c.get("first_k_dense_replace") or 0
-    mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
-    shared = bool(c.get("n_shared_experts"))
+    dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
+    mixture_blocks = [i for i in range(n) if i >= dense] if MIXTURE_IDENTITIES & expected_identities(name)[0] else []
+    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
     # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
