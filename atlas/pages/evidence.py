@@ -50,6 +50,25 @@ def holding(facts: dict[str, Any], cls: str, text: str) -> str:
     return found or "forward"
 
 
+def _call_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
+    """How the code calls a child the steps run: ``self.model(``, or, where the child's own child is
+    what the forward calls (OPT's ``self.model.decoder(``), ``self.model.``."""
+    called = f"self.{attribute}("
+    through = f"self.{attribute}."
+    parts = runs(facts, cls)
+    has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
+    return through if not has(called) and has(through) else called
+
+
+def _read_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
+    """How the code reads a tensor of its own: ``self.weight``, or, where a subclass of a torch layer
+    leaves the reading to its base class (OPT's position table), its call ``super().forward(``."""
+    own, inherited = f"self.{attribute}", "super().forward("
+    parts = runs(facts, cls)
+    has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
+    return inherited if not has(own) and has(inherited) else own
+
+
 # The operation a measured variant performs, by the proof's fact and its value, where the code names it
 # one way: the forward of a module the proof found to be a SiLU must say silu, an RMSNorm rsqrt.
 OPERATIONS = {
@@ -72,8 +91,9 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     operation the running code leaves to a function its constructor picks (GELUTanh's
     ``approximate="tanh"``) is cited in the constructor."""
     by_part: dict[str, list[str]] = {"forward": []}
-    for text in [f"self.{a}(" if a in called else f"self.{a}" for a in attributes]:
-        by_part.setdefault(holding(facts, cls, text), []).append(text)
+    for text in [_call_text(facts, cls, a) if a in called else _read_text(facts, cls, a) for a in attributes]:
+        if text not in by_part.get(holding(facts, cls, text), []):
+            by_part.setdefault(holding(facts, cls, text), []).append(text)
     init = facts["excerpts"].get(cls, {}).get("__init__")
     for op in ops:
         part = holding(facts, cls, op)
@@ -141,6 +161,8 @@ def tensor_evidence(facts: dict[str, Any], owner: dict[str, Any], name: str) -> 
         out = [item(facts, True, f"{cls}.__init__ creates {text} with this shape.", cls, "__init__", [text])]
     proof = facts["equations"]["components"].get(owner["page_id"])
     if proof and name in proof["reads"]:
-        part = holding(facts, cls, text)
-        out.append(item(facts, False, f"{cls}.{part} reads {text}.", cls, part, [text]))
+        read = _read_text(facts, cls, name)
+        part = holding(facts, cls, read)
+        words = f"{cls}.{part} reads {text}." if read == text else f"{cls}.{part} leaves reading {text} to {base or 'its base class'}: {read}"
+        out.append(item(facts, False, words, cls, part, [read]))
     return [e for e in out if e]

@@ -145,7 +145,21 @@ def embedding(part: Part) -> Chain:
         return Chain([Step(rf"x_t=\sqrt{{{T.num(width)}}}\,E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
                            lambda e: e.w("weight")[e["ids"]] * math.sqrt(e.w("weight").shape[1]), summary=True)], [ids], "y")
 
-    return part.choose("embedding", {"lookup": plain, "scaled_by_sqrt_width": scaled})
+    offset = getattr(part.tiny, "offset", None)
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        return part.choose("embedding", {"lookup": plain, "scaled_by_sqrt_width": scaled})
+
+    def from_mask() -> Chain:
+        """A learned position table read at positions counted from the attention mask, shifted by the
+        module's offset (OPT): the first real token reads row offset."""
+        mask = Input("ids", "m", "attention_mask", "the attention mask: 1 for each real token")
+        return Chain([
+            Step(r"t_i=\textstyle\sum_{j\le i} m_j-1", "t", lambda e: (e["ids"].cumsum(-1) - 1) * e["ids"]),
+            Step(rf"x_i=P_{{t_i+{offset},:}},\quad P\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}\ \text{{(rows shifted by the module's offset)}}", "y",
+                 lambda e: e.w("weight")[e["t"] + offset], summary=True),
+        ], [mask], "y")
+
+    return part.choose("embedding", {"lookup": plain, "scaled_by_sqrt_width": scaled, "positions_from_mask_offset": from_mask})
 
 
 def dropout(part: Part) -> Chain:
