@@ -63,6 +63,14 @@ def tiny_values(config) -> dict[str, Any]:
         period = _period(list(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    no_rope = getattr(config, "no_rope_layers", None)
+    if no_rope:
+        # One whole period of the blocks that skip their rotary angles too (3 rotary, 1 NoPE on SmolLM3).
+        flags = list(no_rope)[: config.num_hidden_layers]
+        values["num_hidden_layers"] = max(_period(flags), values["num_hidden_layers"])
+        values["no_rope_layers"] = flags[: values["num_hidden_layers"]]
+        if layer_types:
+            values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
@@ -142,7 +150,7 @@ def preview_run(name: str) -> PreviewRun:
     from atlas.families import load
 
     family = load(name)
-    return run(family, transformers_config(family, load_pinned(family.checkpoint)))
+    return run(family, transformers_config(family, load_pinned(family.checkpoint, section=family.config_section)))
 
 
 def run(family, pinned_config) -> PreviewRun:
@@ -442,10 +450,10 @@ def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str,
 
 
 def _first_of_each_kind(preview: PreviewRun) -> list[int]:
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [k.indices[0] for k in block_kinds(blocks, layer_types(preview.config))]
+    return [k.indices[0] for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def weight_histograms(preview: PreviewRun) -> dict[str, dict[str, Any]]:
@@ -536,21 +544,21 @@ def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: l
 
 def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
     """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(preview.config))]
+    return [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
     """The pinned checkpoint's transformers config and block kinds, from its meta-device model."""
     from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
-    pinned = load_pinned(family.checkpoint)
+    pinned = load_pinned(family.checkpoint, section=family.config_section)
     config = transformers_config(family, pinned)
     _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), config.num_hidden_layers)
-    return config, [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(config))]
+    return config, [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, config)]
 
 
 def _count(n: int, label: str) -> str:

@@ -494,7 +494,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("shared_expert_output", Read("output", b.shared_expert) if b.shared_expert else None,
+    rule("shared_expert_output", Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
 
     placements = []

@@ -27,7 +27,13 @@ PART_VALUES = {"pre_attn": "attention_norm_output", "attn": "attention_output", 
 ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
 
 
-def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None) -> dict[str, Any]:
+def _unrotated(facts: dict[str, Any]) -> set[str]:
+    """The page ids of attentions the proof found leaving their rotary angles unused (NoPE blocks)."""
+    return {pid for pid, c in facts["equations"]["components"].items() if c.get("facts", {}).get("rotary_layout", {}).get("value") == "not_applied"}
+
+
+def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None,
+                  unrotated: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
     kids = {c["name"]: c for c in tree["children"]}
@@ -120,6 +126,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
             if main == "attn" and attention_type:
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
+            if main == "attn" and f"{kind_id}.{name}" in unrotated:
+                sub = f"{sub} · no positions"
             label = name
             inline = fact(tree, "inline_mlp") if main == "ffn" else None
             if inline:  # an MLP whose layers are the block's own (OPT): named by its layers, linked to the first
@@ -207,7 +215,8 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
         if ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
-    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
+    unrotated = _unrotated(facts)
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]], unrotated) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
         for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:

@@ -60,15 +60,6 @@ def _call_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
     return through if not has(called) and has(through) else called
 
 
-def _read_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
-    """How the code reads a tensor of its own: ``self.weight``, or, where a subclass of a torch layer
-    leaves the reading to its base class (OPT's position table), its call ``super().forward(``."""
-    own, inherited = f"self.{attribute}", "super().forward("
-    parts = runs(facts, cls)
-    has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
-    return inherited if not has(own) and has(inherited) else own
-
-
 # The operation a measured variant performs, by the proof's fact and its value, where the code names it
 # one way: the forward of a module the proof found to be a SiLU must say silu, an RMSNorm rsqrt.
 OPERATIONS = {
@@ -84,6 +75,19 @@ def operations(proof: dict[str, Any]) -> list[str]:
     return [OPERATIONS[(k, f["value"])] for k, f in proof["facts"].items() if isinstance(f["value"], str) and (k, f["value"]) in OPERATIONS]
 
 
+def inherited_use(facts: dict[str, Any], cls: str, text: str) -> str:
+    """What the code of ``cls`` holds for its use of ``text`` (``self.weight``): the text itself, or,
+    where a class built on a torch module (PhimoeTopKRouter on Linear) never names a tensor its base
+    creates and instead runs the base's forward, that call, ``super().forward(``."""
+    if not facts["model"]["torch_bases"].get(cls) or text.endswith("("):
+        return text
+    parts = runs(facts, cls)
+    if any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts):
+        return text
+    call = "super().forward("
+    return call if any(sources.lines_containing(facts["excerpts"][cls][p], call) for p in parts) else text
+
+
 def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops: list[str] = (), called: set[str] = frozenset()) -> list[dict[str, Any]]:
     """Direct evidence that ``cls`` runs ``what`` with these attributes of its own (the ``called``
     ones are children its steps run: their call, ``self.kv_b_proj(``) and operations: its forward, and
@@ -91,8 +95,9 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     operation the running code leaves to a function its constructor picks (GELUTanh's
     ``approximate="tanh"``) is cited in the constructor."""
     by_part: dict[str, list[str]] = {"forward": []}
-    for text in [_call_text(facts, cls, a) if a in called else _read_text(facts, cls, a) for a in attributes]:
-        if text not in by_part.get(holding(facts, cls, text), []):
+    for text in [_call_text(facts, cls, a) if a in called else f"self.{a}" for a in attributes]:
+        text = inherited_use(facts, cls, text)
+        if text not in by_part.get(holding(facts, cls, text), []):  # two weights read through one super().forward(
             by_part.setdefault(holding(facts, cls, text), []).append(text)
     init = facts["excerpts"].get(cls, {}).get("__init__")
     for op in ops:
@@ -161,8 +166,8 @@ def tensor_evidence(facts: dict[str, Any], owner: dict[str, Any], name: str) -> 
         out = [item(facts, True, f"{cls}.__init__ creates {text} with this shape.", cls, "__init__", [text])]
     proof = facts["equations"]["components"].get(owner["page_id"])
     if proof and name in proof["reads"]:
-        read = _read_text(facts, cls, name)
-        part = holding(facts, cls, read)
-        words = f"{cls}.{part} reads {text}." if read == text else f"{cls}.{part} leaves reading {text} to {base or 'its base class'}: {read}"
-        out.append(item(facts, False, words, cls, part, [read]))
+        used = inherited_use(facts, cls, text)
+        part = holding(facts, cls, used)
+        verb = f"reads {text}" if used == text else f"reads {text} through {base}'s forward ({used.rstrip('(')})"
+        out.append(item(facts, False, f"{cls}.{part} {verb}.", cls, part, [used]))
     return [e for e in out if e]

@@ -78,6 +78,22 @@ rotate_half_angles.per_pair = True
 rotate_interleaved_sin_first.per_pair = True
 
 
+def rotate_pairs_in_place(x, cos, sin):
+    """Interleaved pairs (x0, x1), (x2, x3) ... each turned by one angle (the first half of cos and sin,
+    one angle per pair), the result left interleaved (GLM's layout, as ERNIE 4.5 applies it)."""
+    import torch
+
+    rot = cos.shape[-1]
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    c = cos[..., : rot // 2].repeat_interleave(2, dim=-1)
+    s = sin[..., : rot // 2].repeat_interleave(2, dim=-1)
+    turned = torch.stack((-x_rot[..., 1::2], x_rot[..., 0::2]), dim=-1).flatten(-2)
+    return torch.cat((x_rot * c + turned * s, x_pass), dim=-1)
+
+
+PAIRS_TEX = r"\operatorname{rot}(x)_{2j}=-x_{2j+1},\ \operatorname{rot}(x)_{2j+1}=x_{2j}\ \text{(one angle per adjacent pair)}"
+
+
 def _rotary_given(part: Part) -> bool:
     return part.argument("position_embeddings") is not None
 
@@ -213,14 +229,16 @@ def attention(part: Part) -> Chain:
         # where the scale is applied: to the scores, or to the queries before them (OPT), as measured
         return part.choose("score_scale", {"on_scores": lambda: _attention(part, None),
                                            "on_queries": lambda: _attention(part, None, prescaled=True)})
+    # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
                                          "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
-                                         "interleaved": lambda: _attention(part, rotate_interleaved),
-                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first),
+                                         "interleaved": lambda: _attention(part, rotate_interleaved, PAIRS_TEX),
+                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first, PAIRS_TEX),
+                                         "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place, PAIRS_TEX),
                                          "not_applied": lambda: _attention(part, None)})
 
 
-def _attention(part: Part, rotate, prescaled: bool = False) -> Chain:
+def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     width = part.ctx.full_config.hidden_size
@@ -274,7 +292,7 @@ def _attention(part: Part, rotate, prescaled: bool = False) -> Chain:
         partial = turned < td
         part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
-        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ \operatorname{{rot}}([a;b])=[-b;a]",
+        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
