@@ -91,6 +91,8 @@ def _intermediate_size(config) -> int | None:
         size = config.n_inner or 4 * config.hidden_size
     if size is None and getattr(config, "ffn_hidden_size", None):  # Falcon's name for it
         size = config.ffn_hidden_size
+    if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
+        size = config.ffn_dim
     return size
 
 
@@ -282,6 +284,12 @@ class BlockRoles:
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
+    # An MLP whose layers are the block's own children, with no MLP module around them (OPT's fc1,
+    # fc2 and activation_fn): (up, down, activation), relative to the block; None elsewhere.
+    mlp_inline: tuple[str, str, str | None] | None = None
+
+
+UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
 
 
 def attention_is_inline(attention) -> bool:
@@ -339,7 +347,13 @@ def block_roles(block) -> BlockRoles:
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
+        mlp_inline=_inline_mlp(block) if mlp_module is None else None,
     )
+
+
+def _inline_mlp(block) -> tuple[str, str, str | None] | None:
+    up, down = _child(block, UP_PROJ_NAMES), _child(block, DOWN_PROJ_NAMES)
+    return (up, down, _child(block, ACTIVATION_NAMES)) if up and down else None
 
 
 def find_roles(model, num_layers: int) -> Roles:
@@ -426,10 +440,11 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     b = roles.blocks[index]
     block = f"{roles.block_list}.{index}"
     attn = _join(block, b.attention) if b.attention else None
-    mlp = _join(block, b.mlp) if b.mlp else None
+    mlp = _join(block, b.mlp) if b.mlp else (block if b.mlp_inline else None)  # an inline MLP: the block hosts it
     host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp}
 
-    mixture_words = f"block {index}'s MLP ({b.mlp_class}) is not a mixture of experts"
+    mixture_words = (f"block {index}'s MLP ({b.mlp_class}) is not a mixture of experts" if b.mlp_class or not b.mlp_inline
+                     else f"block {index}'s MLP (layers of the block itself) is not a mixture of experts")
     dense_words = f"block {index}'s MLP ({b.mlp_class}) is a mixture: each expert has its own neurons"
     rules: dict[str, tuple[Read | None, str | None, str | None]] = {}
 
@@ -465,6 +480,15 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("mlp_neurons", Read("input", b.down_proj, element=0) if b.down_proj else None,
          dense_words if b.experts else f"block {index}'s MLP has no down projection")
     rule("mlp_output", Read("output", b.mlp_post_norm, from_block=True) if b.mlp_post_norm else Read("output", "", element=0))
+    if b.mlp_inline:  # the block calls its MLP's layers itself, on the tokens flattened to one axis
+        up, down, act = b.mlp_inline
+        rule("layer_mid", Read("input", b.mlp_norm or up, element=0, flatten_tokens=True))
+        if b.mlp_norm:
+            rule("mlp_norm_output", Read("output", b.mlp_norm, flatten_tokens=True))
+        rule("mlp_input", Read("input", up, element=0, flatten_tokens=True))
+        rule("mlp_activation", Read("output", act, flatten_tokens=True) if act else None, f"block {index}'s MLP has no activation module")
+        rule("mlp_neurons", Read("input", down, element=0, flatten_tokens=True))
+        rule("mlp_output", Read("output", down, flatten_tokens=True))
     rule("router_logits", Read("output", b.router, element=0, flatten_tokens=True) if b.router else None, mixture_words)
     rule("expert_indices", Read("input", b.experts, element=1, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
@@ -588,7 +612,7 @@ def support_facts(
         elif host != "model":
             role = "attention" if host.endswith("self_attn") else "mlp"
             child = next((getattr(b, role) for b in roles.blocks if getattr(b, role)), None)
-            path = f"{roles.block_list}.{{i}}.{child}"
+            path = f"{roles.block_list}.{{i}}" + (f".{child}" if child else "")  # an inline MLP: the block
         for value in VOCABULARY:
             if value.host != host:
                 continue

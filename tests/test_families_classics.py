@@ -152,3 +152,25 @@ def test_falcon_multi_query_parallel_block(collected):
     # The attention is computed inside the module: its queries are out of reach, its pattern is not.
     support = {v["name"]: v for h in f["support"]["hosts"] for v in h["values"]}
     assert support["attention_queries"]["blocks"] == [] and support["attention_probabilities"]["blocks"] == list(range(L))
+
+
+# --- OPT 1.3B -------------------------------------------------------------------------------------
+
+
+def test_opt_learned_positions_and_inline_mlp(collected):
+    f, c = collected("opt").facts, released_config("opt")
+    V, d, L, F, P = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["ffn_dim"], c["max_position_embeddings"]
+    # Pre-norm, embeddings as wide as the stream (no projection in or out), the head tied by default.
+    assert c["do_layer_norm_before"] and c["word_embed_proj_dim"] == d and "tie_word_embeddings" not in c
+    block = layernorm(d) + 4 * (d * d + d) + layernorm(d) + two_layer_mlp(d, F)  # q/k/v/out_proj with biases
+    table = (P + 2) * d  # OPT's position table has two rows more than the context
+    total = V * d + table + L * block + layernorm(d)  # embeddings, blocks, the decoder's final LayerNorm
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"F16": 2 * total}
+    components = f["equations"]["components"]
+    assert components["embed_positions"]["facts"]["embedding"]["value"] == "positions_from_mask_offset"
+    assert components["transformer_block.self_attn"]["facts"]["score_scale"]["value"] == "on_queries"
+    assert components["transformer_block"]["facts"]["inline_mlp"]["value"] == {"up": "fc1", "down": "fc2", "activation": "activation_fn"}
+    support = {v["name"]: v for h in f["support"]["hosts"] for v in h["values"]}
+    assert support["mlp_output"]["blocks"] == list(range(L)) and support["mlp_output"]["module"].endswith(".fc2")
+    assert identity(f, "embeddings")["holds"] and identity(f, "attention_add")["holds"]

@@ -69,7 +69,7 @@ def mlp_reads_the_attention(run) -> bool:
 
     roles = find_roles(run.model, run.config.num_hidden_layers)
     block, b = run.model.get_submodule(f"{roles.block_list}.0"), roles.blocks[0]
-    attention, mlp = block.get_submodule(b.attention), block.get_submodule(b.mlp)
+    attention, mlp = block.get_submodule(b.attention), block.get_submodule(b.mlp or b.mlp_inline[0])  # OPT: the block's fc1
     seen = []
     record = mlp.register_forward_pre_hook(lambda m, args, kwargs: seen.append((args[0] if args else next(iter(kwargs.values()))).clone()),
                                            with_kwargs=True)
@@ -135,6 +135,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         torch.testing.assert_close(L[i].output, own.hidden_states[i + 1], **exact)
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
+    # a learned position table: an embedding table of the model other than the token embeddings (GPT-2, OPT)
+    learned_positions = any(isinstance(m, torch.nn.Embedding) and m is not run.model.get_input_embeddings() for m in run.model.modules())
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
     mixture_blocks = [i for i in range(n) if i >= dense] if MIXTURE_IDENTITIES & expected_identities(name)[0] else []
     shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
@@ -153,7 +155,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
+        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0) - own.hidden_states[0],
         "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,

@@ -128,7 +128,12 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
             if main == "attn" and f"{kind_id}.{name}" in unrotated:
                 sub = f"{sub} · no positions"
-            boxes.append(_box(MAIN_X, row, MAIN_W, 40, name, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
+            label = name
+            inline = fact(tree, "inline_mlp") if main == "ffn" else None
+            if inline:  # an MLP whose layers are the block's own (OPT): named by its layers, linked to the first
+                label = " → ".join(n for n in (inline.get("up"), inline.get("activation"), inline.get("down")) if n)
+                sub = "MLP: layers of the block itself"
+            boxes.append(_box(MAIN_X, row, MAIN_W, 40, label, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
             node = kids[a[post]]

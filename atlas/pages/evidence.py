@@ -50,6 +50,16 @@ def holding(facts: dict[str, Any], cls: str, text: str) -> str:
     return found or "forward"
 
 
+def _call_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
+    """How the code calls a child the steps run: ``self.model(``, or, where the child's own child is
+    what the forward calls (OPT's ``self.model.decoder(``), ``self.model.``."""
+    called = f"self.{attribute}("
+    through = f"self.{attribute}."
+    parts = runs(facts, cls)
+    has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
+    return through if not has(called) and has(through) else called
+
+
 # The operation a measured variant performs, by the proof's fact and its value, where the code names it
 # one way: the forward of a module the proof found to be a SiLU must say silu, an RMSNorm rsqrt.
 OPERATIONS = {
@@ -85,9 +95,10 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     operation the running code leaves to a function its constructor picks (GELUTanh's
     ``approximate="tanh"``) is cited in the constructor."""
     by_part: dict[str, list[str]] = {"forward": []}
-    for text in [f"self.{a}(" if a in called else f"self.{a}" for a in attributes]:
+    for text in [_call_text(facts, cls, a) if a in called else f"self.{a}" for a in attributes]:
         text = inherited_use(facts, cls, text)
-        by_part.setdefault(holding(facts, cls, text), []).append(text)
+        if text not in by_part.get(holding(facts, cls, text), []):  # two weights read through one super().forward(
+            by_part.setdefault(holding(facts, cls, text), []).append(text)
     init = facts["excerpts"].get(cls, {}).get("__init__")
     for op in ops:
         part = holding(facts, cls, op)

@@ -48,8 +48,9 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
     each (before it, after it, or both), as the block's proof ran them."""
     norms = fact(block, "norms", {})
     parts = fact(block, "sublayers", {})
+    inline = fact(block, "inline_mlp") or {}  # an MLP whose layers are the block's own: its up projection stands for it
     return {
-        "attn": parts.get("attention"), "ffn": parts.get("mlp"),
+        "attn": parts.get("attention"), "ffn": parts.get("mlp") or inline.get("up"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
         # a parallel block (both sublayers read the block's input and are added at once), as measured

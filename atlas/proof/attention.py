@@ -150,17 +150,25 @@ def _mask(T_, window):
     return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
 
 
-def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str) -> None:
-    """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project."""
+def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False) -> None:
+    """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
+    ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not."""
     import torch
 
+    if prescaled:
+        part.note("scaling", _attr(part.full, "scaling"), "the module's scaling, applied to the queries before the scores")
+        steps.append(Step(rf"S_h={T.q('Q_h')}{T.k('K_h')}^{{\top}}\quad\text{{(the queries carry the scale)}}", "S",
+                          lambda e: e["Q"] @ e["K"].transpose(-1, -2), summary=True))
     scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
-    if scale is None:  # a module that holds no scaling and divides by the square root of its head width (Falcon)
+    if prescaled:
+        pass
+    elif scale is None:  # a module that holds no scaling and divides by the square root of its head width (Falcon)
         scale, tiny_scale = _heads(part, tiny=False)[2] ** -0.5, _heads(part, tiny=True)[2] ** -0.5
         part.note("scaling", scale, "the module holds none: one over the square root of the head width, checked by the proof")
     else:
         part.note("scaling", scale, "the module's scaling")
-    steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
+    if not prescaled:
+        steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
     cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
     if cap:
         tiny_cap = _attr(part.tiny, "attn_logit_softcapping") or part.ctx.tiny_config.attn_logit_softcapping
@@ -250,7 +258,11 @@ def _claim(steps: list[Step], values: dict[str, str]) -> None:
 
 def attention(part: Part) -> Chain:
     if not _rotary_given(part):
-        return _attention(part, None)
+        if _attr(part.tiny, "scaling") is None:
+            return _attention(part, None)
+        # where the scale is applied: to the scores, or to the queries before them (OPT), as measured
+        return part.choose("score_scale", {"on_scores": lambda: _attention(part, None),
+                                           "on_queries": lambda: _attention(part, None, prescaled=True)})
     # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
                                          "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
@@ -260,7 +272,7 @@ def attention(part: Part) -> Chain:
                                          "not_applied": lambda: _attention(part, None)})
 
 
-def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]") -> Chain:
+def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     width = part.ctx.full_config.hidden_size
@@ -287,6 +299,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                               lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
+    if prescaled:
+        scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
+        steps.append(Step(rf"{Q}\leftarrow{T.num(scale)}\,{Q}\quad\text{{(scaled before the scores)}}", "Q", lambda e: tiny_scale * e["Q"]))
     norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
     per_head = bool(norms) and norms["q_norm"].weight.shape[-1] == td
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
@@ -324,7 +339,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d))
+    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
     return Chain(steps, inputs, "y", output_element=0)

@@ -148,6 +148,20 @@ def embedding(part: Part) -> Chain:
     variants = {"lookup": plain, "scaled_by_sqrt_width": scaled}
     if _scalar_buffer(part.tiny, "embed_scale") is not None:
         variants["scaled_by_config_value"] = lambda: _embedding_scaled_by_buffer(part, ids, vocab, width)
+    offset = getattr(part.tiny, "offset", None)
+    if isinstance(offset, int) and not isinstance(offset, bool):
+
+        def from_mask() -> Chain:
+            """A learned position table read at positions counted from the attention mask, shifted by the
+            module's offset (OPT): the first real token reads row offset."""
+            mask = Input("ids", "m", "attention_mask", "the attention mask: 1 for each real token")
+            return Chain([
+                Step(r"t_i=\textstyle\sum_{j\le i} m_j-1", "t", lambda e: (e["ids"].cumsum(-1) - 1) * e["ids"]),
+                Step(rf"x_i=P_{{t_i+{offset},:}},\quad P\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}\ \text{{(rows shifted by the module's offset)}}", "y",
+                     lambda e: e.w("weight")[e["t"] + offset], summary=True),
+            ], [mask], "y")
+
+        variants["positions_from_mask_offset"] = from_mask
     return part.choose("embedding", variants)
 
 

@@ -60,15 +60,41 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
         steps.append(Step(r"h'=\operatorname{Norm}_3(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
     mlp_in = "hm" if r.mlp_norm else "xm"
     mlp_arg = "h'" if r.mlp_norm else "x'"
-    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
-                      child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.mlp is None and r.mlp_inline:
+        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in, mlp_arg)
+    else:
+        steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
+                          child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
+    if r.mlp is None and r.mlp_inline:
+        part.note("inline_mlp", {"up": r.mlp_inline[0], "down": r.mlp_inline[1], "activation": r.mlp_inline[2]},
+                  "the block's own children: its MLP has no module of its own")
     return Chain(steps, inputs, "y", output_element=0)
+
+
+def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
+    """An MLP whose layers the block calls itself (OPT): up projection, activation, down projection."""
+    from atlas.proof.library import ACT_NAMES, chain_of, linear_dims
+
+    up, down, act = names
+    d, inner = linear_dims(getattr(part.full, up))[:2]
+    up_tex, down_tex = (n.replace("_", r"\_") for n in (up, down))
+    steps = [Step(rf"f={arg}\,W_1^{{\top}}+b_1{T.maps(d, inner)}\quad\text{{(the block's {up_tex})}}", "f", sub(part, up, x=x))]
+    if act:
+        child = part.child(act)
+        chain_of(child)
+        measured = part.ctx.parts.get(child.id, child).facts["activation"]["value"]  # the part the chain was built on
+        steps.append(Step(rf"a={ACT_NAMES[measured]}(f)", "a", sub(part, act, x="f"), value="mlp_activation", summary=True))
+    else:
+        steps.append(Step(r"a=f", "a", lambda e: e["f"]))
+    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=a\,W_2^{{\top}}+b_2{T.maps(inner, d)}\quad\text{{(the block's {down_tex})}}", "dm",
+                      sub(part, down, x="a"), value="mlp_output", summary=True))
+    return steps
 
 
 def _parallel_block(part: Part) -> Chain:
@@ -97,8 +123,11 @@ def _parallel_block(part: Part) -> Chain:
     else:
         mlp_in, mlp_arg = attn_in, attn_in
     words = r"\quad\text{(the same input as the attention)}" if mlp_in == attn_in else ""
-    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg}){words}", "dm",
-                      child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.mlp is None and r.mlp_inline:
+        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in, mlp_arg)
+    else:
+        steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg}){words}", "dm",
+                          child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(r"y=x+\Delta_{\mathrm{attn}}+\Delta_{\mathrm{ffn}}\quad\text{(both sublayers added at once)}", "y",
@@ -110,6 +139,16 @@ def _parallel_block(part: Part) -> Chain:
     if mlp_in == attn_in and r.attention_norm:
         part.note("shared_norm", r.attention_norm, "the MLP reads the attention's normed input")
     return Chain(steps, inputs, "y", output_element=0)
+
+
+def _positions_from_mask(part: Part, path: str) -> bool:
+    """Whether the position table's own proof reads the attention mask (OPT) rather than positions."""
+    from atlas.proof.library import chain_of
+
+    child = part.child(path)
+    chain_of(child)
+    built = part.ctx.parts.get(child.id, child)  # the part the chain was built on holds its notes
+    return built.facts.get("embedding", {}).get("value") == "positions_from_mask_offset"
 
 
 def run_blocks(stack: "Stack", e: Env, x, rel: str):
@@ -152,7 +191,16 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     def build(scale: str, logits_place: str = "after_head") -> Chain:
         steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
         x0 = "e"
-        if roles.position_embedding:
+        if roles.position_embedding and _positions_from_mask(part, roles.position_embedding):
+            import torch
+
+            steps += [
+                Step(r"m=(1,\dots,1)\quad\text{the attention mask: every token of the prompt is real}", "pos", lambda e: torch.ones_like(e["ids"])),
+                Step(r"p=\operatorname{PosEmb}(m)", "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
+                Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
+            ]
+            x0 = "x0"
+        elif roles.position_embedding:
             import torch
 
             steps += [
