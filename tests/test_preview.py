@@ -106,7 +106,13 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
     dense = c.get("first_k_dense_replace") or 0
-    mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
+    # every block from the first sparse one is a mixture where the config names routed experts (a
+    # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
+    # softmax attention's identities hold where a block has softmax attention: not on linear-attention blocks
+    types = getattr(run.config, "layer_types", None) or [None] * n
+    softmax_blocks = [i for i in range(n) if types[i] != "linear_attention"]
     shared = bool(c.get("n_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
     recompute = {
@@ -121,7 +127,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "logits": lambda _: t.lm_head_output - own.logits,
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
-             "embeddings": None, "logits": None}
+             "attention_rows": softmax_blocks, "attention_softmax": softmax_blocks, "embeddings": None, "logits": None}
 
     measured, skipped = expected_identities(name)
     assert {i["id"] for i in facts["identities"]} == measured

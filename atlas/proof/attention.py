@@ -79,7 +79,7 @@ def _mask(T_, window):
     return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
 
 
-def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str) -> None:
+def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, gated: bool = False) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project."""
     import torch
 
@@ -114,8 +114,12 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         steps.append(Step(r"P_h=\operatorname{softmax}(S_h)\ \text{over keys}", "P", lambda e: e["S"].softmax(-1), value="attention_probabilities", summary=True))
     steps += [
         Step(rf"{T.v('O_h')}=P_h{T.v('V_h')}", "O", lambda e: (e["P"] @ e["V"]).transpose(1, 2), value="attention_head_outputs"),
-        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1), value="attention_premix"),
+        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
+             value=None if gated else "attention_premix"),
     ]
+    if gated:  # an output gate: each head's output scaled by the sigmoid of its own second query half
+        steps.append(Step(r"o\leftarrow o\odot\sigma(G)\quad\text{the output gate}", "o", lambda e: e["o"] * e["G"].sigmoid(),
+                          value="attention_premix", summary=True))
     n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
 
@@ -148,9 +152,14 @@ def _attention(part: Part, rotate) -> Chain:
     names = set(dict(part.tiny.named_children()))
     steps: list[Step] = []
     Q, K, V = T.q("Q"), T.k("K"), T.v("V")
+    # an output gate rides on the query projection: twice the query width, each head's [query; gate]
+    gated = "q_proj" in names and linear_dims(part.tiny.q_proj)[1] == 2 * th * td
     if {"q_proj", "k_proj", "v_proj"} <= names:
         for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
+            if gated and name == "q_proj":
+                steps.append(Step(rf"[{Q};G]=x W_Q^{{\top}}{b}{T.maps(width, T.times(heads, 2 * d))}", stream, sub(part, name), summary=False))
+                continue
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
         out_proj = "o_proj"
     else:
@@ -164,6 +173,15 @@ def _attention(part: Part, rotate) -> Chain:
                           lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
+    if gated:
+        part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
+
+        def ungate(e):
+            B, T_ = e["x"].shape[:2]
+            q, g = e["Q"].view(B, T_, th, 2 * td).chunk(2, dim=-1)
+            return q.reshape(B, T_, -1), g.reshape(B, T_, -1)
+
+        steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
     norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
     per_head = bool(norms) and norms["q_norm"].weight.shape[-1] == td
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
@@ -198,7 +216,7 @@ def _attention(part: Part, rotate) -> Chain:
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d))
+    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), gated=gated)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
     return Chain(steps, inputs, "y", output_element=0)

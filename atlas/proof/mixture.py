@@ -166,7 +166,17 @@ def mixture(part: Part) -> Chain:
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
         Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
     ]
-    if shared:
+    gate = next((n for n in ("shared_expert_gate",) if n in names), None) if shared else None
+    if shared and gate:  # a learned per-token gate scales the shared expert's output (Qwen2-MoE, Qwen3-Next)
+        steps += [
+            Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True),
+            Step(rf"\gamma=\sigma(x\,w_{{\gamma}}^{{\top}}){T.maps(part.ctx.full_config.hidden_size, 1)}\quad\text{{one gate per token}}", "gamma",
+                 lambda e, f=sub(part, gate): f(e).sigmoid()),
+            Step(r"\Delta=y^{\mathrm{routed}}+\gamma\,y^{\mathrm{shared}}", "y",
+                 lambda e: e["yr"].reshape(e["x"].shape) + e["gamma"] * e["ys"].reshape(e["x"].shape), value="mlp_output", summary=True),
+        ]
+        steps[-2].sub = f"{part.id}.{gate}"
+    elif shared:
         steps += [
             Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True),
             Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True),
@@ -174,5 +184,7 @@ def mixture(part: Part) -> Chain:
     else:
         steps.append(Step(r"\Delta=y^{\mathrm{routed}}", "y", lambda e: e["yr"].reshape(e["x"].shape), value="mlp_output", summary=True))
     part.note("shared_expert", bool(shared), "the mixture's children")
+    if gate:
+        part.note("shared_expert_gate", True, "the mixture's children: a one-output projection whose sigmoid scales the shared expert")
     part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
     return Chain(steps, [X], "y")
