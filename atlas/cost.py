@@ -137,6 +137,9 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
                      f"{grouped(cache_values)} values per sequence, whatever the context (held as one position)")
     top_k = getattr(config, "num_experts_per_tok", None)
     matrices, routed = _matrix_values(block, roles, top_k, exclude=conv)
+    # a per-head vector stored with extra unit axes (Kimi's A_log, 1 × 1 × heads × 1) multiplies nothing
+    matrices -= sum(p.numel() for p in mixer.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1
+                    and p is not conv.weight)
     conv_flops = 2 * conv.weight.numel() * 2
     fixed = 2 * matrices + conv_flops
     flops_formula = (f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}; + 2 × {grouped(conv.weight.numel())} convolution "

@@ -45,6 +45,7 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "LinearKeys": ("batch", "seq", "linear_key_heads", "linear_key_head_dim"),
     "LinearValues": ("batch", "seq", "linear_value_heads", "linear_value_head_dim"),
     "LinearGates": ("batch", "seq", "linear_value_heads"),
+    "LinearChannelGates": ("batch", "seq", "linear_value_heads", "linear_key_head_dim"),
     "RecurrentState": ("batch", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"),
     "scalar": (),
 }
@@ -152,6 +153,7 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("linear_attention_values", "layers[i].self_attn", "LinearValues", "Values per value head after the short causal convolution: what the delta rule writes into the state", extension=True),
     StandardValue("linear_attention_beta", "layers[i].self_attn", "LinearGates", "The write strength in (0, 1) of each position and value head: how far the state moves towards the new value", extension=True),
     StandardValue("linear_attention_decay", "layers[i].self_attn", "LinearGates", "The log of the factor (at most 1) the state is multiplied by before each position's write, per value head", extension=True),
+    StandardValue("linear_attention_channel_decay", "layers[i].self_attn", "LinearChannelGates", "The log of the factor (at most 1) each key channel of the state is multiplied by before each position's write, per value head", extension=True),
     StandardValue("linear_attention_state", "layers[i].self_attn", "RecurrentState", "The recurrent state after the last position: one key × value matrix per value head, all the layer carries to the next token", extension=True),
     StandardValue("linear_attention_head_outputs", "layers[i].self_attn", "LinearValues", "Each value head's read-out of the state with its query, before the gated norm", extension=True),
     # layers[i].mlp
@@ -316,6 +318,8 @@ class BlockRoles:
     shared_expert: str | None
     # the token mixer is linear attention with a recurrent state (see is_linear_attention)
     linear_attention: bool = False
+    # ... whose decay is one per key channel rather than one per head (see has_channel_decay)
+    channel_decay: bool = False
 
 
 def is_linear_attention(module) -> bool:
@@ -326,6 +330,16 @@ def is_linear_attention(module) -> bool:
 
     return module is not None and any(
         isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels == c.out_channels for c in module.children())
+
+
+def has_channel_decay(module) -> bool:
+    """A linear-attention mixer decays its state channel by channel (Kimi delta attention) when its
+    decay offset dt_bias holds more values than its decay rates A_log, one per head; a decay per head
+    (gated DeltaNet) holds one of each per head."""
+    named = dict(module.named_parameters()) if module is not None else {}
+    bias = next((p for n, p in named.items() if n.rpartition(".")[2] == "dt_bias"), None)
+    rate = next((p for n, p in named.items() if n.rpartition(".")[2] == "A_log"), None)
+    return bias is not None and rate is not None and bias.numel() > rate.numel()
 
 
 @dataclass
@@ -377,6 +391,7 @@ def block_roles(block) -> BlockRoles:
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         linear_attention=is_linear_attention(attn_module),
+        channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
     )
 
 
@@ -502,6 +517,11 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     for element, name in enumerate(("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
                                     "linear_attention_decay", "linear_attention_beta")):
         rule(name, Read("delta_rule_args", element=element) if b.linear_attention else None, linear_words)
+    rule("linear_attention_channel_decay", Read("delta_rule_args", element=3) if b.channel_decay else None,
+         linear_words if not b.linear_attention else f"block {index}'s linear attention decays its state by one factor a head")
+    if b.channel_decay:
+        rule("linear_attention_decay", None, f"block {index}'s linear attention decays its state by one factor a key channel "
+             "(linear_attention_channel_decay)")
     rule("linear_attention_head_outputs", Read("delta_rule_result", element=0) if b.linear_attention else None, linear_words)
     rule("linear_attention_state", Read("delta_rule_result", element=1) if b.linear_attention else None, linear_words)
     rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))

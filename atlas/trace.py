@@ -210,7 +210,10 @@ class _Capture:
             if index is not None:
                 for element, name in enumerate(standard.DELTA_RULE_ARGS):
                     value = args[element] if element < len(args) else kwargs.get(name)
-                    self.store(LINEAR_ARGS[element], index, value)
+                    stored = LINEAR_ARGS[element]
+                    if stored == "linear_attention_decay" and self.trace.resolution.roles.blocks[index].channel_decay:
+                        stored = "linear_attention_channel_decay"
+                    self.store(stored, index, value)
                 self.store("linear_attention_head_outputs", index, result[0])
                 self.store("linear_attention_state", index, result[1])
             return result

@@ -137,3 +137,72 @@ def test_delta_rule_matches_transformers_recurrent_loop(share):
     # and it fails where it should: a decay left out changes the state
     _, undecayed = delta_rule(qn, kn, v, torch.zeros_like(g), beta)
     assert not torch.allclose(undecayed, state)
+
+
+# --- Kimi Linear 48B-A3B ----------------------------------------------------------------------------
+
+
+def kimi_delta_attention(d, heads, head_dim, kernel):
+    """Kimi delta attention: its tensors, written out."""
+    inner = heads * head_dim
+    qkv = 3 * d * inner
+    conv = 3 * inner * kernel  # one filter per q/k/v channel, no bias
+    forget = d * head_dim + head_dim * inner + inner + heads  # low-rank f_a, f_b; dt_bias per channel; A_log per head
+    beta = d * heads
+    gate = d * head_dim + head_dim * inner  # low-rank output gate
+    return qkv + conv + forget + beta + gate + head_dim + inner * d  # + the gated norm's gain, the output projection
+
+
+def latent_attention_without_query_latent(d, heads, kv_rank, nope, rope, v):
+    return d * heads * (nope + rope) + d * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v) + heads * v * d
+
+
+def test_kimi_linear(collected):
+    f, c = collected("kimi_linear").facts, released_config("kimi_linear")
+    V, d, L = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"]
+    lin = c["linear_attn_config"]
+    heads, head_dim, kernel = lin["num_heads"], lin["head_dim"], lin["short_conv_kernel_size"]
+    E, K, Fe, F = c["num_experts"], c["num_experts_per_token"], c["moe_intermediate_size"], c["intermediate_size"]
+    shared = c["num_shared_experts"] * Fe
+    # settings the formula relies on: no query latent, no attention bias (class default), an untied head,
+    # one dense block first, then a mixture every block
+    assert c["q_lora_rank"] is None and "attention_bias" not in c and not c["tie_word_embeddings"]
+    assert c["first_k_dense_replace"] == 1 and c["moe_layer_freq"] == 1
+    full = [n - 1 for n in lin["full_attn_layers"]]  # the file counts layers from one
+    linear = [n - 1 for n in lin["kda_layers"]]
+    assert sorted(full + linear) == list(range(L))
+    attention = {i: kimi_delta_attention(d, heads, head_dim, kernel) for i in linear}
+    attention |= {i: latent_attention_without_query_latent(d, c["num_attention_heads"], c["kv_lora_rank"], c["qk_nope_head_dim"],
+                                                           c["qk_rope_head_dim"], c["v_head_dim"]) for i in full}
+    # router weight and its selection bias (a persistent buffer, counted with the weights), experts, shared expert
+    moe = E * d + E + E * swiglu(d, Fe) + swiglu(d, shared)
+    ffn = {i: (swiglu(d, F) if i == 0 else moe) for i in range(L)}
+    total = 2 * V * d + d + sum(attention[i] + ffn[i] + 2 * d for i in range(L))
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["stored_buffers"] == (L - 1) * E
+    assert f["accounting"]["model"]["active"] == total - (L - 1) * (E - K) * swiglu(d, Fe)
+
+    kinds = {(k["attention_type"], k["mixture"]): k for k in f["block_kinds"]}
+    assert kinds[("linear_attention", False)]["indices"] == [0]
+    assert kinds[("linear_attention", True)]["indices"] == linear[1:]
+    assert kinds[("full_attention", True)]["indices"] == full
+    mixer_id = f"{kinds[('linear_attention', True)]['id']}.self_attn"
+    assert f["equations"]["kinds"][mixer_id] == "linear_attention"
+    assert f["equations"]["kinds"][f"{mixer_id}.forget_gate"] == "decay_gate"
+    assert f["equations"]["kinds"][f"{mixer_id}.o_norm"] == "gated_norm"
+    assert f["equations"]["components"][f"{mixer_id}.o_norm"]["facts"]["gated_norm"]["value"] == "sigmoid_gain"
+    mla = f["equations"]["components"][f"{kinds[('full_attention', True)]['id']}.self_attn"]
+    assert mla["facts"]["positions"]["value"] == "none inside the attention"
+
+    # the decay is per key channel: the per-head decay has no block, the per-channel one every linear block
+    attn = next(h for h in f["support"]["hosts"] if h["host"] == "layers[i].self_attn")
+    rows = {v["name"]: v for v in attn["values"]}
+    assert "linear_attention_decay" not in rows
+    assert rows["linear_attention_channel_decay"]["blocks"] == linear
+    assert rows["linear_attention_channel_decay"]["shape"] == ["batch", "seq", heads, head_dim]
+
+    state = heads * head_dim * head_dim + 3 * heads * head_dim * kernel
+    cache_kinds = {k["kind"]: k for k in f["cost"]["cache"]["kinds"]}
+    assert cache_kinds[kinds[("linear_attention", True)]["id"]]["values"] == state
+    assert cache_kinds[kinds[("full_attention", True)]["id"]]["values"] == c["kv_lora_rank"] + c["qk_rope_head_dim"]
+    assert all(ch["formula"] == ch["measured"] for ch in f["cost"]["checks"])

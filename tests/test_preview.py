@@ -59,6 +59,14 @@ BLOCK_IDENTITIES = {"block_sum", "attention_add", "attention_rows", "attention_s
 MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
 
 
+def _file_name(name, key):
+    """The name config.json uses for a setting the configuration class maps (Kimi Linear's
+    moe_renormalize for norm_topk_prob), from the class's own attribute_map."""
+    from atlas.checkpoint import transformers_class
+
+    return getattr(transformers_class(families.load(name), "config_class"), "attribute_map", {}).get(key, key)
+
+
 def expected_identities(name):
     """(measured, not applicable) ids, from config.json and the family's declared exceptions."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
@@ -67,7 +75,7 @@ def expected_identities(name):
     skipped = set(declared)
     if not mixture:
         skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
-    elif not c.get("norm_topk_prob"):
+    elif not c.get("norm_topk_prob", c.get(_file_name(name, "norm_topk_prob"))):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
         skipped.add("logits")  # the head's logits are softcapped
@@ -113,7 +121,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     # softmax attention's identities hold where a block has softmax attention: not on linear-attention blocks
     types = getattr(run.config, "layer_types", None) or [None] * n
     softmax_blocks = [i for i in range(n) if types[i] != "linear_attention"]
-    shared = bool(c.get("n_shared_experts"))
+    shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))))
     target = c.get("routed_scaling_factor") or 1.0
     recompute = {
         "block_sum": lambda i: L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output,

@@ -46,6 +46,7 @@ ROLE_TITLES = {
     "linear_attention": "Linear attention (gated delta rule)",
     "gated_norm": "Gated RMSNorm",
     "depthwise_conv": "Short causal convolution",
+    "decay_gate": "Forget gate (decay per channel)",
     "moe": "Mixture of experts",
     "gated_mlp": "Gated MLP",
     "router": "Router",
@@ -96,6 +97,14 @@ LINEAR_USES = {
     ("linear_attention", "p"): ("Query, key, value and gate projection", "Projects the stream into the queries, keys, values and output gates of every head at once, grouped by key head"),
     ("linear_attention", "ba"): ("Write-strength and decay projection", "Projects the stream into each value head's write strength and decay, before their sigmoid and softplus"),
     ("linear_attention", "y"): ("Output projection", "Mixes the value heads' gated, normalized read-outs back into the residual width"),
+    ("linear_attention", "q"): ("Query projection", "Projects the stream into the queries of every head, before the short convolution"),
+    ("linear_attention", "k"): ("Key projection", "Projects the stream into the keys of every head, before the short convolution"),
+    ("linear_attention", "v"): ("Value projection", "Projects the stream into the values of every head, before the short convolution"),
+    ("linear_attention", "beta"): ("Write-strength projection", "Projects the stream to one number per head whose sigmoid is how far the state moves towards the new value"),
+    ("linear_attention", "za"): ("Output-gate down projection", "Projects the stream into the narrow first half of the low-rank output gate"),
+    ("linear_attention", "z"): ("Output-gate up projection", "Expands the low-rank output gate to one value per channel of every head"),
+    ("decay_gate", "a"): ("Decay down projection", "Projects the stream into the narrow first half of the low-rank decay"),
+    ("decay_gate", "f"): ("Decay up projection", "Expands the low-rank decay to one value per key channel of every head"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
@@ -178,6 +187,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
         return (f"Divides each {grouped(width)}-wide head vector by its root mean square{eps}, multiplies it by {gain} per feature "
                 f"and then by {gate} a gate computed from the stream.")
+    if r == "decay_gate":
+        heads = fact(node, "heads") or {}
+        return (f"Turns the stream into one decay per head and key channel ({heads.get('heads')} × {heads.get('channels')}): a low-rank "
+                "projection, plus a learned offset per channel, through softplus, scaled by minus a learned rate per head; "
+                "the state is multiplied by its exponential before each write.")
     if r == "depthwise_conv" and node["tensors"]:
         kernel = node["tensors"][0]["shape"][-1] if node["tensors"] else None
         return (f"One short filter per channel over the current and the {kernel - 1} previous positions, never later ones; "
@@ -270,7 +284,7 @@ def _linear_attention_words(node: dict[str, Any]) -> str:
     return (f"Linear attention with a recurrent state: {heads.get('key')} query–key heads of {heads.get('key_dim')} dims and "
             f"{heads.get('value')} value heads of {heads.get('value_dim')} dims{shared}; queries, keys and values pass a causal "
             f"convolution over {kernel} positions; each value head keeps one {heads.get('key_dim')} × {heads.get('value_dim')} "
-            "matrix that decays, is corrected towards each new value along its key by a learned write strength (the delta rule), "
+            f"matrix that decays{' key channel by key channel' if fact(node, 'decay') == 'per key channel' else ''}, is corrected towards each new value along its key by a learned write strength (the delta rule), "
             "and is read with the query. No attention scores: the cost per token does not grow with the context.")
 
 

@@ -262,16 +262,19 @@ def latent_attention(part: Part) -> Chain:
             Step(rf"[{kC};\,{T.v('v_h')}]={ckv_hat}W_{{UKV}}^{{\top}}{T.maps(rkv, T.times(h, f'({T.num(nope)}+{T.num(dv)})'))}", "kv", sub(part, "kv_b_proj", x="ckv"), summary=True),
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
-            Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
-                 lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("qR", "kR"))),
+            *([Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
+                    lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("qR", "kR")))] if rotate else []),
             Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{one rotary key for every head}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
         _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv))
-        return Chain(steps, [X, ROTARY], "y", output_element=0)
+        return Chain(steps, [X, ROTARY] if rotate else [X], "y", output_element=0)
 
     part.note("latent", {"kv_lora_rank": rkv, "q_lora_rank": getattr(cfg, "q_lora_rank", None), "rope_dims": rope}, "the config's sizes")
+    if not _rotary_given(part):  # no rotary angles (Kimi Linear's MLA): the "rotary" parts are plain projections
+        part.note("positions", "none inside the attention", "the module is given no rotary angles")
+        return build(None, "")
     return part.choose("rotary_layout", {
         "interleaved_pairs": lambda: build(rotate_pairs, "dims taken in adjacent pairs"),
         "halves": lambda: build(rotate_half, "the first half of the dims paired with the second half"),

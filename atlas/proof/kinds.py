@@ -32,6 +32,8 @@ def kind_of(part: Part) -> str:
         return "depthwise_conv"
     if linear.is_gated_norm(m):
         return "gated_norm"
+    if linear.is_decay_gate(m):
+        return "decay_gate"
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
     if is_linear_attention(m):
@@ -67,9 +69,10 @@ BUILDERS = {
     "router": mixture.router,
     "mixture": mixture.mixture,
     "block": stack.block,
-    "linear_attention": linear.gated_delta_net,
+    "linear_attention": linear.linear_attention,
     "gated_norm": linear.gated_norm,
     "depthwise_conv": linear.depthwise_conv,
+    "decay_gate": linear.decay_gate,
 }
 
 

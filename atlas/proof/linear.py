@@ -28,9 +28,9 @@ def is_gated_norm(module) -> bool:
     own = dict(module.named_parameters(recurse=False))
     if list(module.children()) or set(own) != {"weight"} or own["weight"].dim() != 1:
         return False
-    required = [p for p in inspect.signature(module.forward).parameters.values()
-                if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(required) == 2
+    positional = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2
 
 
 def is_depthwise_conv(module) -> bool:
@@ -203,3 +203,110 @@ def gated_delta_net(part: Part) -> Chain:
     part.note("conv_kernel", K, "the convolution's weight")
     part.note("state", f"{hv} × {dk} × {dv} per sequence", "the module's sizes: one key × value matrix per value head")
     return Chain(steps, [X], "y")
+
+
+def is_decay_gate(module) -> bool:
+    """A module that turns the stream into a decay (Kimi delta attention's forget gate): it holds the
+    decay rates A_log and offsets dt_bias itself, has linear children and no convolution."""
+    own = dict(module.named_parameters(recurse=False))
+    return {"A_log", "dt_bias"} <= set(own) and bool(list(module.children())) and not any(
+        is_depthwise_conv(c) for c in module.children())
+
+
+def _softplus(x):
+    import torch
+
+    return torch.where(x > 20.0, x, torch.log1p(x.exp()))
+
+
+def decay_gate(part: Part) -> Chain:
+    """g = -e^{A_h} softplus(x W_a W_b + delta): a low-rank projection to one decay per key channel."""
+    m, tm = part.full, part.tiny
+    h, d = m.num_heads, m.head_dim
+    th, td = tm.num_heads, tm.head_dim
+    width = linear_dims(m.f_a_proj)[0]
+    rank = linear_dims(m.f_a_proj)[1]
+
+    def decay(e):
+        B, T_ = e["f"].shape[:2]
+        f = (e["f"] + e.w("dt_bias").view(1, 1, -1)).view(B, T_, th, td)
+        return -e.w("A_log").exp() * _softplus(f)
+
+    part.note("heads", {"heads": h, "channels": d}, "the module's sizes")
+    return Chain([
+        Step(rf"a=x W_a^{{\top}}{T.maps(width, rank)}", "a", sub(part, "f_a_proj")),
+        Step(rf"f=a W_b^{{\top}}{T.maps(rank, T.times(h, d))}", "f", sub(part, "f_b_proj", x="a")),
+        Step(rf"g_{{t,h,c}}=-e^{{A_h}}\operatorname{{softplus}}(f_{{t,h,c}}+\delta_{{h,c}}),\quad A\in\mathbb{{R}}^{{{T.num(h)}}},\ \delta\in\mathbb{{R}}^{{{T.times(h, d)}}}",
+             "g", decay, value="linear_attention_channel_decay", summary=True),
+    ], [X], "g")
+
+
+def kimi_delta_attention(part: Part) -> Chain:
+    """Kimi delta attention: separate q/k/v projections through a short convolution, a decay per key
+    channel from a low-rank forget gate, a write strength per head, the delta rule, a gated RMSNorm
+    whose gate is a second low-rank projection, the output projection."""
+    import torch
+
+    m, tm = part.full, part.tiny
+    h, d, th, td = m.num_heads, m.head_dim, tm.num_heads, tm.head_dim
+    width = linear_dims(m.q_proj)[0]
+    rank = linear_dims(m.g_a_proj)[1]
+    K = m.conv1d.weight.shape[-1]
+    Q, Kk, V = T.q("q"), T.k("k"), T.v("v")
+
+    def conv(e):
+        c = torch.cat((e["q"], e["k"], e["v"]), dim=-1)
+        c = causal_conv(c, e.w("conv1d.weight"))
+        if tm.conv1d.bias is not None:
+            c = c + e.w("conv1d.bias")
+        c = c * c.sigmoid()
+        B, T_ = c.shape[:2]
+        return tuple(x.reshape(B, T_, th, td) for x in c.split([th * td] * 3, dim=-1))
+
+    def prepare(e):
+        return l2_normalized(e["Qc"]) / td ** 0.5, l2_normalized(e["Kc"])
+
+    steps = [
+        Step(rf"{Q}=x W_Q^{{\top}},\ {Kk}=x W_K^{{\top}},\ {V}=x W_V^{{\top}}{T.maps(width, T.times(h, d))}", "q", sub(part, "q_proj")),
+        Step(rf"{Kk}=x W_K^{{\top}}", "k", sub(part, "k_proj")),
+        Step(rf"{V}=x W_V^{{\top}}", "v", sub(part, "v_proj")),
+        Step(rf"[{Q};{Kk};{V}]_t\leftarrow\operatorname{{SiLU}}\big(\textstyle\sum_{{j=0}}^{{{K - 1}}} w_j\odot[{Q};{Kk};{V}]_{{t-{K - 1}+j}}\big)"
+             rf"\quad\text{{a causal depthwise convolution, {K} positions, one filter per channel}}", ("Qc", "Kc", "Vc"), conv,
+             value=("linear_attention_queries", "linear_attention_keys", "linear_attention_values"), summary=True),
+        Step(r"g=\operatorname{ForgetGate}(x)\quad\text{one decay per head and key channel}", "g", sub(part, "forget_gate"),
+             value="linear_attention_channel_decay", summary=True),
+        Step(rf"\beta=\sigma(x W_\beta^{{\top}}){T.maps(width, h)}", "beta", lambda e, f=sub(part, "b_proj"): f(e).sigmoid(),
+             value="linear_attention_beta"),
+        Step(rf"\hat{{{Q}}}=\frac{{{Q}}}{{\lVert {Q}\rVert\sqrt{{{T.num(d)}}}}},\ \hat{{{Kk}}}=\frac{{{Kk}}}{{\lVert {Kk}\rVert}}", ("qh", "kh"), prepare),
+        Step(rf"S_t=\operatorname{{diag}}(e^{{g_t}})S_{{t-1}},\ \ S_t\leftarrow S_t+\hat{{{Kk}}}_t\big(\beta_t({V}_t-S_t^{{\top}}\hat{{{Kk}}}_t)\big)^{{\top}},\ \ o_t=S_t^{{\top}}\hat{{{Q}}}_t,"
+             rf"\quad S\in\mathbb{{R}}^{{{T.num(d)}\times{T.num(d)}}}\text{{ per head}},\ S_0=0", ("O", "S"),
+             lambda e: delta_rule(e["qh"], e["kh"], e["Vc"], e["g"], e["beta"]),
+             value=("linear_attention_head_outputs", "linear_attention_state"), summary=True),
+        Step(rf"z=x W_{{za}}^{{\top}}W_{{zb}}^{{\top}}{T.maps(width, rank)}\to{T.times(h, d)}\quad\text{{the output gate, low rank}}", "za", sub(part, "g_a_proj")),
+        Step(r"z\ \text{per head}", "z", lambda e, f=sub(part, "g_b_proj", x="za"): f(e).view(*e["za"].shape[:2], th, td)),
+        Step(r"n=\operatorname{NormGated}(o,z)\quad\text{per head}", "n", sub(part, "o_norm", x="O", z="z"), summary=True),
+        Step(rf"n=[n_1;\dots;n_{{{T.num(h)}}}]\in\mathbb{{R}}^{{{T.times(h, d)}}}", "nf", lambda e: e["n"].reshape(*e["n"].shape[:2], -1)),
+        Step(rf"\Delta=n\,W_O^{{\top}}{T.maps(h * d, m.o_proj.weight.shape[0])}", "y", sub(part, "o_proj", x="nf"),
+             value="attention_output", summary=True),
+    ]
+    steps[0].tex = rf"{Q}=x W_Q^{{\top}}{T.maps(width, T.times(h, d))}"
+    steps[1].tex = rf"{Kk}=x W_K^{{\top}}{T.maps(width, T.times(h, d))}"
+    steps[2].tex = rf"{V}=x W_V^{{\top}}{T.maps(width, T.times(h, d))}"
+    steps[-5].tex = rf"z=x W_{{za}}^{{\top}}{T.maps(width, rank)}\quad\text{{the output gate, low rank}}"
+    steps[-4].tex = rf"z\leftarrow z W_{{zb}}^{{\top}}{T.maps(rank, T.times(h, d))}\ \text{{split per head}}"
+    steps[-4].sub = f"{part.id}.g_b_proj"
+    steps[5].sub = f"{part.id}.b_proj"
+    part.note("heads", {"key": h, "value": h, "key_dim": d, "value_dim": d}, "the module's sizes")
+    part.note("conv_kernel", K, "the convolution's weight")
+    part.note("decay", "per key channel", "the forget gate gives one decay per head and channel")
+    part.note("state", f"{h} × {d} × {d} per sequence", "the module's sizes: one key × value matrix per head")
+    return Chain(steps, [X], "y")
+
+
+def linear_attention(part: Part) -> Chain:
+    """The chain of a linear-attention mixer, by its layout: fused projections grouped by key head
+    (gated DeltaNet) or separate ones with a forget gate (Kimi delta attention)."""
+    names = set(dict(part.tiny.named_children()))
+    if {"q_proj", "k_proj", "v_proj", "forget_gate", "b_proj", "g_a_proj", "g_b_proj", "o_norm", "o_proj"} <= names:
+        return kimi_delta_attention(part)
+    return gated_delta_net(part)
