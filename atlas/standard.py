@@ -71,7 +71,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
     return {
         "hidden_size": config.hidden_size,
         "num_heads": heads,
-        "num_kv_heads": getattr(config, "num_key_value_heads", None) or heads,
+        "num_kv_heads": getattr(config, "num_key_value_heads", None) or _falcon_style_kv_heads(config) or heads,
         "head_dim": head_dim,
         "qk_head_dim": (rope + nope) if (rope and nope) else head_dim,
         "vocab_size": config.vocab_size,
@@ -94,12 +94,22 @@ def linear_attention_sizes(config) -> dict[str, int]:
     values = (key_heads, getattr(config, "linear_num_value_heads", None) or key_heads, key_dim,
               getattr(config, "linear_value_head_dim", None) or key_dim)
     return dict(zip(LINEAR_ATTENTION_SIZES, values))
+def _falcon_style_kv_heads(config) -> int | None:
+    """Key/value heads where the config says multi_query (one key and one value head for every query
+    head) or gives num_kv_heads under the newer grouped layout, as FalconConfig does; None elsewhere."""
+    if getattr(config, "new_decoder_architecture", False):
+        return getattr(config, "num_kv_heads", None)
+    if getattr(config, "multi_query", False):
+        return 1
+    return None
 
 
 def _intermediate_size(config) -> int | None:
     size = getattr(config, "intermediate_size", None)
     if size is None and hasattr(config, "n_inner"):  # GPT-2's config: None means four times the width
         size = config.n_inner or 4 * config.hidden_size
+    if size is None and getattr(config, "ffn_hidden_size", None):  # Falcon's name for it
+        size = config.ffn_hidden_size
     return size
 
 
@@ -243,7 +253,6 @@ OVERRIDE_FORMAT = re.compile(r"^(?P<module>[A-Za-z0-9_.]*?)\.?(?P<kind>input|out
 
 
 BLOCK_PREFIX = "layers[i]."
-ROWS_SUFFIX = "@rows"
 
 
 def parse_override(text: str) -> Read:
@@ -251,19 +260,14 @@ def parse_override(text: str) -> Read:
 
     "shared_experts.output" is the shared expert's output; "output[0]" is the host's own first output;
     a path that starts with "layers[i]." is relative to the block instead ("layers[i].post_attention_layernorm.output"
-    for an attention whose contribution is post-normed beside it); "@rows" at the end says the module
-    is called on rows, one per token, which the capture unflattens to batch × seq
-    ("shared_expert.output@rows").
+    for an attention whose contribution is post-normed beside it).
     """
     from_block = text.startswith(BLOCK_PREFIX)
-    rows = text.endswith(ROWS_SUFFIX)  # the module is called on rows, one per token
-    text = text.removesuffix(ROWS_SUFFIX)
     match = OVERRIDE_FORMAT.match(text.removeprefix(BLOCK_PREFIX))
     if not match:
         raise ValueError(f"{text!r} is not '[layers[i].]<child module>.input|output[element]'")
     element = match.group("element")
-    return Read(match.group("kind"), match.group("module"), int(element) if element is not None else None,
-                from_block=from_block, flatten_tokens=rows)
+    return Read(match.group("kind"), match.group("module"), int(element) if element is not None else None, from_block=from_block)
 
 
 # --- roles: finding modules generically ------------------------------------------------------------
@@ -283,7 +287,7 @@ ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
 ACTIVATION_NAMES = ("act_fn", "act", "activation_fn")
-DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h")
+DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h", "fc_out")
 OUTPUT_PROJ_NAMES = ("o_proj", "c_proj", "out_proj", "dense", "o")
 
 
@@ -320,6 +324,9 @@ class BlockRoles:
     linear_attention: bool = False
     # ... whose decay is one per key channel rather than one per head (see has_channel_decay)
     channel_decay: bool = False
+    # The attention computes its scores itself instead of calling transformers' attention functions
+    # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
+    attention_inline: bool = False
 
 
 def is_linear_attention(module) -> bool:
@@ -340,6 +347,12 @@ def has_channel_decay(module) -> bool:
     bias = next((p for n, p in named.items() if n.rpartition(".")[2] == "dt_bias"), None)
     rate = next((p for n, p in named.items() if n.rpartition(".")[2] == "A_log"), None)
     return bias is not None and rate is not None and bias.numel() > rate.numel()
+
+
+def attention_is_inline(attention) -> bool:
+    import sys
+
+    return not hasattr(sys.modules.get(type(attention).__module__), "eager_attention_forward")
 
 
 @dataclass
@@ -392,6 +405,7 @@ def block_roles(block) -> BlockRoles:
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         linear_attention=is_linear_attention(attn_module),
         channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
+        attention_inline=attn_module is not None and attention_is_inline(attn_module),
     )
 
 
@@ -503,6 +517,13 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("attention_scores", Read("attention_softmax_input"), needs_eager="attention")
     rule("attention_probabilities", Read("attention_result", element=1), needs_eager="attention")
     rule("attention_head_outputs", Read("attention_result", element=0))
+    if b.attention_inline:
+        inside = (f"block {index}'s attention computes it inside its own forward, not through transformers' attention "
+                  "functions, so no hook reaches it")
+        for name in ("attention_queries", "attention_keys", "attention_values", "attention_head_outputs"):
+            rule(name, None, inside)
+        # the eager path's softmax input, and the probabilities the module returns beside its output
+        rule("attention_probabilities", Read("output", "", element=1), needs_eager="attention")
     rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
          f"block {index}'s attention has no output projection")
     if b.linear_attention:
@@ -535,7 +556,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("shared_expert_output", Read("output", b.shared_expert) if b.shared_expert else None,
+    rule("shared_expert_output", Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
 
     placements = []
@@ -574,6 +595,19 @@ class Resolution:
         name = ALIASES.get(name, name)
         placements = self.model if index is None else self.blocks[index]
         return next(p for p in placements if p.value.name == name)
+
+
+def parallel_words(index: int) -> str:
+    return (f"block {index} is parallel: its attention and its MLP both read the block's input and are added "
+            "to the stream together, so no stream exists between them")
+
+
+def mark_parallel(resolution: Resolution, indices) -> None:
+    """Blocks measured parallel on a run (``atlas.trace``): layer_mid, the stream between the
+    sublayers, does not exist there, so it is missing with the reason instead of read at the MLP side."""
+    for i in indices:
+        resolution.blocks[i] = [Placement(p.value, None, None, parallel_words(i)) if p.value.name == "layer_mid" else p
+                                for p in resolution.blocks[i]]
 
 
 def resolve(model, num_layers: int, overrides: Mapping[str, str] | None = None) -> Resolution:

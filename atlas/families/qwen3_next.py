@@ -32,8 +32,6 @@ FAMILY = Family(
     checkpoint="Qwen/Qwen3-Next-80B-A3B-Instruct",
     model_class="Qwen3NextForCausalLM",
     config_class="Qwen3NextConfig",
-    # the mixture calls its shared expert on the tokens as rows, one per token
-    standard_overrides={"shared_expert_output": "shared_expert.output@rows"},
     not_applicable={
         "mixture_sum": "the shared expert's output is multiplied by a per-token sigmoid gate (shared_expert_gate) before "
                        "it joins the routed experts' sum, so routed + shared alone is not the MLP's output; the mixture's "

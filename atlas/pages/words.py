@@ -207,6 +207,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "moe":
         rt = routing(s, kids.get("gate") or kids.get("router"))
         shared = " and adds a shared expert that every token runs" if fact(node, "shared_expert") else ", with no shared expert"
+        if fact(node, "shared_expert_gate"):
+            shared += ", its output scaled per token by a sigmoid gate"
         return f"Sends each token to {rt['k']} of {grouped(rt['n'])} routed experts and weights their outputs by the router{shared}."
     if r == "gated_mlp":
         inner = gated_inner(node)
@@ -234,6 +236,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             where = f"each followed by {one}"
         else:
             where = f"each after {one}"
+        if fact(node, "residual") == "parallel":
+            bare = one.split(" ", 1)[1]
+            through = f"both through one shared {bare}" if fact(node, "shared_norm") else f"each through its own {bare}"
+            return (f"Applies {' and '.join(parts)} side by side to the block's input, {through}, and adds both outputs "
+                    "to the residual stream in one sum.")
         scale = fact(node, "residual_scale")
         added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
@@ -261,7 +268,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
-        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
+        layout = fact(node, "rotary_layout")
+        parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
+                     "rotary positions on queries and keys" if layout else "no positions inside: they enter the stream before the first block")
     if fact(node, "output_gate"):
         parts.append("each head's output scaled by the sigmoid of a gate the query projection also produces")
     window = fact(node, "window")
@@ -294,6 +303,8 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
+                    "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }
 
 
