@@ -206,3 +206,55 @@ def test_kimi_linear(collected):
     assert cache_kinds[kinds[("linear_attention", True)]["id"]]["values"] == state
     assert cache_kinds[kinds[("full_attention", True)]["id"]]["values"] == c["kv_lora_rank"] + c["qk_rope_head_dim"]
     assert all(ch["formula"] == ch["measured"] for ch in f["cost"]["checks"])
+
+
+# --- the other gated DeltaNet layout (Qwen3.5: separate projections), proven on a module of its own ----
+
+
+def test_gated_delta_net_with_separate_projections_reproduces_its_module():
+    """No family here runs Qwen3.5's layout yet; its chain is run on a tiny Qwen3_5GatedDeltaNet, on its
+    own call, as a family's proof would run it, and a wrong decay must fail it."""
+    import torch
+    from transformers import Qwen3_5TextConfig
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5GatedDeltaNet
+
+    from atlas.proof.core import Call, Context, Part, reproduce
+    from atlas.proof.library import chain_of
+    from atlas.proof.steps import Step
+
+    config = Qwen3_5TextConfig(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                               linear_value_head_dim=8, linear_conv_kernel_dim=4, num_hidden_layers=1, layer_types=["linear_attention"])
+    torch.manual_seed(0)
+    mixer = Qwen3_5GatedDeltaNet(config, 0).eval()
+    with torch.no_grad():
+        for p in mixer.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn(p.shape) * 0.1)
+    calls = {}
+
+    def keeper(path):
+        def keep(module, args, kwargs, out):
+            calls.setdefault(path, Call(args, kwargs, out))  # the first call; the hook returns nothing
+        return keep
+
+    hooks = [m.register_forward_hook(keeper(path), with_kwargs=True) for path, m in mixer.named_modules()]
+    x = torch.randn(1, 9, 32)
+    with torch.no_grad():
+        mixer(x)
+    for h in hooks:
+        h.remove()
+
+    class Family:
+        name = "test"
+
+    ctx = Context(Family(), config, config, calls, None, None)
+    part = Part("mixer", "", mixer, mixer, ctx)
+    chain = chain_of(part)
+    assert part.ctx.parts["mixer.norm"].facts["gated_norm"]["value"] == "silu_gain"
+    result = reproduce(part, chain)
+    assert result["reproduced"], result
+    # the decay step swapped for one without the decay: the proof no longer reproduces the module
+    at = next(i for i, s in enumerate(chain.steps) if s.out == ("g", "beta"))
+    wrong = Step(chain.steps[at].tex, ("g", "beta"), lambda e: (torch.zeros_like(e["b"]), e["b"].sigmoid()))
+    broken = type(chain)(chain.steps[:at] + [wrong] + chain.steps[at + 1:], chain.inputs, chain.output)
+    assert not reproduce(part, broken)["reproduced"]

@@ -135,19 +135,33 @@ def gated_delta_net(part: Part) -> Chain:
 
     m, tm = part.full, part.tiny
     names = set(dict(tm.named_children()))
+    if {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "conv1d", "norm", "out_proj"} <= names:
+        return _gated_delta_net(part, grouped=False)
     if not {"in_proj_qkvz", "in_proj_ba", "conv1d", "norm", "out_proj"} <= names:
         from atlas.errors import AtlasError
 
         raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
                          f"no chain of steps describes this linear-attention layout ({', '.join(sorted(names))}) yet: add it to atlas/proof/linear.py")
+    return _gated_delta_net(part, grouped=True)
+
+
+def _gated_delta_net(part: Part, grouped: bool) -> Chain:
+    """``grouped``: one fused projection laid out key head by key head, [q; k; v; z] in each, and one
+    for [b; a] likewise (Qwen3-Next); otherwise separate projections, q, k and v side by side in one
+    (Qwen3.5)."""
+    import torch
+    import torch.nn.functional as F
+
+    m, tm = part.full, part.tiny
     hk, hv, dk, dv = _sizes(m)
     thk, thv, tdk, tdv = _sizes(tm)
     r, tr = hv // hk, thv // thk
-    width = linear_dims(m.in_proj_qkvz)[0]
+    width = linear_dims(m.in_proj_qkvz if grouped else m.in_proj_qkv)[0]
     K = m.conv1d.weight.shape[-1]
     Q, Kk, V = T.q("q"), T.k("k"), T.v("v")
     per_key_head = "(2" + r"\cdot" + T.num(dk) + "+2" + r"\cdot" + str(r) + r"\cdot" + T.num(dv) + ")"
     gates_per_key_head = "2" + r"\cdot" + str(r)
+    qkv_width = "2" + r"\cdot" + T.times(hk, dk) + "+" + T.times(hv, dv)
 
     def split(e):
         B, T_ = e["x"].shape[:2]
@@ -178,11 +192,29 @@ def gated_delta_net(part: Part) -> Chain:
         q = q / tdk ** 0.5
         return q.repeat_interleave(tr, dim=2), k.repeat_interleave(tr, dim=2)
 
+    def split_plain(e):
+        B, T_ = e["x"].shape[:2]
+        q, k, v = e["p"].split([thk * tdk, thk * tdk, thv * tdv], dim=-1)
+        return q, k, v, e["zp"].view(B, T_, thv, tdv)
+
+    if grouped:
+        projections = [
+            Step(rf"[{Q};{Kk};{V};z]=x W_{{qkvz}}^{{\top}}{T.maps(width, T.times(hk, per_key_head))}", "p", sub(part, "in_proj_qkvz")),
+            Step(rf"[b;a]=x W_{{ba}}^{{\top}}{T.maps(width, T.times(hk, gates_per_key_head))}", "ba", sub(part, "in_proj_ba")),
+            Step(rf"\text{{per key head: }}{Q},{Kk}\in\mathbb{{R}}^{{{T.num(dk)}}},\ {V},z\in\mathbb{{R}}^{{{r}\times{T.num(dv)}}},\ b,a\in\mathbb{{R}}^{{{r}}}"
+                 rf"\quad\text{{({T.num(hk)} key heads, {T.num(hv)} value heads)}}", ("q", "k", "v", "z", "b", "a"), split),
+        ]
+    else:
+        projections = [
+            Step(rf"[{Q};{Kk};{V}]=x W_{{qkv}}^{{\top}}{T.maps(width, qkv_width)}", "p", sub(part, "in_proj_qkv")),
+            Step(rf"z=x W_z^{{\top}}{T.maps(width, T.times(hv, dv))}", "zp", sub(part, "in_proj_z")),
+            Step(rf"b=x W_b^{{\top}}{T.maps(width, hv)}", "b", sub(part, "in_proj_b")),
+            Step(rf"a=x W_a^{{\top}}{T.maps(width, hv)}", "a", sub(part, "in_proj_a")),
+            Step(rf"{Q},{Kk},{V}\ \text{{the column blocks of widths }}{T.num(hk * dk)},{T.num(hk * dk)},{T.num(hv * dv)};\ z\ \text{{per value head}}",
+                 ("q", "k", "v", "z"), split_plain),
+        ]
     steps = [
-        Step(rf"[{Q};{Kk};{V};z]=x W_{{qkvz}}^{{\top}}{T.maps(width, T.times(hk, per_key_head))}", "p", sub(part, "in_proj_qkvz")),
-        Step(rf"[b;a]=x W_{{ba}}^{{\top}}{T.maps(width, T.times(hk, gates_per_key_head))}", "ba", sub(part, "in_proj_ba")),
-        Step(rf"\text{{per key head: }}{Q},{Kk}\in\mathbb{{R}}^{{{T.num(dk)}}},\ {V},z\in\mathbb{{R}}^{{{r}\times{T.num(dv)}}},\ b,a\in\mathbb{{R}}^{{{r}}}"
-             rf"\quad\text{{({T.num(hk)} key heads, {T.num(hv)} value heads)}}", ("q", "k", "v", "z", "b", "a"), split),
+        *projections,
         Step(rf"[{Q};{Kk};{V}]_t\leftarrow\operatorname{{SiLU}}\big(\textstyle\sum_{{j=0}}^{{{K - 1}}} w_j\odot[{Q};{Kk};{V}]_{{t-{K - 1}+j}}\big)"
              rf"\quad\text{{a causal depthwise convolution, {K} positions, one filter per channel}}", ("Qc", "Kc", "Vc"), conv,
              value=("linear_attention_queries", "linear_attention_keys", "linear_attention_values"), summary=True),
