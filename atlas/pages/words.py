@@ -194,8 +194,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
                 "the state is multiplied by its exponential before each write.")
     if r == "depthwise_conv" and node["tensors"]:
         kernel = node["tensors"][0]["shape"][-1] if node["tensors"] else None
-        return (f"One short filter per channel over the current and the {kernel - 1} previous positions, never later ones; "
-                "the forward applies its weight as a function, so the module itself is never called.")
+        uncalled = "; its parent applies its weight as a function, so the module itself is never called" if not node["proof"] else ""
+        return f"One short filter per channel over the current and the {kernel - 1} previous positions, never later ones{uncalled}."
     if r == "router":
         return _router_words(routing(s, node))
     if r == "experts":
