@@ -345,13 +345,12 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
     for i, t in enumerate(terms):
         positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
-        checks.append({
-            "figure": f"KV cache of block {i}",
-            "formula": t.cache_values * positions,
-            "measured": held[i],
-            "how": f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
-                   "measured: the keys and values transformers' cache holds for the block",
-        })
+        how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
+               "measured: the keys and values transformers' cache holds for the block")
+        if t.attention == "linear":
+            how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
+                   f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
+        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions, "measured": held[i], "how": how})
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys

@@ -1,6 +1,6 @@
-"""Qwen3-Next (model_type qwen3_next): gated DeltaNet layers with a recurrent state, every fourth block full attention, and a wide mixture of experts.
+"""Qwen3-Next (model_type qwen3_next): gated DeltaNet layers with a recurrent state, full attention at a fixed interval, and a wide mixture of experts.
 
-Three blocks in four mix tokens without attention scores: a gated DeltaNet layer projects queries,
+Most blocks mix tokens without attention scores: a gated DeltaNet layer projects queries,
 keys, values, a per-head write strength (beta) and a per-head decay from the stream, runs the queries,
 keys and values through a short causal depthwise convolution, and then keeps one matrix per value
 head that it updates token by token: the matrix is first shrunk by the decay, then corrected towards
