@@ -68,6 +68,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     sizes = _sizes(config)
     heads, kv_heads = sizes["num_heads"], sizes["num_kv_heads"]
     qk, v = sizes["qk_head_dim"], sizes["head_dim"]
+    if roles.linear_attention:
+        return linear_block_terms(block, roles, config, family)
     if attention_type not in SLIDING_TYPES + FULL_TYPES:
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
@@ -113,6 +115,43 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         flops_formula += f", at most {grouped(window)} keys"
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
+
+
+def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
+    """A block whose token mixer is linear attention with a recurrent state: what it caches is one
+    key × value matrix per value head and its short convolution's last inputs, the same at any context
+    (one "position" of that size, never more), and a token's FLOPs do not grow with the context."""
+    import torch
+
+    mixer = getattr(block, roles.attention)
+    conv = next(c for c in mixer.children() if isinstance(c, torch.nn.Conv1d))
+    sizes = _sizes(config)
+    heads, key_dim, value_dim = sizes["linear_value_heads"], sizes["linear_key_head_dim"], sizes["linear_value_head_dim"]
+    if not (heads and key_dim and value_dim):
+        raise AtlasError(family, "cost figures", "a linear-attention block without linear head sizes in the config")
+    channels, kernel = conv.weight.shape[0], conv.weight.shape[-1]
+    state = linear_state_values(heads, key_dim, value_dim)
+    cache_values = state + channels * kernel
+    cache_formula = (f"{heads} value heads × {grouped(key_dim)} key dims × {grouped(value_dim)} value dims = {grouped(state)} values of "
+                     f"recurrent state, + {grouped(channels)} convolution channels × {kernel} inputs = {grouped(channels * kernel)}: "
+                     f"{grouped(cache_values)} values per sequence, whatever the context (held as one position)")
+    top_k = getattr(config, "num_experts_per_tok", None)
+    matrices, routed = _matrix_values(block, roles, top_k, exclude=conv)
+    # a per-head vector stored with extra unit axes (Kimi's A_log, 1 × 1 × heads × 1) multiplies nothing
+    matrices -= sum(p.numel() for p in mixer.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1
+                    and p is not conv.weight)
+    conv_flops = 2 * conv.weight.numel() * 2
+    fixed = 2 * matrices + conv_flops
+    flops_formula = (f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}; + 2 × {grouped(conv.weight.numel())} convolution "
+                     f"weights × 2 outputs = {grouped(conv_flops)} (transformers' decoding step convolves the {kernel} kept inputs and the new "
+                     "one, two outputs, and keeps the last); the state's decay, update and read-out are elementwise products and "
+                     "sums, which torch's flop counter does not count, and do not grow with the context")
+    return BlockTerms("linear", None, cache_values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def linear_state_values(value_heads: int, key_dim: int, value_dim: int) -> int:
+    """Values of a linear-attention layer's recurrent state: one key × value matrix per value head."""
+    return value_heads * key_dim * value_dim
 
 
 def latent_cache_values(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
@@ -271,6 +310,9 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
                      "and values a cache of expanded heads would hold are shown beside it")
     if "sliding" in attention:
         parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")
+    if "linear" in attention:
+        parts.append("a linear-attention block holds a fixed-size recurrent state and its convolution's last inputs, "
+                     "the same at any context (counted as one position of that size)")
     if "full" in attention:
         parts.append("every other block keeps every position" if parts else "every block keeps every position")
     return "; ".join(parts) + "."
@@ -292,7 +334,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     with torch.no_grad():
         out = model(run.ids, use_cache=True)
         cache = out.cache
-        held = [int(layer.keys.numel() + layer.values.numel()) // run.ids.shape[0] for layer in cache.layers]
+        held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
         with FlopCounterMode(display=False) as counter:
             model(run.ids[:, -1:], cache=cache, use_cache=True)
     counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
@@ -303,13 +345,12 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
     for i, t in enumerate(terms):
         positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
-        checks.append({
-            "figure": f"KV cache of block {i}",
-            "formula": t.cache_values * positions,
-            "measured": held[i],
-            "how": f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
-                   "measured: the keys and values transformers' cache holds for the block",
-        })
+        how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
+               "measured: the keys and values transformers' cache holds for the block")
+        if t.attention == "linear":
+            how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
+                   f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
+        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions, "measured": held[i], "how": how})
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
@@ -327,6 +368,15 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
     return checks
+
+
+def cache_layer_values(layer) -> int:
+    """Values one layer of transformers' cache holds: keys and values, or a linear-attention layer's
+    convolution and recurrent states."""
+    if hasattr(layer, "keys"):
+        return int(layer.keys.numel() + layer.values.numel())
+    states = [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
+    return int(sum(s.numel() for s in states if s is not None))
 
 
 def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:

@@ -83,10 +83,33 @@ def tiny_values(config) -> dict[str, Any]:
         experts = round(TINY_TOP_K * getattr(config, experts_key) / config.num_experts_per_tok)
         values[experts_key] = experts
         values["num_experts_per_tok"] = TINY_TOP_K
+    values.update(tiny_linear_attention(config))
     values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
     for token in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if hasattr(config, token):
             values[token] = None
+    return values
+
+
+TINY_LINEAR_KEY_HEADS = 2
+TINY_LINEAR_HEAD_DIM = 16
+
+
+def tiny_linear_attention(config) -> dict[str, Any]:
+    """Linear attention's own heads, small: two key heads, value heads in the pinned ratio to them
+    (several value heads share a key head where the checkpoint's do), 16 dims a head."""
+    values: dict[str, Any] = {}
+    key_heads = getattr(config, "linear_num_key_heads", None)
+    if key_heads:
+        ratio = max(1, (getattr(config, "linear_num_value_heads", None) or key_heads) // key_heads)
+        values["linear_num_key_heads"] = TINY_LINEAR_KEY_HEADS
+        if getattr(config, "linear_num_value_heads", None):
+            values["linear_num_value_heads"] = TINY_LINEAR_KEY_HEADS * ratio
+    elif getattr(config, "linear_num_heads", None):
+        values["linear_num_heads"] = TINY_LINEAR_KEY_HEADS
+    for key in ("linear_key_head_dim", "linear_value_head_dim", "linear_head_dim"):
+        if getattr(config, key, None):
+            values[key] = TINY_LINEAR_HEAD_DIM
     return values
 
 
@@ -289,9 +312,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     elif moe:
         skipped.append({"id": "expert_weights_sum", "statement": "mlp.expert_weights sum to a fixed total at every token",
                         "why": "the router does not renormalize the chosen weights (norm_topk_prob is off)"})
-    identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", list(blocks),
+    # softmax attention's identities, at the blocks that have it (a linear-attention block has no scores)
+    softmax_blocks = [i for i in blocks if t.resolution.at("attention_probabilities", i).read is not None]
+    identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", softmax_blocks,
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
-    identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", list(blocks),
+    identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
     if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,

@@ -41,6 +41,12 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "ExpertWeights": ("batch", "seq", "top_k"),
     "ExpertIndices": ("batch", "seq", "top_k"),
     "ExpertOutputs": ("batch", "seq", "top_k", "hidden_size"),
+    # linear attention with a recurrent state (gated DeltaNet): its own heads and head sizes
+    "LinearKeys": ("batch", "seq", "linear_key_heads", "linear_key_head_dim"),
+    "LinearValues": ("batch", "seq", "linear_value_heads", "linear_value_head_dim"),
+    "LinearGates": ("batch", "seq", "linear_value_heads"),
+    "LinearChannelGates": ("batch", "seq", "linear_value_heads", "linear_key_head_dim"),
+    "RecurrentState": ("batch", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"),
     "scalar": (),
 }
 
@@ -72,9 +78,22 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
         "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
+        **linear_attention_sizes(config),
     }
 
 
+LINEAR_ATTENTION_SIZES = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+
+
+def linear_attention_sizes(config) -> dict[str, int]:
+    """The heads and head sizes of a linear-attention mixer, where the config has one (none otherwise)."""
+    key_heads = getattr(config, "linear_num_key_heads", None) or getattr(config, "linear_num_heads", None)
+    if not key_heads:
+        return {}
+    key_dim = getattr(config, "linear_key_head_dim", None) or getattr(config, "linear_head_dim", None)
+    values = (key_heads, getattr(config, "linear_num_value_heads", None) or key_heads, key_dim,
+              getattr(config, "linear_value_head_dim", None) or key_dim)
+    return dict(zip(LINEAR_ATTENTION_SIZES, values))
 def _falcon_style_kv_heads(config) -> int | None:
     """Key/value heads where the config says multi_query (one key and one value head for every query
     head) or gives num_kv_heads under the newer grouped layout, as FalconConfig does; None elsewhere."""
@@ -140,6 +159,15 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("attention_head_outputs", "layers[i].self_attn", "HeadOutputs", "Each head's mix of values, as the attention function returns it"),
     StandardValue("attention_premix", "layers[i].self_attn", "HeadOutputs", "All heads' outputs as the output projection receives them, split by head"),
     StandardValue("attention_output", "layers[i].self_attn", "Residual", "The attention's contribution to the residual stream"),
+    # the token mixer where it is linear attention with a recurrent state (gated DeltaNet)
+    StandardValue("linear_attention_queries", "layers[i].self_attn", "LinearKeys", "Queries per key head after the short causal convolution, as the delta rule receives them (before their L2 norm)", extension=True),
+    StandardValue("linear_attention_keys", "layers[i].self_attn", "LinearKeys", "Keys per key head after the short causal convolution, as the delta rule receives them (before their L2 norm)", extension=True),
+    StandardValue("linear_attention_values", "layers[i].self_attn", "LinearValues", "Values per value head after the short causal convolution: what the delta rule writes into the state", extension=True),
+    StandardValue("linear_attention_beta", "layers[i].self_attn", "LinearGates", "The write strength in (0, 1) of each position and value head: how far the state moves towards the new value", extension=True),
+    StandardValue("linear_attention_decay", "layers[i].self_attn", "LinearGates", "The log of the factor (at most 1) the state is multiplied by before each position's write, per value head", extension=True),
+    StandardValue("linear_attention_channel_decay", "layers[i].self_attn", "LinearChannelGates", "The log of the factor (at most 1) each key channel of the state is multiplied by before each position's write, per value head", extension=True),
+    StandardValue("linear_attention_state", "layers[i].self_attn", "RecurrentState", "The recurrent state after the last position: one key × value matrix per value head, all the layer carries to the next token", extension=True),
+    StandardValue("linear_attention_head_outputs", "layers[i].self_attn", "LinearValues", "Each value head's read-out of the state with its query, before the gated norm", extension=True),
     # layers[i].mlp
     StandardValue("mlp_activation", "layers[i].mlp", "Neurons", "The activation function's output inside a dense MLP"),
     StandardValue("mlp_neurons", "layers[i].mlp", "Neurons", "What the down projection receives: act(gate) × up where the MLP is gated"),
@@ -173,7 +201,9 @@ class Read:
     ``element`` picks from a tuple; ``split_heads`` splits the last axis by head) ·
     "attention_args" | "attention_result" (the attention function's arguments or results, by element) ·
     "attention_softmax_input" (the input of the softmax inside the eager attention function) ·
-    "expert_slots" (per routing slot, from the registered experts function) · "call_argument" (a named
+    "expert_slots" (per routing slot, from the registered experts function) · "delta_rule_args" |
+    "delta_rule_result" (the arguments or results of a linear-attention mixer's delta-rule function, by
+    element: query, key, value, decay, beta; output, final state) · "call_argument" (a named
     argument of the model's call) · "derived" (computed from other values: ``module`` says how).
     """
 
@@ -203,6 +233,10 @@ class Read:
             return f"inside the forward: the output of the attention function, element {self.element}"
         if self.kind == "attention_softmax_input":
             return "inside the attention function: the input of its softmax"
+        if self.kind == "delta_rule_args":
+            return f"inside the forward: the arguments of the delta-rule function, element {self.element} ({DELTA_RULE_ARGS[self.element]})"
+        if self.kind == "delta_rule_result":
+            return f"inside the forward: the output of the delta-rule function, element {self.element} ({DELTA_RULE_RESULTS[self.element]})"
         if self.kind == "expert_slots":
             return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
         if self.kind == "call_argument":
@@ -210,6 +244,11 @@ class Read:
         if self.kind == "derived":
             return f"derived: {self.module}"
         raise ValueError(self.kind)
+
+
+# The delta-rule function a linear-attention mixer calls: its leading arguments and its results, in order.
+DELTA_RULE_ARGS = ("query", "key", "value", "g", "beta")
+DELTA_RULE_RESULTS = ("output", "final state")
 
 
 OVERRIDE_FORMAT = re.compile(r"^(?P<module>[A-Za-z0-9_.]*?)\.?(?P<kind>input|output)(?:\[(?P<element>\d+)\])?$")
@@ -236,6 +275,8 @@ def parse_override(text: str) -> Read:
 # --- roles: finding modules generically ------------------------------------------------------------
 
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
+# A block whose token mixer is linear attention may name it apart (Qwen3-Next's linear_attn).
+LINEAR_ATTENTION_NAMES = ("linear_attn",)
 MLP_NAMES = ("mlp", "feed_forward", "block_sparse_moe", "moe", "ffn")
 ATTENTION_NORM_NAMES = ("input_layernorm", "ln_1", "attention_norm", "pre_attention_layernorm", "self_attn_layer_norm")
 # Order matters: where a block has both, pre_feedforward_layernorm is the MLP's norm and
@@ -281,6 +322,10 @@ class BlockRoles:
     router: str | None
     experts: str | None
     shared_expert: str | None
+    # the token mixer is linear attention with a recurrent state (see is_linear_attention)
+    linear_attention: bool = False
+    # ... whose decay is one per key channel rather than one per head (see has_channel_decay)
+    channel_decay: bool = False
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
@@ -290,6 +335,26 @@ class BlockRoles:
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
+
+
+def is_linear_attention(module) -> bool:
+    """A token mixer is linear attention with a recurrent state when it holds a depthwise causal
+    convolution (a Conv1d with one group per channel) over its projections, as gated DeltaNet and
+    Kimi delta attention do: softmax attention has none. Its structure decides, never its class name."""
+    import torch
+
+    return module is not None and any(
+        isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels == c.out_channels for c in module.children())
+
+
+def has_channel_decay(module) -> bool:
+    """A linear-attention mixer decays its state channel by channel (Kimi delta attention) when its
+    decay offset dt_bias holds more values than its decay rates A_log, one per head; a decay per head
+    (gated DeltaNet) holds one of each per head."""
+    named = dict(module.named_parameters()) if module is not None else {}
+    bias = next((p for n, p in named.items() if n.rpartition(".")[2] == "dt_bias"), None)
+    rate = next((p for n, p in named.items() if n.rpartition(".")[2] == "A_log"), None)
+    return bias is not None and rate is not None and bias.numel() > rate.numel()
 
 
 def attention_is_inline(attention) -> bool:
@@ -316,7 +381,7 @@ def _path_of(model, target) -> str | None:
 
 
 def block_roles(block) -> BlockRoles:
-    attention = _child(block, ATTENTION_NAMES)
+    attention = _child(block, ATTENTION_NAMES) or _child(block, LINEAR_ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
@@ -346,6 +411,8 @@ def block_roles(block) -> BlockRoles:
         router=router,
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
+        linear_attention=is_linear_attention(attn_module),
+        channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
     )
@@ -474,6 +541,25 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
         rule("attention_probabilities", Read("output", "", element=1), needs_eager="attention")
     rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
          f"block {index}'s attention has no output projection")
+    if b.linear_attention:
+        # no attention function: the values of softmax attention are missing, the delta rule's are read
+        words = f"block {index}'s token mixer is linear attention with a recurrent state: it computes no attention scores"
+        for name in ("attention_queries", "attention_keys", "attention_values", "attention_scores",
+                     "attention_probabilities", "attention_head_outputs"):
+            rule(name, None, words)
+        rule("attention_premix", None, f"block {index}'s token mixer is linear attention: its output projection receives "
+             "the gated, normalized read-out of its value heads, not softmax heads")
+    linear_words = f"block {index}'s token mixer is softmax attention: it keeps no recurrent state"
+    for element, name in enumerate(("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
+                                    "linear_attention_decay", "linear_attention_beta")):
+        rule(name, Read("delta_rule_args", element=element) if b.linear_attention else None, linear_words)
+    rule("linear_attention_channel_decay", Read("delta_rule_args", element=3) if b.channel_decay else None,
+         linear_words if not b.linear_attention else f"block {index}'s linear attention decays its state by one factor a head")
+    if b.channel_decay:
+        rule("linear_attention_decay", None, f"block {index}'s linear attention decays its state by one factor a key channel "
+             "(linear_attention_channel_decay)")
+    rule("linear_attention_head_outputs", Read("delta_rule_result", element=0) if b.linear_attention else None, linear_words)
+    rule("linear_attention_state", Read("delta_rule_result", element=1) if b.linear_attention else None, linear_words)
     rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))
     rule("mlp_activation", Read("output", b.activation) if b.activation else None,
          dense_words if b.experts else f"block {index}'s MLP has no activation module")

@@ -123,6 +123,8 @@ class _Capture:
         self.batch_seq: tuple[int, int] | None = None
         self.attention_index: dict[int, int] = {}  # id(attention module) -> block index
         self.experts_index: dict[int, int] = {}  # id(experts module) -> block index
+        self.linear_index: dict[int, int] = {}  # id(linear-attention mixer) -> block index
+        self.mixing: int | None = None  # the block whose linear-attention mixer is running now
 
     def store(self, name: str, index: int | None, tensor) -> None:
         if tensor is not None:
@@ -194,6 +196,32 @@ class _Capture:
 
         return traced_attention
 
+    # the delta-rule functions of linear-attention mixers -------------------------------------
+
+    def mixer_pre_hook(self, module, args, kwargs):
+        self.mixing = self.linear_index.get(id(module))
+
+    def mixer_hook(self, module, args, kwargs, output):
+        self.mixing = None
+
+    def delta_rule(self, original):
+        def traced_delta_rule(*args, **kwargs):
+            result = original(*args, **kwargs)
+            index = self.mixing
+            if index is not None:
+                for element, name in enumerate(standard.DELTA_RULE_ARGS):
+                    value = args[element] if element < len(args) else kwargs.get(name)
+                    stored = LINEAR_ARGS[element]
+                    if stored == "linear_attention_decay" and self.trace.resolution.roles.blocks[index].channel_decay:
+                        stored = "linear_attention_channel_decay"
+                    self.store(stored, index, value)
+                self.store("linear_attention_head_outputs", index, result[0])
+                self.store("linear_attention_state", index, result[1])
+            return result
+
+        traced_delta_rule.__wrapped__ = original
+        return traced_delta_rule
+
     # the registered experts function -----------------------------------------------------------
 
     def experts(self, original: str | None):
@@ -218,6 +246,26 @@ class _Capture:
             return result
 
         return traced_experts
+
+
+LINEAR_ARGS = ("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
+               "linear_attention_decay", "linear_attention_beta")
+
+
+def delta_rule_functions(mixer) -> dict[str, Any]:
+    """The functions of the mixer's own modeling file that take the delta rule's arguments (query,
+    key, value, g, beta, in that order): those its forward hands the recurrence to, by signature."""
+    found = {}
+    for name, fn in vars(sys.modules[type(mixer).__module__]).items():
+        if not callable(fn) or isinstance(fn, type):
+            continue
+        try:
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            continue
+        if tuple(params[: len(standard.DELTA_RULE_ARGS)]) == standard.DELTA_RULE_ARGS:
+            found[name] = fn
+    return found
 
 
 def num_heads(attention) -> int:
@@ -353,6 +401,8 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             capture.attention_index[id(model.get_submodule(f"{prefix}.{block.attention}"))] = index
             if block.attention_inline and implementations["attention"] == "eager":
                 inline_scores.append((model.get_submodule(f"{prefix}.{block.attention}"), index))
+        if block.linear_attention:
+            capture.linear_index[id(model.get_submodule(f"{prefix}.{block.attention}"))] = index
         if block.experts:
             capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
 
@@ -362,6 +412,16 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     for path in sorted(reads):
         module = model.get_submodule(path)
         handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))
+    wrapped: list[tuple[Any, str, Any]] = []  # (modeling module, name, original function)
+    for index in sorted(set(capture.linear_index.values())):
+        mixer = model.get_submodule(f"{resolution.roles.block_list}.{index}.{resolution.roles.blocks[index].attention}")
+        handles.append(mixer.register_forward_pre_hook(capture.mixer_pre_hook, with_kwargs=True))
+        handles.append(mixer.register_forward_hook(capture.mixer_hook, with_kwargs=True))
+        home = sys.modules[type(mixer).__module__]
+        for name, fn in delta_rule_functions(mixer).items():
+            if not any(h is home and n == name for h, n, _ in wrapped):
+                wrapped.append((home, name, fn))
+                setattr(home, name, capture.delta_rule(fn))
     AttentionInterface._global_mapping[TRACE_NAME] = capture.attention(implementations["attention"])
     mask = ALL_MASK_ATTENTION_FUNCTIONS._global_mapping.get(implementations["attention"] or "eager")
     if mask is not None:
@@ -383,6 +443,8 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             model.set_experts_implementation(implementations["experts"])
         for handle in handles:
             handle.remove()
+        for home, name, fn in wrapped:
+            setattr(home, name, fn)
         for mapping in (AttentionInterface._global_mapping, AttentionMaskInterface._global_mapping, ExpertsInterface._global_mapping):
             mapping.pop(TRACE_NAME, None)
         _ACTIVE.clear()

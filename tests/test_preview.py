@@ -59,6 +59,14 @@ BLOCK_IDENTITIES = {"block_sum", "attention_add", "attention_rows", "attention_s
 MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
 
 
+def _file_name(name, key):
+    """The name config.json uses for a setting the configuration class maps (Kimi Linear's
+    moe_renormalize for norm_topk_prob), from the class's own attribute_map."""
+    from atlas.checkpoint import transformers_class
+
+    return getattr(transformers_class(families.load(name), "config_class"), "attribute_map", {}).get(key, key)
+
+
 def mlp_reads_the_attention(run) -> bool:
     """Whether block 0's MLP receives anything the block's attention computed, found by ablation: the
     MLP's input is recorded, the run repeated with the attention's output zeroed, and the two compared.
@@ -95,7 +103,7 @@ def expected_identities(name, parallel: bool = False):
     skipped = set(declared)
     if not mixture:
         skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
-    elif not c.get("norm_topk_prob"):
+    elif not c.get("norm_topk_prob", c.get(_file_name(name, "norm_topk_prob"))):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
         skipped.add("logits")  # the head's logits are softcapped
@@ -138,8 +146,14 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     # a learned position table: an embedding table of the model other than the token embeddings (GPT-2, OPT)
     learned_positions = any(isinstance(m, torch.nn.Embedding) and m is not run.model.get_input_embeddings() for m in run.model.modules())
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
-    mixture_blocks = [i for i in range(n) if i >= dense] if MIXTURE_IDENTITIES & expected_identities(name)[0] else []
-    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
+    # every block from the first sparse one is a mixture where the config names routed experts (a
+    # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
+    # softmax attention's identities hold where a block has softmax attention: not on linear-attention blocks
+    types = getattr(run.config, "layer_types", None) or [None] * n
+    softmax_blocks = [i for i in range(n) if types[i] != "linear_attention"]
+    shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
     # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
@@ -159,7 +173,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
-             "embeddings": None, "logits": None}
+             "attention_rows": softmax_blocks, "attention_softmax": softmax_blocks, "embeddings": None, "logits": None}
 
     measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run))
     assert {i["id"] for i in facts["identities"]} == measured

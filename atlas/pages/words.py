@@ -43,6 +43,10 @@ TITLES = {
 ROLE_TITLES = {
     "latent_attention": "Latent attention",
     "attention": "Attention",
+    "linear_attention": "Linear attention (gated delta rule)",
+    "gated_norm": "Gated RMSNorm",
+    "depthwise_conv": "Short causal convolution",
+    "decay_gate": "Forget gate (decay per channel)",
     "moe": "Mixture of experts",
     "gated_mlp": "Gated MLP",
     "router": "Router",
@@ -90,6 +94,18 @@ LINEAR_USES = {
     ("dense_mlp", "f"): ("Up projection", "Projects the stream into the MLP's hidden features"),
     ("dense_mlp", "y"): ("Down projection", "Projects the hidden features back into the residual width"),
     ("model", "z"): ("Language-model head", "Scores every vocabulary entry from the final normed stream"),
+    ("linear_attention", "p"): ("Query, key, value and gate projection", "Projects the stream into the queries, keys, values and output gates of every head at once, grouped by key head"),
+    ("linear_attention", "ba"): ("Write-strength and decay projection", "Projects the stream into each value head's write strength and decay, before their sigmoid and softplus"),
+    ("linear_attention", "y"): ("Output projection", "Mixes the value heads' gated, normalized read-outs back into the residual width"),
+    ("linear_attention", "q"): ("Query projection", "Projects the stream into the queries of every head, before the short convolution"),
+    ("linear_attention", "k"): ("Key projection", "Projects the stream into the keys of every head, before the short convolution"),
+    ("linear_attention", "v"): ("Value projection", "Projects the stream into the values of every head, before the short convolution"),
+    ("linear_attention", "beta"): ("Write-strength projection", "Projects the stream to one number per head whose sigmoid is how far the state moves towards the new value"),
+    ("linear_attention", "za"): ("Output-gate down projection", "Projects the stream into the narrow first half of the low-rank output gate"),
+    ("linear_attention", "z"): ("Output-gate up projection", "Expands the low-rank output gate to one value per channel of every head"),
+    ("decay_gate", "a"): ("Decay down projection", "Projects the stream into the narrow first half of the low-rank decay"),
+    ("decay_gate", "f"): ("Decay up projection", "Expands the low-rank decay to one value per key channel of every head"),
+    ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
 
@@ -166,6 +182,25 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return f"{act}, applied to each feature on its own; it has no parameters."
     if r in ("latent_attention", "attention"):
         return _attention_words(node, s)
+    if r == "linear_attention":
+        return _linear_attention_words(node)
+    if r == "gated_norm":
+        width = node["tensors"][0]["shape"][0] if node["tensors"] else None
+        variant = fact(node, "gated_norm") or ""
+        gain = "one plus a learned offset" if variant.endswith("_offset") else "a learned gain"
+        gate = "the sigmoid of" if variant.startswith("sigmoid") else "SiLU of"
+        eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
+        return (f"Divides each {grouped(width)}-wide head vector by its root mean square{eps}, multiplies it by {gain} per feature "
+                f"and then by {gate} a gate computed from the stream.")
+    if r == "decay_gate":
+        heads = fact(node, "heads") or {}
+        return (f"Turns the stream into one decay per head and key channel ({heads.get('heads')} × {heads.get('channels')}): a low-rank "
+                "projection, plus a learned offset per channel, through softplus, scaled by minus a learned rate per head; "
+                "the state is multiplied by its exponential before each write.")
+    if r == "depthwise_conv" and node["tensors"]:
+        kernel = node["tensors"][0]["shape"][-1] if node["tensors"] else None
+        uncalled = "; its parent applies its weight as a function, so the module itself is never called" if not node["proof"] else ""
+        return f"One short filter per channel over the current and the {kernel - 1} previous positions, never later ones{uncalled}."
     if r == "router":
         return _router_words(routing(s, node))
     if r == "experts":
@@ -246,6 +281,8 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         layout = fact(node, "rotary_layout")
         parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
                      "rotary positions on queries and keys" if layout else "no positions inside: they enter the stream before the first block")
+    if fact(node, "output_gate"):
+        parts.append("each head's output scaled by the sigmoid of a gate the query projection also produces")
     window = fact(node, "window")
     parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):
@@ -256,6 +293,18 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
     if scaling is not None:
         parts.append(f"scores scaled by {scaling:.4g}")
     return "Causal self-attention: " + "; ".join(parts) + "."
+
+
+def _linear_attention_words(node: dict[str, Any]) -> str:
+    heads = fact(node, "heads") or {}
+    kernel = fact(node, "conv_kernel")
+    share = heads.get("value", 0) // max(1, heads.get("key", 1))
+    shared = f", each key head serving {share} value heads" if share > 1 else ""
+    return (f"Linear attention with a recurrent state: {heads.get('key')} query–key heads of {heads.get('key_dim')} dims and "
+            f"{heads.get('value')} value heads of {heads.get('value_dim')} dims{shared}; queries, keys and values pass a causal "
+            f"convolution over {kernel} positions; each value head keeps one {heads.get('key_dim')} × {heads.get('value_dim')} "
+            f"matrix that decays{' key channel by key channel' if fact(node, 'decay') == 'per key channel' else ''}, is corrected towards each new value along its key by a learned write strength (the delta rule), "
+            "and is read with the query. No attention scores: the cost per token does not grow with the context.")
 
 
 ROUTING_WORDS = {

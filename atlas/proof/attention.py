@@ -150,7 +150,8 @@ def _mask(T_, window):
     return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
 
 
-def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False) -> None:
+def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
+                      gated: bool = False) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not."""
     import torch
@@ -197,8 +198,12 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         steps.append(Step(r"P_h=\operatorname{softmax}(S_h)\ \text{over keys}", "P", lambda e: e["S"].softmax(-1), value="attention_probabilities", summary=True))
     steps += [
         Step(rf"{T.v('O_h')}=P_h{T.v('V_h')}", "O", lambda e: (e["P"] @ e["V"]).transpose(1, 2), value="attention_head_outputs"),
-        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1), value="attention_premix"),
+        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
+             value=None if gated else "attention_premix"),
     ]
+    if gated:  # an output gate: each head's output scaled by the sigmoid of its own second query half
+        steps.append(Step(r"o\leftarrow o\odot\sigma(G)\quad\text{the output gate}", "o", lambda e: e["o"] * e["G"].sigmoid(),
+                          value="attention_premix", summary=True))
     n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
 
@@ -279,9 +284,14 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     names = set(dict(part.tiny.named_children()))
     steps: list[Step] = []
     Q, K, V = T.q("Q"), T.k("K"), T.v("V")
+    # an output gate rides on the query projection: twice the query width, each head's [query; gate]
+    gated = "q_proj" in names and linear_dims(part.tiny.q_proj)[1] == 2 * th * td
     if {"q_proj", "k_proj", "v_proj"} <= names:
         for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
+            if gated and name == "q_proj":
+                steps.append(Step(rf"[{Q};G]=x W_Q^{{\top}}{b}{T.maps(width, T.times(heads, 2 * d))}", stream, sub(part, name), summary=False))
+                continue
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
         out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
@@ -302,6 +312,15 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     if prescaled:
         scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
         steps.append(Step(rf"{Q}\leftarrow{T.num(scale)}\,{Q}\quad\text{{(scaled before the scores)}}", "Q", lambda e: tiny_scale * e["Q"]))
+    if gated:
+        part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
+
+        def ungate(e):
+            B, T_ = e["x"].shape[:2]
+            q, g = e["Q"].view(B, T_, th, 2 * td).chunk(2, dim=-1)
+            return q.reshape(B, T_, -1), g.reshape(B, T_, -1)
+
+        steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
     norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
     per_head = bool(norms) and norms["q_norm"].weight.shape[-1] == td
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
@@ -339,7 +358,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled)
+    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
     return Chain(steps, inputs, "y", output_element=0)
@@ -385,17 +404,20 @@ def latent_attention(part: Part) -> Chain:
             Step(rf"[{kC};\,{T.v('v_h')}]={ckv_hat}W_{{UKV}}^{{\top}}{T.maps(rkv, T.times(h, f'({T.num(nope)}+{T.num(dv)})'))}", "kv", sub(part, "kv_b_proj", x="ckv"), summary=True),
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
-            Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
-                 lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
-                                 for n in ("qR", "kR"))),
+            *([Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
+                    lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
+                                    for n in ("qR", "kR")))] if rotate else []),
             Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{one rotary key for every head}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
         _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv))
-        return Chain(steps, [X, rotary_input(part.argument("position_embeddings"))], "y", output_element=0)
+        return Chain(steps, [X, rotary_input(part.argument("position_embeddings"))] if rotate else [X], "y", output_element=0)
 
     part.note("latent", {"kv_lora_rank": rkv, "q_lora_rank": getattr(cfg, "q_lora_rank", None), "rope_dims": rope}, "the config's sizes")
+    if not _rotary_given(part):  # no rotary angles (Kimi Linear's MLA): the "rotary" parts are plain projections
+        part.note("positions", "none inside the attention", "the module is given no rotary angles")
+        return build(None, "")
     if _complex_angles(part.argument("position_embeddings")):
         # The model hands one complex number per rotated pair (cos + i sin, times any rotary attention
         # factor) instead of a (cos, sin) pair: the other layouts cannot even read it.

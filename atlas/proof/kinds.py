@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, mixture, stack
+from atlas.proof import attention, library, linear, mixture, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
+from atlas.standard import is_linear_attention
 
 
 def _own(module) -> dict:
@@ -44,8 +45,16 @@ def kind_of(part: Part) -> str:
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
                                           and hasattr(m, "nf")):
         return "linear"
+    if linear.is_depthwise_conv(m):
+        return "depthwise_conv"
+    if linear.is_gated_norm(m):
+        return "gated_norm"
+    if linear.is_decay_gate(m):
+        return "decay_gate"
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
+    if is_linear_attention(m):
+        return "linear_attention"
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
@@ -84,6 +93,10 @@ BUILDERS = {
     "offset": mixture.offset,
     "mixture": mixture.mixture,
     "block": stack.block,
+    "linear_attention": linear.linear_attention,
+    "gated_norm": linear.gated_norm,
+    "depthwise_conv": linear.depthwise_conv,
+    "decay_gate": linear.decay_gate,
 }
 
 
