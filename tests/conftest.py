@@ -20,10 +20,13 @@ PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock"
 
 
 def released_config(name: str) -> dict:
-    """The family's pinned config.json as the file holds it: the tests' independent source of sizes."""
+    """The family's pinned config.json as the file holds it: the tests' independent source of sizes (for
+    a multimodal wrapper, the section its text model reads)."""
     from atlas import families
 
-    return json.loads((ROOT / "atlas/checkpoints" / families.load(name).checkpoint / "config.json").read_text())
+    family = families.load(name)
+    whole = json.loads((ROOT / "atlas/checkpoints" / family.checkpoint / "config.json").read_text())
+    return whole[family.config_section] if family.config_section else whole
 
 
 def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:

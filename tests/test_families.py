@@ -404,6 +404,44 @@ def test_smollm3_groups_its_no_position_blocks_apart(collected):
         "rotary_block.self_attn": "halves", "no_position_block.self_attn": "not_applied"}
 
 
+# --- Qwen3.5: a multimodal wrapper's text model ---------------------------------------------------
+
+
+def test_qwen3_5_counts_its_text_model_and_the_vision_tower_apart(collected):
+    import torch
+    import transformers
+
+    f = collected("qwen3_5_moe").facts
+    whole = json.loads((ROOT / "atlas/checkpoints/Qwen/Qwen3.5-35B-A3B/config.json").read_text())
+    c = whole["text_config"]
+    d, V, L, H, KV, hd = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    E, K, Fm, Fs = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"], c["shared_expert_intermediate_size"]
+    assert not whole["tie_word_embeddings"] and not c["attention_bias"] and c["attn_output_gate"] and c["mlp_only_layers"] == []
+    full = L // c["full_attention_interval"]
+    assert c["layer_types"].count("full_attention") == full
+    key_dim, value_dim = c["linear_num_key_heads"] * c["linear_key_head_dim"], c["linear_num_value_heads"] * c["linear_value_head_dim"]
+    mixed = 2 * key_dim + value_dim  # q, k and v of the delta rule, projected and convolved together
+    nv = c["linear_num_value_heads"]
+    deltanet = (d * mixed + d * value_dim + 2 * d * nv  # in_proj_qkv, in_proj_z (the output gate), in_proj_b, in_proj_a
+                + mixed * c["linear_conv_kernel_dim"] + 2 * nv  # the depthwise convolution; dt_bias and A_log per value head
+                + c["linear_value_head_dim"] + value_dim * d)  # the gated norm over a head; out_proj
+    attention = d * 2 * H * hd + 2 * d * KV * hd + H * hd * d + 2 * hd  # q twice as wide (the gate), k, v, o; q/k norms
+    experts = E * 3 * d * Fm
+    mixture = E * d + experts + 3 * d * Fs + d  # router, routed experts, shared expert and its one-output gate
+    total = 2 * V * d + d + (L - full) * (deltanet + mixture + 2 * d) + full * (attention + mixture + 2 * d)
+    assert model_total(f) == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * 3 * d * Fm
+    # The wrapper built here from the whole file: everything it holds beyond the text model is the vision
+    # tower the page counts apart, and none of it is in the total above.
+    config = transformers.Qwen3_5MoeConfig(**{k: v for k, v in whole.items() if k != "model_type"})
+    with torch.device("meta"):
+        wrapper = transformers.Qwen3_5MoeForConditionalGeneration(config)
+    outside = f["model"]["outside_text_model"]
+    assert outside["parameters"] == sum(p.numel() for p in wrapper.parameters()) - total
+    assert [p["path"] for p in outside["parts"]] == ["model.visual"] and outside["text_model_path"] == "model.language_model"
+    assert [(k["label"], k["count"]) for k in f["block_kinds"]] == [("linear attention block", L - full), ("global block", full)]
+
+
 # --- the registry: a family is its module, its notes and its checkpoint folder, nothing else ------
 
 FAMILIES = families.names()
