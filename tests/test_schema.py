@@ -14,6 +14,7 @@ import pytest
 
 from atlas import families
 from atlas.errors import AtlasError
+from atlas.facts import SCHEMA
 from atlas.schema import FACTS_SCHEMA, Schema, check_facts, json_path
 from tests.conftest import ROOT, run_build, snapshot
 
@@ -135,7 +136,6 @@ def test_a_schema_is_refused_when_it_uses_what_the_validator_does_not_check():
 
 
 def test_the_schema_file_loads_and_pins_the_facts_version():
-    from atlas.facts import SCHEMA
     from atlas.schema import facts_schema
 
     assert facts_schema().root == SCHEMA_JSON
@@ -211,7 +211,7 @@ def test_an_unknown_field_is_one_line_naming_it(kimi):
 
     assert broken(kimi, colour) == (
         "site/kimi_k2/facts.json: facts field model.colour: is not a known field "
-        "(known: class, config_class, block_path, num_blocks, block_class, attention_class, containers, torch_bases)"
+        "(known: class, config_class, block_path, num_blocks, block_class, attention_class, containers, torch_bases, outside_text_model)"
     )
     assert broken(kimi, extra) == (
         "site/kimi_k2/facts.json: facts field extra: is not a known field (known: schema, family, stack, checkpoint, model, "
@@ -230,7 +230,7 @@ def test_values_outside_their_set_are_one_line_naming_them(kimi):
     def broken_identity(f):
         f["preview"]["identities"][0]["holds"] = False
 
-    assert broken(kimi, older) == "site/kimi_k2/facts.json: facts field schema: is 1, expected 3"
+    assert broken(kimi, older) == f"site/kimi_k2/facts.json: facts field schema: is 1, expected {SCHEMA}"
     assert broken(kimi, dtype).startswith(
         'site/kimi_k2/facts.json: facts field checkpoint_check.sample[0].dtype: is "F99", expected one of "BOOL", "U8", '
     )
@@ -285,7 +285,7 @@ def test_facts_of_an_older_atlas_in_many_families_name_the_first_and_ask_for_a_f
     old = facts_json({**kimi, "schema": 1})
     site = site_with(tmp_path, {name: old for name in ("qwen3", "gpt2", "llama", "mistral")})
     assert write_fails(site) == (
-        f"{site}/gpt2/facts.json: facts field schema: is 1, expected 3; "
+        f"{site}/gpt2/facts.json: facts field schema: is 1, expected {SCHEMA}; "
         f"4 families' facts.json do not match; rebuild every family: python build.py --out {site}"
     )
 
@@ -305,7 +305,7 @@ def test_a_build_beside_a_tampered_family_fails_and_keeps_the_site(built_site, t
     result = run_build(ROOT, "--family", "gpt2", "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected 3; rebuild it: python build.py --family kimi_k2 --out {out}"
+        f"error: {out}/kimi_k2/facts.json: facts field schema: is 1, expected {SCHEMA}; rebuild it: python build.py --family kimi_k2 --out {out}"
         f"; the site in {out} was left as it was",
     ]
     assert snapshot(out) == before
