@@ -12,11 +12,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from atlas import families
 from atlas.errors import AtlasError
+
+# transformers' advice to its users (a rope setting renamed, an activation's numerics) is not the build's
+# to pass on: whatever a page needs is checked, and a build prints only progress and its one error line.
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
