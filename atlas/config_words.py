@@ -51,7 +51,7 @@ ROPE_TYPES = {
 }
 
 # The names the families use for the number of routed experts, in the order they are looked for.
-EXPERT_COUNT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts")
+EXPERT_COUNT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 
 NO_WORDS = "The atlas has no words for this key yet."
 
@@ -59,11 +59,16 @@ NO_WORDS = "The atlas has no words for this key yet."
 class _Config:
     """The raw config with typed reads: a value of the wrong type is an error naming file and key."""
 
-    def __init__(self, raw: Mapping[str, Any], where: str):
+    def __init__(self, raw: Mapping[str, Any], where: str, names: Mapping[str, str] | None = None):
         self.raw, self.where = raw, where
+        self.names = dict(names or {})  # a key read under another key's name, and the name to report
 
     def fail(self, key: str, problem: str):
-        raise AtlasError(self.where, key, problem)
+        raise AtlasError(self.where, self.names.get(key, key), problem)
+
+    def renamed(self, target: str, key: str, value: Any) -> "_Config":
+        """The config with ``key``'s value read as ``target``; an error names ``key``."""
+        return _Config({**self.raw, target: value}, self.where, {**self.names, target: key})
 
     def number(self, key: str, value: Any = ...) -> int | float:
         value = self.raw[key] if value is ... else value
@@ -206,6 +211,26 @@ def _dropout(key: str, where: str) -> None:
     EXPLAIN[key] = explain
 
 
+# Keys that are another key under a second name: key -> the name the rest of this module reads.
+ALIASES: dict[str, str] = {}
+
+
+def _alias(key: str, target: str) -> None:
+    """A key that holds another key's setting under a second name: the other key's words, from this value."""
+    ALIASES[key] = target
+
+    def explain(key, v, c):
+        words = EXPLAIN[target](target, v, c.renamed(target, key, v))
+        return f"{words}; {key} is {target} under another name"
+
+    EXPLAIN[key] = explain
+
+
+def _with_aliases(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The config with each aliased setting also under the name it has elsewhere, where that name is absent."""
+    return {**{target: raw[key] for key, target in ALIASES.items() if key in raw and target not in raw}, **raw}
+
+
 def _token(key: str, role: str) -> None:
     SPEAKS_FOR_UNSET.add(key)
 
@@ -223,10 +248,20 @@ ROLE_VERBS = {  # what one token id does, and what each of several does
     "beginning-of-sequence": ("begins a sequence", "begin a sequence"),
     "end-of-sequence": ("ends a sequence", "end a sequence"),
     "padding": ("pads a batch", "pad a batch"),
+    "image placeholder": ("holds an image's place in the text; the vision tower's features replace its embedding",
+                          "hold an image's place in the text; the vision tower's features replace their embeddings"),
+    "video placeholder": ("holds a video's place in the text; the vision tower's features replace its embedding",
+                          "hold a video's place in the text; the vision tower's features replace their embeddings"),
+    "vision-start": ("opens an image or a video in the text", "open an image or a video in the text"),
+    "vision-end": ("closes an image or a video in the text", "close an image or a video in the text"),
 }
 _token("bos_token_id", "beginning-of-sequence")
 _token("eos_token_id", "end-of-sequence")
 _token("pad_token_id", "padding")
+_token("image_token_id", "image placeholder")
+_token("video_token_id", "video placeholder")
+_token("vision_start_token_id", "vision-start")
+_token("vision_end_token_id", "vision-end")
 
 _dropout("attention_dropout", "the attention pattern")
 _dropout("attn_pdrop", "the attention pattern")
@@ -764,7 +799,7 @@ def explain_config(raw: Mapping[str, Any], where: str | Path = "config.json", un
     ``unread`` are keys transformers never names (``unread_keys``); their words say so, with the
     transformers ``version`` where it is given.
     """
-    c = _Config(raw, str(where))
+    c = _Config(_with_aliases(raw), str(where), {t: k for k, t in ALIASES.items() if k in raw and t not in raw})
     out = {}
     for key, value in raw.items():
         explain = EXPLAIN.get(key)
@@ -854,3 +889,7 @@ def unread_keys(raw: Mapping[str, Any], model_class, config_class) -> set[str]:
         if not names & (modeling if key in MODEL_SCOPED else everything):
             unread.add(key)
     return unread
+
+
+# The keys of the older, multimodal and hybrid-attention configs, registered in EXPLAIN like the ones above.
+from atlas import config_words_more  # noqa: E402,F401  (imported last: it builds on this module's helpers)

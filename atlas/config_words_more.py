@@ -1,0 +1,607 @@
+"""More of config.json in words: the keys of the older, the multimodal and the hybrid-attention configs.
+
+The same rules as ``atlas.config_words``, which imports this module at its end so that every key is
+registered wherever the words are read: each sentence is written from the key's own value and, where
+the meaning depends on them, from other keys of the same config.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from atlas.config_words import (
+    _alias,
+    _Config,
+    _dropout,
+    _num,
+    _ordinal,
+    _plural,
+    _switch,
+    _value_words,
+    explains,
+    settings_words,
+)
+from atlas.numbers import grouped
+
+
+def _head_width(c: _Config) -> int | None:
+    """The width of one attention head: head_dim where given, else the width shared out over the heads."""
+    if c.raw.get("head_dim"):
+        return c.count("head_dim", c.raw["head_dim"])
+    for width_key, heads_key in (("hidden_size", "num_attention_heads"), ("n_embd", "n_head")):
+        width, heads = c.get_count(width_key), c.get_count(heads_key)
+        if width and heads:
+            return width // heads
+    return None
+
+
+# --- other names for keys the atlas already explains ------------------------------------------------
+
+_alias("model_max_length", "max_position_embeddings")
+_alias("moe_renormalize", "norm_topk_prob")
+_alias("num_expert_group", "n_group")
+_alias("num_experts_per_token", "num_experts_per_tok")
+_alias("moe_k", "num_experts_per_tok")
+_alias("num_shared_experts", "n_shared_experts")
+_alias("moe_num_shared_experts", "n_shared_experts")
+_alias("moe_router_activation_func", "scoring_func")
+_alias("rotary_emb_base", "rope_theta")
+
+
+# --- records and training-only settings -------------------------------------------------------------
+
+@explains("name")
+def _name(key, v, c):
+    return f'The name the model was saved under, "{c.text("name")}"; a record only'
+
+
+@explains("tokenizer_class")
+def _tokenizer_class(key, v, c):
+    return f'The tokenizer class to load with the model, "{c.text("tokenizer_class")}"; the model\'s computation does not use it'
+
+
+@explains("prefix")
+def _prefix(key, v, c):
+    return (f'Text that the text-generation pipeline puts before each prompt, {_value_words(c.text("prefix"))}; '
+            "the model's computation does not use it")
+
+
+_switch("gradient_checkpointing",
+        "Training recomputes the blocks' activations instead of storing them, to save memory; no effect on a forward pass",
+        "Training stores the blocks' activations rather than recomputing them; no effect on a forward pass")
+
+
+@explains("init_std")
+def _init_std(key, v, c):
+    return f"Standard deviation {_num(c.number('init_std'))} of the random initialization; trained weights replace it"
+
+
+_dropout("hidden_dropout", "each sublayer's output before it is added to the stream")
+_dropout("residual_dropout", "each sublayer's output before it is added to the stream")
+_dropout("dropout", "each sublayer's output before it is added to the stream")
+_dropout("embedding_dropout", "the embeddings")
+_dropout("activation_dropout", "the MLP's activations")
+
+
+@explains("layerdrop")
+def _layerdrop(key, v, c):
+    p = c.number("layerdrop")
+    if p == 0:
+        return "No block is skipped in training (probability 0); every block runs at inference"
+    return f"Each block is skipped with probability {_num(p)} in training (LayerDrop); every block runs at inference"
+
+
+def _input_jitter(p: int | float) -> str:
+    if p == 0:
+        return "No noise on the mixture block's input (0); no effect at inference anyway"
+    return (f"In training, the mixture block's input is multiplied by noise drawn evenly from "
+            f"[{_num(1 - p)}, {_num(1 + p)}]; no effect at inference")
+
+
+@explains("input_jitter_noise")
+def _input_jitter_noise(key, v, c):
+    return _input_jitter(c.number("input_jitter_noise"))
+
+
+@explains("router_jitter_noise")
+def _router_jitter(key, v, c):
+    p = c.number("router_jitter_noise")
+    if "input_jitter_noise" not in c.raw:
+        # The only jitter of the config: the block's input noise.
+        return _input_jitter(p)
+    # The input noise has a key of its own, so this one is the router's threshold.
+    return (f"The router's threshold: every expert whose score trails the best one by more than {_num(2 * p)} "
+            f"(twice {_num(p)}) of the larger magnitude is masked out before an expert is chosen and weighted; "
+            "it applies at inference too")
+
+
+# --- norms ---------------------------------------------------------------------------------------
+
+NORM_TYPES = {  # a norm_type's name -> what the norm is
+    "layer_norm": "LayerNorm: each vector is centred on its mean and divided by its standard deviation, then scaled",
+    "layernorm": "LayerNorm: each vector is centred on its mean and divided by its standard deviation, then scaled",
+    "rms_norm": "RMSNorm: each vector is divided by its root mean square, then scaled",
+    "rmsnorm": "RMSNorm: each vector is divided by its root mean square, then scaled",
+}
+
+
+@explains("norm_type")
+def _norm_type(key, v, c):
+    kind = c.text("norm_type")
+    return f'Every norm is of the kind "{kind}", ' + NORM_TYPES.get(kind, "a kind the atlas has no words for")
+
+
+@explains("layer_norm_eps")
+def _layer_norm_eps(key, v, c):
+    return f"The epsilon added to the variance inside every LayerNorm: {_num(c.number('layer_norm_eps'))}"
+
+
+@explains("norm_epsilon")
+def _norm_epsilon(key, v, c):
+    eps = _num(c.number("norm_epsilon"))
+    kind = c.raw.get("norm_type")
+    if kind in ("layer_norm", "layernorm"):
+        return f"The epsilon added to the variance inside every LayerNorm: {eps}"
+    if kind in ("rms_norm", "rmsnorm"):
+        return f"The epsilon added to the mean square inside every RMSNorm: {eps}"
+    return f"The epsilon added inside every norm: {eps}"
+
+
+@explains("use_qk_norm", "qk_norm", "qk_layernorm")
+def _qk_norm(key, v, c):
+    if c.flag(key):
+        return "Queries and keys are each normalized per head before the attention scores are computed"
+    return "Queries and keys go into the attention scores without a norm of their own"
+
+
+_switch("do_layer_norm_before", "Each sublayer normalizes its input (a pre-norm block)",
+        "The stream is normalized after each sublayer's output is added to it (a post-norm block)")
+_switch("post_norm", "A norm is applied to each sublayer's output", "No norm is applied to the sublayers' outputs")
+_switch("apply_residual_connection_post_layernorm",
+        "The residual carried past each sublayer is its normed input, not the stream itself",
+        "The residual carried past each sublayer is the stream itself, not its normed copy")
+
+
+# --- the block's layout --------------------------------------------------------------------------
+
+@explains("use_parallel_block", "use_parallel_residual", "parallel_attn")
+def _parallel(key, v, c):
+    if c.flag(key):
+        return ("The attention and the MLP both read the block's input, and both outputs are added to the stream "
+                "together (a parallel block)")
+    words = "The MLP reads the stream after the attention's output has been added to it (a sequential block)"
+    if key == "parallel_attn" and c.raw.get("new_decoder_architecture") is True:
+        words += "; new_decoder_architecture is on, which makes the block parallel anyway"
+    return words
+
+
+@explains("new_decoder_architecture")
+def _new_decoder(key, v, c):
+    if c.flag("new_decoder_architecture"):
+        return ("The newer block layout: key and value heads as num_kv_heads gives them, the attention and the MLP in "
+                "parallel; multi_query and parallel_attn are ignored")
+    return "The original block layout: multi_query and parallel_attn decide the attention's heads and the block's order"
+
+
+_switch("bias", "The blocks' linear projections add a learned bias", "The blocks' linear projections have no bias")
+_switch("use_bias", "The attention's and the MLP's projections add a learned bias",
+        "The attention's and the MLP's projections have no bias")
+_switch("attention_out_bias", "The attention's output projection adds a learned bias",
+        "The attention's output projection has no bias")
+_switch("lm_head_bias", "The output head adds a learned bias to every logit", "The output head has no bias")
+
+
+# --- attention -----------------------------------------------------------------------------------
+
+@explains("multi_query")
+def _multi_query(key, v, c):
+    if c.flag("multi_query"):
+        words = "One key and value head shared by all query heads (multi-query attention)"
+    else:
+        words = "Not multi-query: the key and value heads are not reduced to one"
+    if c.raw.get("new_decoder_architecture") is True:
+        words += "; new_decoder_architecture is on, so this is ignored"
+    return words
+
+
+_switch("alibi", "ALiBi: each head adds a penalty growing linearly with distance to its attention scores",
+        "No ALiBi distance penalty is added to the attention scores")
+
+
+@explains("scale_attn_weights")
+def _scale_attn(key, v, c):
+    d = _head_width(c)
+    by = f"1/√{grouped(d)} = {d ** -0.5:.4g}" if d else "1/√(head width)"
+    if c.flag("scale_attn_weights"):
+        return f"The attention scores are scaled by {by} before the softmax"
+    return f"The attention scores are not scaled by {by}: they go into the softmax as they are"
+
+
+_switch("attention_softmax_in_fp32", "The attention's softmax runs in 32-bit floats, whatever the weights' precision",
+        "The attention's softmax runs in the weights' own precision")
+
+
+@explains("scale_attention_softmax_in_fp32")
+def _scale_in_fp32(key, v, c):
+    if c.flag("scale_attention_softmax_in_fp32"):
+        words = "The attention scores are scaled in 32-bit floats together with the softmax, not before it"
+        if c.raw.get("attention_softmax_in_fp32") is False:
+            words += "; attention_softmax_in_fp32 is off, so this has no effect"
+        return words
+    return "The attention scores are scaled in the weights' own precision before the softmax"
+
+
+@explains("clip_qkv", unset=True)
+def _clip_qkv(key, v, c):
+    if v is None:
+        return "Left unset: queries, keys and values are not clipped"
+    limit = _num(c.number("clip_qkv"))
+    return f"Queries, keys and values are each clamped into [−{limit}, {limit}] before the attention"
+
+
+@explains("attention_multiplier")
+def _attention_multiplier(key, v, c):
+    words = f"The attention scores are multiplied by {_num(c.number('attention_multiplier'))}"
+    d = _head_width(c)
+    if d:
+        words += f", in place of the usual 1/√(head width), here 1/√{grouped(d)} = {d ** -0.5:.4g}"
+    return words
+
+
+@explains("order_of_interleaved_layers")
+def _interleave_order(key, v, c):
+    order = c.text("order_of_interleaved_layers")
+    words = {
+        "local_attn_first": "in each repeating group of blocks, the sliding-window blocks come first and the full-attention block last",
+        "global_attn_first": "in each repeating group of blocks, the full-attention block comes first and the sliding-window blocks after it",
+    }.get(order, "an order the atlas has no words for")
+    return f'The order of the interleaved attention kinds, "{order}": {words}'
+
+
+# --- positions -----------------------------------------------------------------------------------
+
+POSITION_KINDS = {
+    "rope_gptj": "rotary positions on interleaved pairs: each even dim of a head rotates with the odd dim after it",
+    "absolute": "a learned table of absolute positions added to the embeddings",
+    "alibi": "ALiBi, a penalty on the attention scores growing linearly with distance",
+}
+
+
+@explains("position_embedding_type")
+def _position_kind(key, v, c):
+    kind = c.text("position_embedding_type")
+    return f'Positions enter the model as "{kind}", ' + POSITION_KINDS.get(kind, "a kind the atlas has no words for")
+
+
+@explains("partial_rotary_factor", "rotary_pct")
+def _rotary_fraction(key, v, c):
+    f = c.number(key)
+    d = _head_width(c)
+    if f == 1:
+        return f"Every dim of each query and key head is rotated by position (a fraction of {_num(f)})"
+    words = f"A fraction {_num(f)} of each query and key head's dims is rotated by position"
+    if d:
+        r = int(d * f)
+        words += f": {grouped(r)} of {grouped(d)}, the other {grouped(d - r)} carry no position"
+    return words
+
+
+@explains("rotary_dim", unset=True)
+def _rotary_dim(key, v, c):
+    if v is None:
+        return "Left unset: every dim of each query and key head is rotated by position"
+    n = c.count("rotary_dim")
+    words = f"{grouped(n)} dims of each query and key head are rotated by position"
+    d = _head_width(c)
+    if d and n < d:
+        words += f", of {grouped(d)}; the other {grouped(d - n)} carry no position"
+    elif d and n >= d:
+        words += f"; a head is {grouped(d)} wide, so every dim is"
+    return words
+
+
+_switch("rotary", "Queries and keys are rotated by position (rotary embeddings)",
+        "No rotary position: queries and keys are not rotated")
+_switch("use_mrope",
+        "Multimodal rotary positions: the rotated dims are split into sections turned by time, height and width positions",
+        "Plain rotary positions: one sequence index per token, not separate time, height and width indices")
+_switch("mla_use_nope", "The latent-attention blocks apply no rotary position: no part of their queries and keys is rotated",
+        "The latent-attention blocks rotate part of each query and key by position")
+
+
+@explains("no_rope_layers")
+def _no_rope_layers(key, v, c):
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        c.fail("no_rope_layers", "must be a list of 1 and 0, one per block")
+    without = [i for i, x in enumerate(v) if not x]
+    words = (f"One flag per block, 1 where the block rotates queries and keys by position and 0 where it uses no "
+             f"position encoding: {len(v) - len(without)} of the {len(v)} blocks rotate")
+    if without:
+        words += f", blocks {', '.join(map(str, without))} (counting from 0) do not"
+    return words
+
+
+@explains("no_rope_layer_interval")
+def _no_rope_interval(key, v, c):
+    n = c.count("no_rope_layer_interval")
+    if n <= 1:
+        words = "Where no_rope_layers is not given, no block uses position encoding"
+    else:
+        words = f"Where no_rope_layers is not given, every {_ordinal(n)} block uses no position encoding"
+    given = c.raw.get("no_rope_layers")
+    if isinstance(given, list):
+        pattern = [int((i + 1) % n != 0) if n else 1 for i in range(len(given))]
+        words += ("; no_rope_layers is given here and follows the same pattern" if pattern == given
+                  else "; no_rope_layers is given here, and it decides")
+    return words
+
+
+# --- scales --------------------------------------------------------------------------------------
+
+@explains("embedding_multiplier", "scale_emb")
+def _embedding_scale(key, v, c):
+    return f"The embeddings are multiplied by {_num(c.number(key))} before the first block"
+
+
+@explains("residual_multiplier")
+def _residual_multiplier(key, v, c):
+    return f"Each sublayer's output is multiplied by {_num(c.number('residual_multiplier'))} before it is added to the stream"
+
+
+@explains("scale_depth")
+def _scale_depth(key, v, c):
+    s = c.number("scale_depth")
+    layers = c.get_count("num_hidden_layers")
+    if not layers:
+        return f"Each sublayer's output is multiplied by {_num(s)}/√(number of blocks) before it is added to the stream"
+    return (f"Each sublayer's output is multiplied by {_num(s)}/√{layers} = {s / math.sqrt(layers):.4g} "
+            "before it is added to the stream")
+
+
+@explains("dim_model_base")
+def _dim_model_base(key, v, c):
+    base = c.count("dim_model_base")
+    width = c.get_count("hidden_size")
+    words = f"The width the model's scaling was tuned at: {grouped(base)}"
+    if width and base:
+        words += f"; the stream is divided by hidden_size/{grouped(base)} = {_num(width / base)} before the output head"
+    return words
+
+
+@explains("logit_scale")
+def _logit_scale(key, v, c):
+    return f"The head's logits are multiplied by {_num(c.number('logit_scale'))}"
+
+
+@explains("logits_scaling")
+def _logits_scaling(key, v, c):
+    return f"The head's logits are divided by {_num(c.number('logits_scaling'))}"
+
+
+# --- MLP widths and kinds ------------------------------------------------------------------------
+
+@explains("ffn_dim")
+def _ffn_dim(key, v, c):
+    return f"The hidden width of every MLP: {grouped(c.count('ffn_dim'))}"
+
+
+@explains("n_inner", unset=True)
+def _n_inner(key, v, c):
+    width = c.get_count("n_embd") or c.get_count("hidden_size")
+    if v is None:
+        four = f" ({grouped(4 * width)})" if width else ""
+        return f"Left unset: the hidden width of every MLP is four times the residual width{four}"
+    return f"The hidden width of every MLP: {grouped(c.count('n_inner'))}"
+
+
+@explains("shared_expert_intermediate_size")
+def _shared_expert_width(key, v, c):
+    return f"The hidden width of the shared expert, which every token passes through: {grouped(c.count(key))}"
+
+
+@explains("word_embed_proj_dim")
+def _word_embed_proj(key, v, c):
+    d = c.count("word_embed_proj_dim")
+    width = c.get_count("hidden_size")
+    words = f"The embedding table's width: {grouped(d)}"
+    if width is None:
+        return words
+    if d == width:
+        return words + ", the same as hidden_size, so nothing is projected in or out"
+    return words + f"; the embeddings are projected to {grouped(width)} before the first block and back before the head"
+
+
+_switch("use_gated_activation", "The MLP is gated: the activated gate projection multiplies an up projection",
+        "The MLP is not gated: one projection up, the activation, one projection down")
+
+
+@explains("mlp_type")
+def _mlp_type(key, v, c):
+    return f'The original code\'s name for its kind of MLP, "{c.text("mlp_type")}"'
+
+
+_switch("use_embedding_sharing", "The original code's switch for sharing the embedding table with the output head: on",
+        "The original code's switch for sharing the embedding table with the output head: off")
+_switch("use_parallel_embedding",
+        "The original code splits the embedding table across tensor-parallel devices; it changes no shape",
+        "The original code keeps the embedding table whole on each device; it changes no shape")
+
+
+# --- mixtures of experts -------------------------------------------------------------------------
+
+@explains("use_grouped_topk")
+def _grouped_topk(key, v, c):
+    if not c.flag("use_grouped_topk"):
+        return "The experts are chosen by a plain top-k of the scores, with no groups"
+    groups = c.get_count("n_group")
+    words = "The experts are chosen within the best groups, as n_group and topk_group set them"
+    if groups is not None and groups <= 1:
+        words += "; with a single group, every expert stays a candidate"
+    return words
+
+
+@explains("moe_layer_start_index")
+def _moe_start(key, v, c):
+    s = c.count("moe_layer_start_index")
+    if s == 0:
+        return "The mixtures of experts may start at block 0"
+    dense = "Block 0 keeps" if s == 1 else f"Blocks 0–{s - 1} keep"
+    return f"{dense} a dense MLP; the mixtures of experts may start at block {s}"
+
+
+@explains("moe_layer_end_index")
+def _moe_end(key, v, c):
+    e = c.raw["moe_layer_end_index"]
+    if e != -1:
+        e = c.count("moe_layer_end_index")
+    layers = c.get_count("num_hidden_layers")
+    if e == -1:
+        return "Set to −1: the mixtures of experts may run to the last block"
+    if layers is not None and e >= layers - 1:
+        return f"The mixtures of experts may run to block {e}, the last of the {layers}"
+    return f"The mixtures of experts end at block {e}; the blocks after it keep a dense MLP"
+
+
+@explains("moe_layer_interval")
+def _moe_interval(key, v, c):
+    n = c.count("moe_layer_interval")
+    if n == 1:
+        return "Every block from moe_layer_start_index to moe_layer_end_index is a mixture of experts (an interval of 1)"
+    return (f"Between moe_layer_start_index and moe_layer_end_index, a block is a mixture of experts where its number "
+            f"counted from 1 is a multiple of {n}; the others keep a dense MLP")
+
+
+@explains("moe_capacity")
+def _moe_capacity(key, v, c):
+    if not isinstance(v, list):
+        c.fail("moe_capacity", "must be a list of capacities")
+    return (f"The original code's expert-capacity settings, {_value_words(v)}, which cap how many tokens an expert "
+            "takes in that code; they change no shape")
+
+
+@explains("moe_gate")
+def _moe_gate(key, v, c):
+    gate = c.text("moe_gate")
+    words = {"topk": "each token goes to its top-scoring experts"}.get(gate, "a gate the atlas has no words for")
+    return f'The original code\'s name for its gate, "{gate}": {words}'
+
+
+_switch("moe_use_aux_free",
+        "A per-expert bias added to the scores balances the experts without an auxiliary loss: it shifts which experts "
+        "are chosen, not their weights",
+        "No per-expert selection bias: the experts are chosen by their scores alone")
+
+
+# --- linear attention ----------------------------------------------------------------------------
+
+@explains("full_attention_interval")
+def _full_interval(key, v, c):
+    n = c.count("full_attention_interval")
+    if n <= 1:
+        words = "Where layer_types is not given, every block uses full attention"
+    else:
+        words = (f"Where layer_types is not given, every {_ordinal(n)} block uses full attention and the other "
+                 f"{n - 1} of each {n} linear attention")
+    types = c.raw.get("layer_types")
+    layers = c.get_count("num_hidden_layers")
+    if isinstance(types, list):
+        pattern = ["linear_attention" if (i + 1) % n else "full_attention" for i in range(len(types))] if n else None
+        words += ("; layer_types is given here and follows the same pattern" if pattern == types
+                  else "; layer_types is given here, and it decides")
+    elif layers and n:
+        words += f": {layers // n} of the {layers} blocks"
+    return words
+
+
+@explains("linear_conv_kernel_dim")
+def _linear_conv(key, v, c):
+    return (f"The linear-attention blocks run a causal convolution {grouped(c.count(key))} positions wide over "
+            "each channel of their inputs")
+
+
+@explains("linear_key_head_dim")
+def _linear_key_dim(key, v, c):
+    return f"Each query and key head of the linear-attention blocks is {grouped(c.count(key))} wide"
+
+
+@explains("linear_value_head_dim")
+def _linear_value_dim(key, v, c):
+    return f"Each value head of the linear-attention blocks is {grouped(c.count(key))} wide"
+
+
+@explains("linear_num_key_heads")
+def _linear_key_heads(key, v, c):
+    return f"{_plural(c.count(key), 'query and key head', 'query and key heads')} per linear-attention block"
+
+
+@explains("linear_num_value_heads")
+def _linear_value_heads(key, v, c):
+    n = c.count("linear_num_value_heads")
+    words = f"{_plural(n, 'value head')} per linear-attention block"
+    k = c.get_count("linear_num_key_heads")
+    if k and n % k == 0 and n > k:
+        words += f"; each query and key head serves {n // k} of them"
+    elif k == n:
+        words += ", one per query and key head"
+    return words
+
+
+@explains("linear_attn_config")
+def _linear_attn_config(key, v, c):
+    if not isinstance(v, dict):
+        c.fail("linear_attn_config", "must be an object of linear-attention settings")
+    parts = [f"{k}, a list of {len(x)}" if isinstance(x, list) else f"{k} {_value_words(x)}" for k, x in v.items()]
+    return f"The linear-attention settings, {_plural(len(v), 'key')}: " + "; ".join(parts)
+
+
+# --- sections of a multimodal config ---------------------------------------------------------------
+
+def _section(c: _Config, key: str, v: Any) -> dict:
+    if not isinstance(v, dict):
+        c.fail(key, "must be an object of settings")
+    return v
+
+
+@explains("text_config")
+def _text_config(key, v, c):
+    v = _section(c, key, v)
+    return (f"The language model's own configuration, {_plural(len(v), 'key')}; the atlas builds the text model from "
+            "this section and explains its keys on their own lines")
+
+
+@explains("vision_config")
+def _vision_config(key, v, c):
+    v = _section(c, key, v)
+    return f"The vision tower's configuration, {_plural(len(v), 'key')}: {settings_words(v)}"
+
+
+_switch("attn_output_gate",
+        "The full-attention blocks multiply their output, element by element, by a sigmoid gate projected from the stream",
+        "The full-attention blocks have no output gate")
+
+
+@explains("mamba_ssm_dtype")
+def _state_dtype(key, v, c):
+    return (f"The precision the original code keeps the linear-attention blocks' recurrent state in, "
+            f"{c.text('mamba_ssm_dtype')}; it changes no shape")
+
+
+@explains("mtp_num_hidden_layers")
+def _mtp_layers(key, v, c):
+    n = c.count("mtp_num_hidden_layers")
+    if n == 0:
+        return "No multi-token-prediction block"
+    return f"{_plural(n, 'multi-token-prediction block')} of the original model, for guessing tokens further ahead; transformers builds none"
+
+
+_switch("mtp_use_dedicated_embeddings", "The multi-token-prediction blocks have an embedding table of their own",
+        "The multi-token-prediction blocks share the main embedding table")
+
+
+# --- settings of a checkpoint's original code that transformers defines no meaning for ---------------
+
+@explains("full_attn_mod", "interpolate_factor")
+def _undefined_setting(key, v, c):
+    return (f"A setting of the checkpoint's original code, {_value_words(v)}, that transformers' configuration class "
+            "does not define; this file says nothing more of what it did there")
