@@ -184,3 +184,36 @@ def test_dots1(collected):
     assert model_total(f) == stored(f)["weight_parameters"] == parameters + (L - dense) * E
     assert f["accounting"]["model"]["active"] == model_total(f) - (L - dense) * (E - K) * swiglu(d, Fe)
     assert kinds(f) == {"dense block": list(range(dense)), "MoE block": list(range(dense, L))}
+
+
+# --- MiniMax-M2 -----------------------------------------------------------------------------------
+
+
+def test_minimax_m2(collected):
+    f, c = collected("minimax_m2").facts, released_config("minimax_m2")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, Fe = c["num_local_experts"], c["num_experts_per_tok"], c["intermediate_size"]  # intermediate_size: one expert
+    assert not c["tie_word_embeddings"] and c["use_qk_norm"] and c["qk_norm_type"] == "per_layer"
+    assert c["shared_intermediate_size"] == 0 and set(c["attn_type_list"]) == {1}
+    # q_norm over all query heads' width, k_norm over the key heads' width; router, experts, two norms.
+    block = attention(d, H, KV, hd) + H * hd + KV * hd + E * d + E * swiglu(d, Fe) + 2 * d
+    parameters = 2 * V * d + d + L * block
+    assert model_parameters(f) == parameters
+    assert f["accounting"]["model"]["stored_buffers"] == L * E  # the mixture's selection bias
+    assert model_total(f) == stored(f)["weight_parameters"] == parameters + L * E
+    assert f["accounting"]["model"]["active"] == model_total(f) - L * (E - K) * swiglu(d, Fe)
+    # FP8 with 128 x 128 blocks: the attention projections and the expert matrices, each with its scale.
+    q = c["quantization_config"]
+    assert q["quant_method"] == "fp8" and q["weight_block_size"] == [128, 128]
+    blocks = lambda rows, cols: -(-rows // 128) * -(-cols // 128)  # noqa: E731
+    attention_scales = blocks(H * hd, d) + 2 * blocks(KV * hd, d) + blocks(d, H * hd)
+    expert_scales = 2 * blocks(Fe, d) + blocks(d, Fe)
+    assert stored(f)["scale_elements"] == L * (attention_scales + E * expert_scales)
+    quantized = L * (attention(d, H, KV, hd) + E * swiglu(d, Fe))
+    assert stored(f)["bytes_by_dtype"]["F8_E4M3"] == quantized
+    assert stored(f)["bytes_by_dtype"]["F32"] == 4 * stored(f)["scale_elements"]
+    assert stored(f)["bytes_by_dtype"]["BF16"] == 2 * (parameters - quantized + L * E)  # the bias in the weights' dtype
+    names = {t["name"] for t in f["checkpoint_check"]["sample"]}
+    assert "model.layers.0.block_sparse_moe.experts.0.w1.weight_scale_inv" in names
+    router = f["equations"]["components"]["transformer_block.mlp.gate"]["facts"]
+    assert router["selection_bias"]["value"] is True and router["routing"]["value"] == "sigmoid_renormalized"
