@@ -381,6 +381,11 @@ def _intermediate(key, v, c):
 def _moe_intermediate(key, v, c):
     shared = c.get_count("n_shared_experts")
     who = "each routed and shared expert" if shared else "each routed expert"
+    if isinstance(v, list):  # one width per layer (Hunyuan's training config)
+        widths = [c.count(key, w) for w in v]
+        if len(set(widths)) == 1:
+            return f"The hidden width of the experts, given once per layer: {grouped(widths[0])} at each of the {len(widths)} layers"
+        return f"The hidden width of the experts, given once per layer: from {grouped(min(widths))} to {grouped(max(widths))}"
     return f"The hidden width of {who}: {grouped(c.count('moe_intermediate_size'))}"
 
 

@@ -52,7 +52,7 @@ def tiny_values(config) -> dict[str, Any]:
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
-    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim"):
+    if getattr(config, "head_dim", None) and not getattr(config, "qk_rope_head_dim", None):  # latent attention sizes its heads apart
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -557,6 +557,8 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     s = checkpoint_sizes(config)
     get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
     moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
+    if isinstance(moe_width, list):  # one width per layer (Hunyuan): words for it only where every layer agrees
+        moe_width = moe_width[0] if moe_width and len(set(moe_width)) == 1 else None
     mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
     heads = f"{_count(s['num_heads'], 'query head')}, {_count(s['num_kv_heads'], 'key/value head')}"
     head_width = (f"{s['qk_head_dim']} query/key and {s['head_dim']} value dims per head" if s["qk_head_dim"] != s["head_dim"]

@@ -217,3 +217,38 @@ def test_minimax_m2(collected):
     assert "model.layers.0.block_sparse_moe.experts.0.w1.weight_scale_inv" in names
     router = f["equations"]["components"]["transformer_block.mlp.gate"]["facts"]
     assert router["selection_bias"]["value"] is True and router["routing"]["value"] == "sigmoid_renormalized"
+
+
+# --- Hunyuan-A13B ---------------------------------------------------------------------------------
+
+
+def test_hunyuan(collected):
+    f, c = collected("hunyuan").facts, released_config("hunyuan")
+    V, d, L, H, KV = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd, E, F = c["attention_head_dim"], c["num_experts"], c["intermediate_size"]
+    # The per-layer lists of the training copy: the same values at every layer.
+    assert set(c["moe_topk"]) == {8} and set(c["moe_intermediate_size"]) == {F} and set(c["num_shared_expert"]) == {1}
+    assert len(c["moe_topk"]) == len(c["moe_intermediate_size"]) == L
+    assert not c["attention_bias"] and not c["mlp_bias"] and c["tie_word_embeddings"] and "head_dim" not in c
+    K = c["moe_topk"][0]
+    # attention + per-head q/k norms; router (wg), routed experts and the shared MLP, all of width F; two norms
+    block = attention(d, H, KV, hd) + 2 * hd + E * d + E * swiglu(d, F) + swiglu(d, F) + 2 * d
+    total = V * d + d + L * block  # tied head
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["tensors"] == 2 + L * (4 + 2 + 2 + 1 + 3 * E + 3)
+    assert f["equations"]["components"]["transformer_block.self_attn"]["facts"]["rotary_layout"]["value"] == "halves_then_head_norms"
+
+
+def test_a_per_layer_width_list_must_have_one_size_per_layer():
+    from atlas.errors import AtlasError
+    from atlas.preflight import _check_per_layer
+
+    _check_per_layer("config.json", "moe_intermediate_size", [8, 8], 2)
+    for bad, words in (([8, 8, 8], "lists 3 sizes, one per layer, but the model has 2 layers"), ([8, -1], "a list of them"), ([8, "8"], "a list of them"), ([], "a list of them")):
+        try:
+            _check_per_layer("config.json", "moe_intermediate_size", bad, 2)
+        except AtlasError as e:
+            assert str(e).startswith("config.json: moe_intermediate_size: ") and words in str(e)
+        else:
+            raise AssertionError(f"{bad!r} passed")

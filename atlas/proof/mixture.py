@@ -21,6 +21,25 @@ def _setting(part: Part, attrs: tuple[str, ...], keys: tuple[str, ...], config=N
     return next((getattr(cfg, k) for k in keys if isinstance(getattr(cfg, k, None), (int, float))), None)
 
 
+def _router_projection(module) -> str:
+    """Where a router keeps its logits' weight: "" for its own, else the name of its one linear child
+    (Hunyuan's gate holds it as wg)."""
+    import torch
+
+    if "weight" in dict(module.named_parameters(recurse=False)):
+        return ""
+    return next((n for n, m in module.named_children() if isinstance(m, torch.nn.Linear)), "")
+
+
+def _router_rows(module) -> int:
+    projection = _router_projection(module)
+    return (module.get_submodule(projection) if projection else module).weight.shape[0]
+
+
+def n_rows(part: Part) -> int:
+    return _router_rows(part.tiny)
+
+
 def _handed_selection(part: Part) -> str | None:
     """The router's forward argument, beyond the tokens, that carries one value per expert (MiniMax-M2's
     mixture holds the selection bias and hands it to the router): its name."""
@@ -28,7 +47,7 @@ def _handed_selection(part: Part) -> str | None:
 
     import torch
 
-    experts = part.tiny.weight.shape[0]
+    experts = _router_rows(part.tiny)
     params = [p for p in inspect.signature(part.tiny.forward).parameters if p != "self"]
     for position, name in enumerate(params[1:], start=1):
         value = part.argument(name, position)
@@ -40,7 +59,7 @@ def _handed_selection(part: Part) -> str | None:
 def _child_selection(part: Part) -> str | None:
     """A per-expert selection bias a child of the router holds (ERNIE 4.5's moe_statics), by its name
     relative to the router: the child's only tensor, one value per expert."""
-    experts = part.tiny.weight.shape[0]
+    experts = _router_rows(part.tiny)
     for child, module in part.tiny.named_children():
         tensors = {**dict(module.named_parameters(recurse=False)), **dict(module.named_buffers(recurse=False))}
         if len(tensors) == 1 and not any(True for _ in module.children()):
@@ -60,7 +79,9 @@ def offset(part: Part) -> Chain:
 def router(part: Part) -> Chain:
     import torch
 
-    n, d = part.full.weight.shape
+    projection = _router_projection(part.tiny)  # "" where the router holds its weight, else its linear child
+    at = f"{projection}." if projection else ""
+    n, d = part.full.get_submodule(projection).weight.shape if projection else part.full.weight.shape
     k = _setting(part, ("top_k",), ("num_experts_per_tok",))
     tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
     scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",)) or 1.0
@@ -68,8 +89,9 @@ def router(part: Part) -> Chain:
     topk_group = _setting(part, ("topk_group",), ("topk_group",)) or 1
     tiny_groups = _setting(part, ("num_group", "n_group"), ("n_group",), part.ctx.tiny_config) or 1
     tiny_topk_group = _setting(part, ("topk_group",), ("topk_group",), part.ctx.tiny_config) or 1
-    has_bias = getattr(part.tiny, "bias", None) is not None and isinstance(part.tiny.bias, torch.nn.Parameter)
-    selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == part.tiny.weight.shape[0]), None)
+    owner = part.tiny.get_submodule(projection) if projection else part.tiny
+    has_bias = getattr(owner, "bias", None) is not None and isinstance(owner.bias, torch.nn.Parameter)
+    selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == n_rows(part)), None)
     selection = selection or _child_selection(part)
     handed = None if selection else _handed_selection(part)
     bias_input = [Input("b", "b", handed, "the per-expert selection bias the mixture hands the router")] if handed else []
@@ -89,7 +111,7 @@ def router(part: Part) -> Chain:
 
         def fn(e):
             x = e["x"].reshape(-1, e["x"].shape[-1])
-            return x @ e.w("weight").T + (e.w("bias") if has_bias else 0)
+            return x @ e.w(at + "weight").T + (e.w(at + "bias") if has_bias else 0)
 
         return Step(rf"z=x W_r^{{\top}}{b},\quad W_r\in\mathbb{{R}}^{{{T.num(n)}\times{T.num(d)}}}", "z", fn, value="router_logits", summary=True)
 
@@ -243,7 +265,7 @@ def experts(part: Part) -> Chain:
 
 def _mixture_selection(part: Part, route: str) -> str | None:
     """A per-expert buffer the mixture itself holds and hands to its router (MiniMax-M2)."""
-    experts = part.tiny.get_submodule(route).weight.shape[0]
+    experts = _router_rows(part.tiny.get_submodule(route))
     own = {**dict(part.tiny.named_parameters(recurse=False)), **dict(part.tiny.named_buffers(recurse=False))}
     return next((n for n, t in own.items() if t.dim() == 1 and t.numel() == experts), None)
 
