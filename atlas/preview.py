@@ -95,6 +95,25 @@ def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
     return ids, [chr(b) if 32 < b < 127 else ("␣" if b == 32 else f"<{b}>") for b in ids]
 
 
+MAX_PREVIEW_PARAMETERS = 10**8  # far above any tiny config (well under a million), far below a real checkpoint
+
+
+def _check_tiny(family, model_class, config) -> None:
+    """The tiny config must build a tiny model: counted on the meta device first, so a size the generic
+    rule does not reach (DBRX keeps its expert sizes in a sub-config) is one clear error instead of a
+    process killed for memory while the experts are allocated."""
+    import torch
+
+    from atlas.errors import AtlasError
+
+    with torch.device("meta"):
+        n = sum(p.numel() for p in model_class(config).parameters())
+    if n > MAX_PREVIEW_PARAMETERS:
+        raise AtlasError(f"atlas/families/{family.name}.py", "preview",
+                         f"the tiny config still builds {n:,} parameters (the preview's bound is {MAX_PREVIEW_PARAMETERS:,}): "
+                         "some size escapes the generic rule (a nested sub-config?); shrink it in the family's preview function")
+
+
 def build_preview_model(family, config, seed: int = SEED):
     """The family's model class at the tiny config, weights from ``seed``, in eval mode."""
     import torch
@@ -102,6 +121,7 @@ def build_preview_model(family, config, seed: int = SEED):
     from atlas.checkpoint import transformers_class
 
     model_class = transformers_class(family, "model_class")
+    _check_tiny(family, model_class, config)
     torch.manual_seed(seed)
     model = model_class(config).eval()
     generator = torch.Generator().manual_seed(seed + 1)

@@ -252,3 +252,26 @@ def test_a_per_layer_width_list_must_have_one_size_per_layer():
             assert str(e).startswith("config.json: moe_intermediate_size: ") and words in str(e)
         else:
             raise AssertionError(f"{bad!r} passed")
+
+
+# --- the preview stays tiny -----------------------------------------------------------------------
+
+
+def test_a_tiny_config_that_is_not_tiny_is_one_error_before_any_weight_is_made():
+    """DBRX's probe was killed for memory: its expert sizes sit in a sub-config the generic tiny rule does
+    not reach. The preview now counts the tiny model on the meta device first."""
+    from types import SimpleNamespace
+
+    import pytest
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from atlas.errors import AtlasError
+    from atlas.preview import MAX_PREVIEW_PARAMETERS, _check_tiny
+
+    family = SimpleNamespace(name="example")
+    small = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, vocab_size=256)
+    _check_tiny(family, LlamaForCausalLM, small)
+    wide = LlamaConfig(hidden_size=64, intermediate_size=MAX_PREVIEW_PARAMETERS // (3 * 64 * 2) + 1, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=1, vocab_size=256)
+    with pytest.raises(AtlasError, match=r"^atlas/families/example.py: preview: the tiny config still builds [\d,]+ parameters"):
+        _check_tiny(family, LlamaForCausalLM, wide)
