@@ -47,12 +47,18 @@ class Family:
     checkpoint: str  # "org/repo": a folder under atlas/checkpoints/
     model_class: str  # transformers class the family runs, e.g. "DeepseekV3ForCausalLM"
     config_class: str  # transformers configuration class that reads the checkpoint's config.json
+    # A multimodal checkpoint is described by its text model: config_section names the key of
+    # config.json holding that model's config ("text_config"), and wrapper_class the class the file's
+    # architectures names, built only to count what lies outside the text model (a vision tower).
+    config_section: str | None = None
+    wrapper_class: str | None = None
     # Keys of config.json that the configuration class must not see (remote-code hooks, a model_type
     # transformers does not know) and values forced on it (layers transformers never builds).
     config_drop: tuple[str, ...] = ("model_type", "auto_map", "quantization_config")
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
-    # Why each of config_overrides is needed: {key: why}.
-    override_reasons: Mapping[str, Any] = field(default_factory=dict)
+    # Why each override is needed ({key: why}): every key of config_overrides has one, and the family
+    # page shows the file's value, the value used and the reason, so a reader sees every edit.
+    override_reasons: Mapping[str, str] = field(default_factory=dict)
     # Integer sizes config.json leaves out on purpose, the configuration class's default being the
     # checkpoint's value: {key: why}. Any other size the model takes from a class default is an error.
     config_defaults: Mapping[str, str] = field(default_factory=dict)

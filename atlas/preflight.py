@@ -43,7 +43,7 @@ def check_inputs(name: str):
 
     family = load(name)
     check_family(family)
-    checkpoint = load_pinned(family.checkpoint)
+    checkpoint = load_pinned(family.checkpoint, section=family.config_section)
     check_pinned(checkpoint)
     check_raw_config(family, checkpoint)
     return family, checkpoint
@@ -65,6 +65,17 @@ def check_family(family) -> None:
     for key, reason in dict(family.config_defaults).items():
         if not isinstance(reason, str) or not reason.strip():
             raise AtlasError(source, f"config_defaults[{key!r}]", "must give the reason the class default is right here")
+    if family.wrapper_class is not None and not family.config_section:
+        raise AtlasError(source, "wrapper_class", "needs config_section: the key of config.json the text model reads")
+    reasons = dict(family.override_reasons)
+    for key in family.config_overrides:
+        reason = reasons.get(key)
+        if not isinstance(reason, str) or not reason.strip():
+            raise AtlasError(source, f"override_reasons[{key!r}]", f"missing: say why config_overrides changes {key!r} "
+                                                                   "(the page shows every edit with its reason)")
+    for key in reasons:
+        if key not in family.config_overrides:
+            raise AtlasError(source, f"override_reasons[{key!r}]", "gives a reason for a key config_overrides does not change")
     from atlas.notes import FAMILIES
 
     for note in family.notes or (family.name,):
@@ -94,6 +105,7 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, key, "must be a list of strings")
     if "safetensors" in pinned and not isinstance(pinned["safetensors"], dict):
         raise AtlasError(where, "safetensors", "must be an object of header figures")
+    _check_config_source(where, pinned, checkpoint.file_config or checkpoint.config)
     buffers = pinned.get("stored_buffers", [])
     if not isinstance(buffers, list):
         raise AtlasError(where, "stored_buffers", "must be a list of stored tensors")
@@ -113,6 +125,46 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, f"{field}.shape", f"must be a list of non-negative integers, not {shape!r}")
         if entry.get("role", "buffer") not in ("parameter", "buffer", "scale", "rotary"):
             raise AtlasError(where, f"{field}.role", f"must be parameter, buffer, scale or rotary, not {entry.get('role')!r}")
+
+
+CONFIG_STATUSES = {  # how close config.json is to the released file, weakest last
+    "verbatim": "a copy of the released file",
+    "copy": "transcribed from a literal of the released file in someone's code",
+    "reconstructed-partial": "assembled from partial copies and defaults, some values unconfirmed",
+    "reconstructed": "assembled from fixtures, partial copies and transformers' defaults",
+}
+
+
+def _check_config_source(where, pinned, config) -> None:
+    """config_source: how far to trust config.json, and which of its values are guesses."""
+    source = pinned.get("config_source")
+    if source is None:
+        return
+    if not isinstance(source, dict):
+        raise AtlasError(where, "config_source", "must be an object with status, from and guessed")
+    if source.get("status") not in CONFIG_STATUSES:
+        raise AtlasError(where, "config_source.status", f"must be one of {', '.join(CONFIG_STATUSES)}, not {source.get('status')!r}")
+    if not isinstance(source.get("from"), str) or not source["from"].strip():
+        raise AtlasError(where, "config_source.from", "must say in a sentence where the file comes from")
+    guessed = source.get("guessed", {})
+    if not isinstance(guessed, dict) or not all(isinstance(v, str) and v.strip() for v in guessed.values()):
+        raise AtlasError(where, "config_source.guessed", "must map each guessed key of config.json to why it is a guess")
+    for key in guessed:
+        if _dotted(config, key) is _ABSENT:
+            raise AtlasError(where, f"config_source.guessed[{key!r}]", "names no key of config.json")
+
+
+_ABSENT = object()
+
+
+def _dotted(config, key: str):
+    """config.json's value at a dotted key ("rope_scaling.factor"), or _ABSENT."""
+    value = config
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
 
 
 # --- config.json, raw ----------------------------------------------------------------------------------
@@ -177,16 +229,19 @@ def check_config_values(family, checkpoint) -> None:
     from atlas.checkpoint import transformers_class
 
     transformers_class(family, "model_class")  # a misspelt class is named as such, before what follows
+    if family.wrapper_class:
+        transformers_class(family, "wrapper_class")
     config_class = transformers_class(family, "config_class")
     defaults = _defaults(config_class)
     where, config = checkpoint.config_path, checkpoint.config
-    architectures = config.get("architectures")
+    architectures = (checkpoint.file_config or config).get("architectures")
+    named = family.wrapper_class or family.model_class  # a wrapper's file names the wrapper
     if "architectures" not in family.config_overrides:
         if not isinstance(architectures, list) or not architectures:
-            raise AtlasError(where, "architectures", f"missing: it must name the family's class {family.model_class}")
-        if family.model_class not in architectures:
+            raise AtlasError(where, "architectures", f"missing: it must name the family's class {named}")
+        if named not in architectures:
             raise AtlasError(where, "architectures", f"names {', '.join(map(str, architectures))}, but the family "
-                                                     f"atlas/families/{family.name}.py builds {family.model_class}")
+                                                     f"atlas/families/{family.name}.py builds {named}")
     for key, value in checkpoint.config.items():
         key = config_class.attribute_map.get(key, key)
         if key in family.config_drop or key in family.config_overrides or key not in defaults or value is None:

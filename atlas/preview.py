@@ -52,7 +52,9 @@ def tiny_values(config) -> dict[str, Any]:
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
-    if getattr(config, "head_dim", None) and not getattr(config, "qk_rope_head_dim", None):  # latent attention sizes its heads apart
+    derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
+    # latent attention sizes its heads apart: a qk_rope_head_dim that is set, not a key left null (Hunyuan's copy)
+    if getattr(config, "head_dim", None) and not getattr(config, "qk_rope_head_dim", None) and not derived_head_dim:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -62,6 +64,14 @@ def tiny_values(config) -> dict[str, Any]:
         period = _period(list(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    no_rope = getattr(config, "no_rope_layers", None)
+    if no_rope:
+        # One whole period of the blocks that skip their rotary angles too (3 rotary, 1 NoPE on SmolLM3).
+        flags = list(no_rope)[: config.num_hidden_layers]
+        values["num_hidden_layers"] = max(_period(flags), values["num_hidden_layers"])
+        values["no_rope_layers"] = flags[: values["num_hidden_layers"]]
+        if layer_types:
+            values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
@@ -161,7 +171,7 @@ def preview_run(name: str) -> PreviewRun:
     from atlas.families import load
 
     family = load(name)
-    return run(family, transformers_config(family, load_pinned(family.checkpoint)))
+    return run(family, transformers_config(family, load_pinned(family.checkpoint, section=family.config_section)))
 
 
 def run(family, pinned_config) -> PreviewRun:
@@ -194,7 +204,10 @@ def run_model(family, model, weights: str | None = None) -> PreviewRun:
     with torch.no_grad():
         with trace(model, overrides) as default:
             model(ids, attention_mask=mask)
-        model.set_attn_implementation("eager")
+        if type(model)._can_set_attn_implementation():
+            model.set_attn_implementation("eager")
+        else:  # attention computed inline (Falcon): it reads the config's choice at every call
+            model.config._attn_implementation_internal = "eager"
         if default.implementations["experts"] is not None:
             model.set_experts_implementation("eager")
         with trace(model, overrides) as eager:
@@ -257,8 +270,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     L = t.layers
     identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    sequential = [i for i in blocks if i not in t.parallel]
+    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
+             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid),
+             None if sequential else "every block is parallel: the attention and the MLP both read the block's input, "
+                                     "so no stream exists between them to measure")
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -291,8 +307,13 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
-    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
-             "the model softcaps the head's logits" if softcap else None)
+    scale = getattr(config, "logit_scale", None)
+    if scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
+        identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
+                 lambda _: _max_abs(t.logits - scale * t.lm_head_output))
+    else:
+        identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+                 "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
 
 
@@ -439,11 +460,21 @@ def _key_order(key: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
 
 
-def _first_of_each_kind(preview: PreviewRun) -> list[int]:
+def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
+    """The checkpoint's blocks of the kinds whose blocks the run measured parallel (facts["block_kinds"]:
+    the tiny model keeps the checkpoint's kinds, by label)."""
     from atlas.introspect import block_kinds, find_block_list, layer_types
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [k.indices[0] for k in block_kinds(blocks, layer_types(preview.config))]
+    labels = {k.label for k in block_kinds(blocks, layer_types(preview.config)) if set(k.indices) <= set(preview.eager.parallel)}
+    return sorted(i for k in checkpoint_kinds if k["label"] in labels for i in k["indices"])
+
+
+def _first_of_each_kind(preview: PreviewRun) -> list[int]:
+    from atlas.introspect import find_block_list, kinds_of_blocks
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    return [k.indices[0] for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def weight_histograms(preview: PreviewRun) -> dict[str, dict[str, Any]]:
@@ -534,21 +565,21 @@ def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: l
 
 def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
     """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(preview.config))]
+    return [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
     """The pinned checkpoint's transformers config and block kinds, from its meta-device model."""
     from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
-    pinned = load_pinned(family.checkpoint)
+    pinned = load_pinned(family.checkpoint, section=family.config_section)
     config = transformers_config(family, pinned)
     _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), config.num_hidden_layers)
-    return config, [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(config))]
+    return config, [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, config)]
 
 
 def _count(n: int, label: str) -> str:

@@ -59,8 +59,36 @@ BLOCK_IDENTITIES = {"block_sum", "attention_add", "attention_rows", "attention_s
 MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
 
 
-def expected_identities(name):
-    """(measured, not applicable) ids, from config.json and the family's declared exceptions."""
+def mlp_reads_the_attention(run) -> bool:
+    """Whether block 0's MLP receives anything the block's attention computed, found by ablation: the
+    MLP's input is recorded, the run repeated with the attention's output zeroed, and the two compared.
+    A parallel block (attention and MLP side by side on the block's input) gives the same input twice."""
+    import torch
+
+    from atlas.standard import find_roles
+
+    roles = find_roles(run.model, run.config.num_hidden_layers)
+    block, b = run.model.get_submodule(f"{roles.block_list}.0"), roles.blocks[0]
+    attention, mlp = block.get_submodule(b.attention), block.get_submodule(b.mlp)
+    seen = []
+    record = mlp.register_forward_pre_hook(lambda m, args, kwargs: seen.append((args[0] if args else next(iter(kwargs.values()))).clone()),
+                                           with_kwargs=True)
+    try:
+        with torch.no_grad():
+            run.model(run.ids)
+            zero = attention.register_forward_hook(lambda m, a, out: (out[0] * 0, *out[1:]) if isinstance(out, tuple) else out * 0)
+            try:
+                run.model(run.ids)
+            finally:
+                zero.remove()
+    finally:
+        record.remove()
+    return not torch.equal(seen[0], seen[1])
+
+
+def expected_identities(name, parallel: bool = False):
+    """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
+    block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
     mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
@@ -71,6 +99,8 @@ def expected_identities(name):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
         skipped.add("logits")  # the head's logits are softcapped
+    if parallel:
+        skipped.add("attention_add")  # layer_mid does not exist: the MLP reads the block's input
     return every - skipped, skipped
 
 
@@ -117,13 +147,13 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output - own.logits,
+        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) - own.logits,  # Cohere scales the head's logits
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
              "embeddings": None, "logits": None}
 
-    measured, skipped = expected_identities(name)
+    measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run))
     assert {i["id"] for i in facts["identities"]} == measured
     assert {i["id"] for i in facts["not_applicable"]} == skipped
     assert all(i["why"] for i in facts["not_applicable"])

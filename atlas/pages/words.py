@@ -201,6 +201,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             where = f"each followed by {one}"
         else:
             where = f"each after {one}"
+        if fact(node, "residual") == "parallel":
+            bare = one.split(" ", 1)[1]
+            through = f"both through one shared {bare}" if fact(node, "shared_norm") else f"each through its own {bare}"
+            return (f"Applies {' and '.join(parts)} side by side to the block's input, {through}, and adds both outputs "
+                    "to the residual stream in one sum.")
         scale = fact(node, "residual_scale")
         added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
@@ -228,7 +233,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
-        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
+        layout = fact(node, "rotary_layout")
+        parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
+                     "rotary positions on queries and keys" if layout else "no positions inside: they enter the stream before the first block")
     window = fact(node, "window")
     parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):

@@ -60,7 +60,7 @@ def kind_of(part: Part) -> str:
         return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"}:
         return "dense_mlp"
     if is_offset(m):
         return "offset"

@@ -80,6 +80,13 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
         ], [X], "y")
 
     def layer() -> Chain:
+        if "bias" not in dict(part.tiny.named_parameters()):  # mean-centred, a gain and no bias (Cohere)
+            return Chain([
+                Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+                Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+                Step(rf"{y}=\frac{{{x}-\mu}}{{\sqrt{{\sigma^2+{T.num(eps)}}}}}\odot g,\quad g\in\mathbb{{R}}^{{{T.num(width)}}}\ \text{{(no bias)}}", "y",
+                     lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt() * e.w("weight"), summary=True),
+            ], [X], "y")
         return Chain([
             Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
             Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
@@ -213,8 +220,8 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         ]
         down = "down_proj"
     else:
-        up = next(n for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in names)
-        down = next(n for n in ("c_proj", "fc2", "down_proj", "dense_4h_to_h") if n in names)
+        up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
+        down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
         inner = linear_dims(getattr(part.full, up))[1]
         steps += [Step(rf"f=\operatorname{{Lin}}_1(x)=x W_1+b_1{T.maps(d, inner)}", "f", sub(part, up))]
         steps += [Step(rf"a={act}(f)", "a", sub(part, act_child, x="f"), value="mlp_activation", summary=True),

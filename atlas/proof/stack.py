@@ -15,7 +15,9 @@ from atlas.standard import block_roles
 def block(part: Part) -> Chain:
     factor = getattr(part.ctx.full_config, "residual_multiplier", None)
     if factor in (None, 1, 1.0):
-        return _block(part, None)
+        # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
+        # block's input and both are added at once): measured on the run, never told by a name.
+        return part.choose("residual", {"sequential": lambda: _block(part, None), "parallel": lambda: _parallel_block(part)})
     return part.choose("residual_scale", {"config_residual_multiplier": lambda: _block(part, factor), "none": lambda: _block(part, None)})
 
 
@@ -51,6 +53,47 @@ def _block(part: Part, factor: float | None) -> Chain:
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+def _parallel_block(part: Part) -> Chain:
+    """The attention and the MLP side by side: each reads the block's input through its own norm (or
+    one norm they share), and both contributions are added to the stream in one sum. No stream exists
+    between the two sublayers, so the chain claims no layer_mid."""
+    r = block_roles(part.tiny)
+    steps: list[Step] = []
+    inputs = [X]
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(ROTARY)
+    if r.attention_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
+    attn_in = "h" if r.attention_norm else "x"
+    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
+                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+    if r.attention_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
+    if r.mlp_norm:
+        steps.append(Step(r"h'=\operatorname{Norm}_3(x)\quad\text{(the block's input, not the stream after the attention)}", "hm",
+                          sub(part, r.mlp_norm, x="x"), value="mlp_norm_output"))
+        mlp_in, mlp_arg = "hm", "h'"
+    else:
+        mlp_in, mlp_arg = attn_in, attn_in
+    words = r"\quad\text{(the same input as the attention)}" if mlp_in == attn_in else ""
+    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg}){words}", "dm",
+                      child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.mlp_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
+    steps.append(Step(r"y=x+\Delta_{\mathrm{attn}}+\Delta_{\mathrm{ffn}}\quad\text{(both sublayers added at once)}", "y",
+                      lambda e: e["x"] + e["da"] + e["dm"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
+                        "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm},
+              "the block's children by role")
+    if mlp_in == attn_in and r.attention_norm:
+        part.note("shared_norm", r.attention_norm, "the MLP reads the attention's normed input")
     return Chain(steps, inputs, "y", output_element=0)
 
 
@@ -126,6 +169,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 tiny_cap = part.ctx.tiny_config.final_logit_softcapping
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
                 part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+            logit_scale = getattr(cfg, "logit_scale", None)
+            if logit_scale not in (None, 1, 1.0):  # the head's logits multiplied by a constant (Cohere)
+                tiny_logit_scale = part.ctx.tiny_config.logit_scale
+                steps.append(Step(rf"z\leftarrow{T.num(float(logit_scale))}\,z\quad\text{{(the config's logit\_scale)}}", "z",
+                                  lambda e: e["z"] * tiny_logit_scale, value="logits", summary=True))
+                part.note("logit_scale", logit_scale, "the config's logit_scale")
             if logits_scaling not in (None, 1, 1.0):
                 steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
                                   lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
