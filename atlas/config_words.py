@@ -762,6 +762,123 @@ def _summary_activation(key, v, c):
 # --- the whole config ------------------------------------------------------------------------------
 
 
+# --- keys of the mixture-of-experts families added from the reference set ---------------------------
+
+_dropout("hidden_dropout", "each sublayer's output")
+_switch("use_qk_norm", "Queries and keys each pass an RMSNorm before the attention scores are taken",
+        "No norm on queries or keys")
+_switch("lm_head_bias", "The output head adds a learned bias to every vocabulary entry's logit", "The output head has no bias")
+_switch("use_bias", "Every projection, in the attention, the MLPs and the head, carries a bias", "No projection carries a bias")
+_switch("moe_use_aux_free", "The router holds a learned per-expert bias that steers which experts are chosen, in place of a balancing loss",
+        "The router holds no per-expert selection bias")
+_switch("use_routing_bias", "The mixture holds a learned per-expert bias that steers which experts are chosen and does not weigh them",
+        "No per-expert selection bias")
+_switch("use_mtp", "Multi-token-prediction modules are attached in training (transformers builds none)", "No multi-token-prediction modules")
+
+
+@explains("partial_rotary_factor")
+def _partial_rotary(key, v, c):
+    return f"The share of each head's dimensions the rotary embedding turns: {_num(c.number(key))}; the others carry no position"
+
+
+@explains("rotary_dim")
+def _rotary_dim(key, v, c):
+    return f"The dimensions of each head the rotary embedding turns: {grouped(c.count(key))}; the others carry no position"
+
+
+@explains("input_jitter_noise")
+def _input_jitter(key, v, c):
+    return f"Training only: the mixture's input is multiplied by random factors within 1 ± {_num(c.number(key))}; no effect at inference"
+
+
+@explains("router_jitter_noise")
+def _router_jitter(key, v, c):
+    eps = c.number(key)
+    return (f"The router's noise setting, {_num(eps)}: a random jitter in training; a router that masks logits by their relative "
+            f"distance from the best one (SparseMixer) also keeps only those within {_num(2 * eps)} of it at inference")
+
+
+@explains("clip_qkv")
+def _clip_qkv(key, v, c):
+    return f"Queries, keys and values are clamped to ±{_num(c.number(key))} after their projections"
+
+
+@explains("shared_expert_intermediate_size", "shared_intermediate_size")
+def _shared_width(key, v, c):
+    width = c.count(key)
+    return f"The hidden width of the shared expert: {grouped(width)}" if width else "Zero: there is no shared expert"
+
+
+@explains("moe_num_experts")
+def _moe_num_experts(key, v, c):
+    return f"{_plural(c.count(key), 'routed expert')} per mixture block"
+
+
+@explains("moe_num_shared_experts")
+def _moe_num_shared(key, v, c):
+    n = c.count(key)
+    return f"{_plural(n, 'shared expert')}, run on every token as one MLP {grouped(n)} times an expert's width" if n else "No shared experts"
+
+
+@explains("moe_k")
+def _moe_k(key, v, c):
+    return f"{_plural(c.count(key), 'routed expert')} chosen for each token"
+
+
+@explains("moe_layer_start_index")
+def _moe_start(key, v, c):
+    return f"The first block that is a mixture of experts: block {grouped(c.count(key))}; the blocks before it keep a dense MLP"
+
+
+@explains("moe_layer_end_index")
+def _moe_end(key, v, c):
+    end = v if isinstance(v, int) and not isinstance(v, bool) and v < 0 else c.count(key)
+    return "The last block may be a mixture" if end < 0 else f"The last block that may be a mixture of experts: block {grouped(end)}"
+
+
+@explains("moe_layer_interval")
+def _moe_interval(key, v, c):
+    n = c.count(key)
+    return "From the first mixture block on, every block is a mixture" if n == 1 else f"From the first mixture block on, every {_ordinal(n)} block is a mixture"
+
+
+@explains("moe_capacity")
+def _moe_capacity(key, v, c):
+    return f"Per-expert token capacities of the training code's dispatch, {_value_words(v)}; transformers' class routes every token without a cap"
+
+
+@explains("moe_gate")
+def _moe_gate(key, v, c):
+    return f"The training code's name for the router's rule, {_value_words(c.text(key))}"
+
+
+@explains("attn_type_list")
+def _attn_type_list(key, v, c):
+    if not isinstance(v, list) or not v:
+        c.fail(key, f"must be a list of attention types, one per layer, not {json.dumps(v)}")
+    counts = {t: v.count(t) for t in dict.fromkeys(v)}
+    return "One attention type per layer, as the checkpoint's own code numbers them: " + ", ".join(
+        f"type {_value_words(t)} at {_plural(n, 'layer')}" for t, n in counts.items())
+
+
+@explains("qk_norm_type")
+def _qk_norm_type(key, v, c):
+    kind = c.text(key)
+    where = ("one norm over all heads' width for the queries and one for the keys" if kind == "per_layer"
+             else "a norm over each head" if kind == "per_head" else "a placement the atlas has no words for")
+    return f'Where the query and key norms act, "{kind}": {where}'
+
+
+@explains("num_mtp_modules")
+def _mtp_modules(key, v, c):
+    return f"{_plural(c.count(key), 'multi-token-prediction module')} in training; transformers builds none"
+
+
+@explains("mtp_transformer_layers")
+def _mtp_layers(key, v, c):
+    return f"{_plural(c.count(key), 'decoder layer')} inside each multi-token-prediction module; transformers builds none"
+
+
 def explain_config(raw: Mapping[str, Any], where: str | Path = "config.json", unread: set[str] | frozenset[str] = frozenset(),
                    version: str | None = None) -> dict[str, str]:
     """Every key of a released config.json in words written from its value, in the file's order.
