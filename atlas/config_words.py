@@ -879,6 +879,126 @@ def _mtp_layers(key, v, c):
     return f"{_plural(c.count(key), 'decoder layer')} inside each multi-token-prediction module; transformers builds none"
 
 
+# Special-token ids a training config reserves (Hunyuan's): the role each key names.
+RESERVED_TOKENS = {
+    "eod_token_id": "end of a document", "sep_token_id": "separator", "pad_id": "padding (a second spelling of pad_token_id)",
+    "im_start_id": "start of a chat message", "im_end_id": "end of a chat message", "im_newline_id": "line break inside a message",
+    "image_token_id": "place of an image", "mask_init_id": "first mask token", "text_start_id": "start of text",
+    "text_end_id": "end of text", "video_start_id": "start of a video", "video_end_id": "end of a video",
+}
+
+
+def _reserved(key, v, c):
+    return f"Token id {grouped(c.count(key))}, reserved as the {RESERVED_TOKENS[key]}; the model's layers treat it like any other token"
+
+
+for _key in RESERVED_TOKENS:
+    EXPLAIN[_key] = _reserved
+
+# Settings of a vision tower or of training that a text-only model's class never uses: each says what it
+# sets, from its value.
+_switch("add_classification_head", "A classification head is added for training", "No classification head is added")
+_switch("anyres_vit_two_views", "The image encoder looks at two views of each image", "The image encoder looks at one view of each image")
+_switch("group_limited_greedy", "The router first limits each token to the best expert groups", "The router does not limit tokens to expert groups")
+_switch("moe_drop_tokens", "Experts over their capacity drop tokens in training", "No token is dropped for capacity")
+_switch("moe_random_routing_dropped_token", "Dropped tokens are routed at random in training", "Dropped tokens are not routed at random")
+_switch("position_embedding_xdrope", "Positions of media tokens use the XD rotary layout", "No XD rotary layout for media tokens")
+_switch("skip_cls_token", "The image encoder's class token is left out", "The image encoder's class token is kept")
+_switch("use_cla", "Key-value caches are shared across adjacent layers (cross-layer attention)", "Every layer keeps its own keys and values")
+_switch("use_mixed_mlp_moe", "Every mixture block also runs a shared MLP on every token", "No shared MLP beside the experts")
+_switch("use_mla", "Attention uses compressed latents (latent attention)", "Attention is ordinary grouped-query attention, with no latents")
+_switch("use_rotary_pos_emb", "Positions enter through the rotary embedding", "No rotary embedding")
+_switch("vit_add_patchemb_bias", "The image patch embedding carries a bias", "The image patch embedding has no bias")
+_switch("vit_remove_prenorm", "The image encoder drops its first norm", "The image encoder keeps its first norm")
+_switch("vit_used_rms_norm", "The image encoder uses RMSNorm", "The image encoder uses LayerNorm")
+
+
+@explains("attention_head_dim")
+def _attention_head_dim(key, v, c):
+    return f"The width of each attention head, {grouped(c.count(key))}, under the training code's name for head_dim"
+
+
+@explains("moe_topk")
+def _moe_topk(key, v, c):
+    if isinstance(v, list):
+        ks = [c.count(key, k) for k in v]
+        return (f"Experts chosen per token, given once per layer: {grouped(ks[0])} at each of the {len(ks)} layers" if len(set(ks)) == 1
+                else f"Experts chosen per token, given once per layer: from {grouped(min(ks))} to {grouped(max(ks))}")
+    return f"{_plural(c.count(key), 'routed expert')} chosen for each token"
+
+
+@explains("num_shared_expert")
+def _num_shared_expert(key, v, c):
+    counts = v if isinstance(v, list) else [v]
+    ns = [c.count(key, n) for n in counts]
+    per = f", given once per layer for {len(ns)} layers" if isinstance(v, list) else ""
+    return (f"{_plural(ns[0], 'shared expert')} in every mixture block{per}" if len(set(ns)) == 1
+            else f"Shared experts per mixture block, from {grouped(min(ns))} to {grouped(max(ns))}{per}")
+
+
+@explains("cla_share_factor")
+def _cla_factor(key, v, c):
+    return f"With cross-layer attention on, each key-value cache would serve {_plural(c.count(key), 'layer')}"
+
+
+@explains("class_num")
+def _class_num(key, v, c):
+    return f"Classes of the optional classification head: {grouped(c.count(key))}"
+
+
+@explains("pool_type")
+def _pool_type(key, v, c):
+    return f"How the optional classification head pools the sequence: {_value_words(c.text(key))}"
+
+
+@explains("dense_list")
+def _dense_list(key, v, c):
+    return f"A list of sizes the training code reads, {_value_words(v)}; its meaning there is not documented in the copy"
+
+
+@explains("moe_layer_num_skipped")
+def _moe_skipped(key, v, c):
+    return f"A count of mixture layers the training code skips, {grouped(c.count(key))}"
+
+
+@explains("norm_type")
+def _norm_type(key, v, c):
+    kind = c.text(key)
+    return f'The norm the blocks use, "{kind}"' + (": RMSNorm" if kind == "rms" else "")
+
+
+@explains("org_vocab_size")
+def _org_vocab(key, v, c):
+    return f"The vocabulary before any tokens were added for media, {grouped(c.count(key))} entries"
+
+
+@explains("num_media_embeds")
+def _media_embeds(key, v, c):
+    return f"Embeddings each image contributes to the sequence: {grouped(c.count(key))}"
+
+
+@explains("anyres_pooling_size")
+def _anyres_pool(key, v, c):
+    return f"Pooling window over image features at any resolution: {grouped(c.count(key))}"
+
+
+@explains("anyres_vit_max_image_size", "vit_path", "vit_type", "xdrope_section", unset=True)
+def _vision_unset(key, v, c):
+    return f"A setting of the image encoder, {_value_words(v)}" if v is not None else "Left unset: no image encoder is configured here"
+
+
+@explains("vit_input_resolution", "vit_patch", "vit_token")
+def _vit_size(key, v, c):
+    what = {"vit_input_resolution": "input resolution in pixels", "vit_patch": "patch size", "vit_token": "tokens per image"}[key]
+    return f"The image encoder's {what}: {grouped(c.count(key))}"
+
+
+@explains("vit_mapping_type", "vit_norm_type")
+def _vit_kind(key, v, c):
+    what = {"vit_mapping_type": "how image features are mapped into the stream", "vit_norm_type": "the image encoder's norm"}[key]
+    return f"{what[0].upper() + what[1:]}: {_value_words(c.text(key))}"
+
+
 def explain_config(raw: Mapping[str, Any], where: str | Path = "config.json", unread: set[str] | frozenset[str] = frozenset(),
                    version: str | None = None) -> dict[str, str]:
     """Every key of a released config.json in words written from its value, in the file's order.
