@@ -72,6 +72,10 @@ def tiny_values(config) -> dict[str, Any]:
         values["no_rope_layers"] = flags[: values["num_hidden_layers"]]
         if layer_types:
             values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    mlp_kinds = getattr(config, "mlp_layer_types", None)
+    if mlp_kinds and len(mlp_kinds) == config.num_hidden_layers:
+        # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
+        values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
@@ -268,13 +272,23 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         })
 
     L = t.layers
-    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+    scaled = residual_scale(config)
+    if scaled is None:
+        identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+    else:  # each sublayer's output is scaled before it is added (Granite's residual_multiplier)
+        s, words = scaled
+        identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", list(blocks),
+                 lambda i: _max_abs(L[i].input + s * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output))
     sequential = [i for i in blocks if i not in t.parallel]
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid),
-             None if sequential else "every block is parallel: the attention and the MLP both read the block's input, "
-                                     "so no stream exists between them to measure")
+    parallel_words = None if sequential else ("every block is parallel: the attention and the MLP both read the block's input, "
+                                              "so no stream exists between them to measure")
+    if scaled is None:
+        identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)
+    else:
+        identity("attention_add", f"layers[i].input + {words} * self_attn.attention_output == layer_mid", sequential,
+                 lambda i: _max_abs(L[i].input + s * L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -303,18 +317,59 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings + t.position_embeddings - L[0].input))
+    elif _scale(config, "embedding_multiplier") is not None:  # the model scales the table's rows (Granite)
+        m = _scale(config, "embedding_multiplier")
+        identity("embeddings", f"embedding_multiplier ({m:g}) * token_embeddings == layers[0].input", None,
+                 lambda _: _max_abs(m * t.token_embeddings - L[0].input))
     else:
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
+    divisor = _scale(config, "logits_scaling")
     scale = getattr(config, "logit_scale", None)
-    if scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
+    if divisor is not None and not softcap and _head_reads_final_norm(preview):
+        # the head reads the final norm's output as it is, so the model divides what the head returns
+        identity("logits", f"lm_head_output / logits_scaling ({divisor:g}) == logits", None,
+                 lambda _: _max_abs(t.lm_head_output / divisor - t.logits))
+    elif scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
         identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
                  lambda _: _max_abs(t.logits - scale * t.lm_head_output))
     else:
         identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
                  "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
+
+
+def _scale(config, key: str) -> float | None:
+    """A scale the config sets under ``key``, where it is set and is not 1."""
+    value = getattr(config, key, None)
+    return None if value in (None, 1, 1.0) or isinstance(value, bool) else float(value)
+
+
+def residual_scale(config) -> tuple[float, str] | None:
+    """The factor a block multiplies each sublayer's output by before adding it to the stream, and how
+    the config names it; None where the outputs are added as they are."""
+    multiplier = _scale(config, "residual_multiplier")
+    if multiplier is not None:
+        return multiplier, f"residual_multiplier ({multiplier:g})"
+    depth = getattr(config, "scale_depth", None)
+    if depth is not None and not isinstance(depth, bool):  # MiniCPM: the factor shrinks with the number of blocks
+        factor = depth / math.sqrt(config.num_hidden_layers)
+        return factor, f"scale_depth / sqrt(num_hidden_layers) ({depth:g} / sqrt({config.num_hidden_layers}) = {factor:.6g})"
+    return None
+
+
+def _head_reads_final_norm(preview: PreviewRun) -> bool:
+    """Whether the output head's output is the head applied to the final norm's output as it is (a
+    model that divides by logits_scaling then divides what the head returns, not what it reads)."""
+    import torch
+
+    t = preview.eager
+    if not t.has("final_norm_output"):
+        return False
+    with torch.no_grad():
+        again = preview.model.get_output_embeddings()(t.final_norm_output)
+    return _max_abs(again - t.lm_head_output) <= TOLERANCE
 
 
 def selection_changes(preview: PreviewRun) -> dict[str, int]:

@@ -90,7 +90,7 @@ def expected_identities(name, parallel: bool = False):
     """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
     block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
     if not mixture:
@@ -135,20 +135,26 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         torch.testing.assert_close(L[i].output, own.hidden_states[i + 1], **exact)
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
-    dense = c.get("first_k_dense_replace") or 0
-    mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
-    shared = bool(c.get("n_shared_experts"))
+    dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
+    mixture_blocks = [i for i in range(n) if i >= dense] if MIXTURE_IDENTITIES & expected_identities(name)[0] else []
+    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
+    # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
+    # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
+    # output divided by logits_scaling where the config names it (MiniCPM divides the head's input instead).
+    r = c.get("residual_multiplier", c["scale_depth"] / n ** 0.5 if "scale_depth" in c else 1.0)
+    embedding_scale, head_divisor = c.get("embedding_multiplier", 1.0), c.get("logits_scaling", 1.0)
     recompute = {
-        "block_sum": lambda i: L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output,
-        "attention_add": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].layer_mid,
+        "block_sum": lambda i: (L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output if r == 1.0 else
+                                L[i].input + r * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output),
+        "attention_add": lambda i: L[i].input + r * L[i].self_attn.attention_output - L[i].layer_mid,
         "mixture_sum": lambda i: L[i].mlp.routed_output + (L[i].mlp.shared_expert_output if shared else 0) - L[i].mlp.mlp_output,
         "expert_slots": lambda i: L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output,
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) - own.logits,  # Cohere scales the head's logits
+        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
              "embeddings": None, "logits": None}

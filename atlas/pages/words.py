@@ -158,6 +158,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
     if r == "activation":
         act = ACTIVATION_WORDS.get(fact(node, "activation"), "An activation function")
+        learned = [t["name"] for t in node["tensors"] if t["role"] == "parameter"]
+        if learned:
+            fixed = [t["name"] for t in node["tensors"] if t["role"] != "parameter"]
+            kept = f", and keeps {', '.join(fixed)} as fixed stored numbers" if fixed else ""
+            return f"{act}, applied to each feature on its own with {len(learned)} learned numbers ({', '.join(learned)}) shared by every feature{kept}."
         return f"{act}, applied to each feature on its own; it has no parameters."
     if r in ("latent_attention", "attention"):
         return _attention_words(node, s)
@@ -186,6 +191,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             return f"A gated MLP whose gate and up projections are one fused matrix: {grouped(d)} → 2 × {grouped(inner)}, {act} of the gate times the rest, back to {grouped(d)}."
         up = next((c for c in node["children"] if role(c) == "linear" and in_out(c) and in_out(c)[0] == d), None)
         if up is not None:
+            if not fact(up, "bias"):  # no biases and no gate (Apertus)
+                return f"An ungated two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])}, through {act}, then back to {grouped(d)}, no biases."
             return f"A two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])} with a bias, through {act}, then back to {grouped(d)} with a bias."
     if r == "block":
         a = anatomy(node)
@@ -207,12 +214,15 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             return (f"Applies {' and '.join(parts)} side by side to the block's input, {through}, and adds both outputs "
                     "to the residual stream in one sum.")
         scale = fact(node, "residual_scale")
-        added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
+        added = {"config_residual_multiplier": "each scaled by the config's residual_multiplier and added back",
+                 "config_scale_depth": "each scaled by the config's scale_depth over the square root of the number of blocks and added back",
+                 }.get(scale, "each added back")
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
     return f"A {node['class']} module."
 
 
 ACTIVATION_WORDS = {
+    "xielu": "xIELU (a quadratic for positive inputs, a saturating exponential for negative ones, plus a linear term)",
     "silu": "SiLU (x · σ(x))",
     "gelu_tanh": "GELU in its tanh approximation",
     "gelu": "GELU (x · Φ(x), the exact form)",

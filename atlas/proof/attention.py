@@ -14,6 +14,12 @@ from atlas.proof.library import X, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
+ROTARY_COMPLEX = Input("R", T.c("R"), "position_embeddings", "one complex factor per position and rotated pair: cos + i sin of the angle, times the rotary attention factor", given=True)
+
+
+def rotary_input(angles) -> Input:
+    """How the page names the rotary angles a module is given: a (cos, sin) pair or one complex tensor."""
+    return ROTARY_COMPLEX if _complex_angles(angles) else ROTARY
 NEG = float("-inf")
 
 
@@ -55,6 +61,34 @@ def rotate_pairs(x, cos, sin):
     cos, sin = cos[..., :half], sin[..., :half]
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+def _complex_angles(angles) -> bool:
+    """Whether the rotary angles come as one complex tensor (DeepSeek-V2) rather than a (cos, sin) pair."""
+    import torch
+
+    return isinstance(angles, torch.Tensor) and torch.is_complex(angles)
+
+
+def rotate_pairs_complex(x, freqs, _unused=None):
+    """Adjacent pairs (x0, x1), (x2, x3) ... read as complex numbers a + ib and multiplied by the given
+    complex factor per pair (its real and imaginary parts: r cos, r sin); the result stays interleaved."""
+    import torch
+
+    a, b = x[..., 0::2], x[..., 1::2]
+    c, s = freqs.real.to(x.dtype), freqs.imag.to(x.dtype)
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2)
+
+
+def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str:
+    """The TeX that says how many of a head's dims the rotation turns at the checkpoint's sizes, where
+    it turns only a leading part (partial_rotary_factor; the tiny run's share where the config says none)."""
+    cfg = part.ctx.full_config
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    factor = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", getattr(cfg, "rotary_pct", None)))
+    dims = getattr(cfg, "rotary_dim", None)  # GPT-J names the rotated width itself
+    rotated = dims if isinstance(dims, int) and 0 < dims < d else int(d * factor) if factor else d * tiny_rotated // td
+    return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
 
 
 def rotate_interleaved(x, cos, sin):
@@ -286,7 +320,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         partial = turned < td
         part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
-        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex,
+        only = _partial_rotary_words(part, d, turned, td) if partial else ""
+        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
@@ -347,15 +382,22 @@ def latent_attention(part: Part) -> Chain:
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
             Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
-                 lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("qR", "kR"))),
+                 lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
+                                 for n in ("qR", "kR"))),
             Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{one rotary key for every head}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
         _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv))
-        return Chain(steps, [X, ROTARY], "y", output_element=0)
+        return Chain(steps, [X, rotary_input(part.argument("position_embeddings"))], "y", output_element=0)
 
     part.note("latent", {"kv_lora_rank": rkv, "q_lora_rank": getattr(cfg, "q_lora_rank", None), "rope_dims": rope}, "the config's sizes")
+    if _complex_angles(part.argument("position_embeddings")):
+        # The model hands one complex number per rotated pair (cos + i sin, times any rotary attention
+        # factor) instead of a (cos, sin) pair: the other layouts cannot even read it.
+        return part.choose("rotary_layout", {
+            "interleaved_pairs_complex": lambda: build(rotate_pairs_complex, "dims taken in adjacent pairs, each pair turned (and scaled) by the given complex factor; the pairs stay in place"),
+        })
     return part.choose("rotary_layout", {
         "interleaved_pairs": lambda: build(rotate_pairs, "dims taken in adjacent pairs"),
         "halves": lambda: build(rotate_half, "the first half of the dims paired with the second half"),

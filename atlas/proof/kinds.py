@@ -60,8 +60,10 @@ def kind_of(part: Part) -> str:
         return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"}:
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children:
         return "dense_mlp"
+    if not children and set(own) == {"alpha_p", "alpha_n"}:  # an activation with two learned numbers (xIELU)
+        return "activation"
     if is_offset(m):
         return "offset"
     if not children and not own:

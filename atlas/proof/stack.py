@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from atlas.proof import tex as T
-from atlas.proof.attention import ROTARY
+from atlas.proof.attention import ROTARY, rotary_input
 from atlas.proof.core import Part
 from atlas.proof.library import X, child_output, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
@@ -14,6 +14,9 @@ from atlas.standard import block_roles
 
 def block(part: Part) -> Chain:
     factor = getattr(part.ctx.full_config, "residual_multiplier", None)
+    depth = getattr(part.ctx.full_config, "scale_depth", None)
+    if factor in (None, 1, 1.0) and depth is not None:
+        return part.choose("residual_scale", {"config_scale_depth": lambda: _depth_scaled_block(part, depth), "none": lambda: _block(part, None)})
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
         # block's input and both are added at once): measured on the run, never told by a name.
@@ -21,17 +24,29 @@ def block(part: Part) -> Chain:
     return part.choose("residual_scale", {"config_residual_multiplier": lambda: _block(part, factor), "none": lambda: _block(part, None)})
 
 
-def _block(part: Part, factor: float | None) -> Chain:
-    """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add."""
+def _depth_scaled_block(part: Part, depth: float) -> Chain:
+    """The block whose sublayer outputs are scaled by scale_depth / sqrt(number of blocks) at each add
+    (MiniCPM): the factor shrinks as the stack deepens, so the tiny run's factor is its own."""
+    full, tiny = part.ctx.full_config.num_hidden_layers, part.ctx.tiny_config.num_hidden_layers
+    tiny_depth = getattr(part.ctx.tiny_config, "scale_depth", depth)
+    return _block(part, depth / math.sqrt(full), tiny_factor=tiny_depth / math.sqrt(tiny),
+                  times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
+
+
+def _block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None) -> Chain:
+    """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add
+    (``tiny_factor`` on the preview run and ``times`` its TeX, where they are not the config's residual_multiplier)."""
     r = block_roles(part.tiny)
-    tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
-    times = rf"{T.num(float(factor))}\," if factor is not None else ""
+    if tiny_factor is None:
+        tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
+    if times is None:
+        times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
     attn = part.child(r.attention)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
-        inputs.append(ROTARY)
+        inputs.append(rotary_input(attn.argument("position_embeddings")))
     if r.attention_norm:
         steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
     attn_in = "h" if r.attention_norm else "x"
@@ -134,7 +149,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     logits_scaling = getattr(cfg, "logits_scaling", None)
     tiny_logits_scaling = getattr(part.ctx.tiny_config, "logits_scaling", None)
 
-    def build(scale: str) -> Chain:
+    def build(scale: str, logits_place: str = "after_head") -> Chain:
         steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
         x0 = "e"
         if roles.position_embedding:
@@ -162,6 +177,10 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                           "xL", all_blocks, summary=True))
         steps[-1].sub = "blocks"
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
+        if roles.head and logits_place == "before_head":  # the stream is divided before the head reads it (MiniCPM)
+            steps.append(Step(rf"\hat x\leftarrow\hat x/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling, before the head)}}", "xn",
+                              lambda e: e["xn"] / tiny_logits_scaling, summary=True))
+            part.note("logits_scaling", logits_scaling, "the config's logits_scaling, applied to the stream the head reads")
         if roles.head:
             steps.append(Step(r"z=\hat x\,W_{\mathrm{out}}^{\top}", "z", sub(part, roles.head, x="xn"), value="lm_head_output", summary=True))
             cap = getattr(cfg, "final_logit_softcapping", None)
@@ -175,7 +194,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 steps.append(Step(rf"z\leftarrow{T.num(float(logit_scale))}\,z\quad\text{{(the config's logit\_scale)}}", "z",
                                   lambda e: e["z"] * tiny_logit_scale, value="logits", summary=True))
                 part.note("logit_scale", logit_scale, "the config's logit_scale")
-            if logits_scaling not in (None, 1, 1.0):
+            if logits_scaling not in (None, 1, 1.0) and logits_place == "after_head":
                 steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
                                   lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
                 part.note("logits_scaling", logits_scaling, "the config's logits_scaling")
@@ -184,5 +203,10 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     variants = {"none": lambda: build("none"), "sqrt_width": lambda: build("sqrt_width")}
     if multiplier not in (None, 1, 1.0):
         variants = {"config_embedding_multiplier": lambda: build("config_embedding_multiplier"), **variants}
-    return part.choose("embedding_scale", variants)
+    if logits_scaling in (None, 1, 1.0) or not roles.head:
+        return part.choose("embedding_scale", variants)
+    # Where the model divides by logits_scaling: what the head returns (Granite) or what it reads (MiniCPM).
+    before = {name: (lambda name=name: build(name, "before_head")) for name in variants}
+    return part.choose("logits_scale_place", {"after_head": lambda: part.choose("embedding_scale", variants),
+                                              "before_head": lambda: part.choose("embedding_scale", before)})
 
