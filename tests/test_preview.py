@@ -137,7 +137,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
 
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
     mixture_blocks = [i for i in range(n) if i >= dense] if MIXTURE_IDENTITIES & expected_identities(name)[0] else []
-    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
+    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts") or any(c.get("num_shared_expert") or []))  # Hunyuan: one count per layer
     target = c.get("routed_scaling_factor") or 1.0
     # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
