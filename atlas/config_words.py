@@ -416,6 +416,11 @@ def _intermediate(key, v, c):
 def _moe_intermediate(key, v, c):
     shared = c.get_count("n_shared_experts")
     who = "each routed and shared expert" if shared else "each routed expert"
+    if isinstance(v, list):  # one width per layer (Hunyuan's training config)
+        widths = [c.count(key, w) for w in v]
+        if len(set(widths)) == 1:
+            return f"The hidden width of the experts, given once per layer: {grouped(widths[0])} at each of the {len(widths)} layers"
+        return f"The hidden width of the experts, given once per layer: from {grouped(min(widths))} to {grouped(max(widths))}"
     return f"The hidden width of {who}: {grouped(c.count('moe_intermediate_size'))}"
 
 
@@ -790,6 +795,243 @@ def _summary_activation(key, v, c):
 
 
 # --- the whole config ------------------------------------------------------------------------------
+
+
+# --- keys of the mixture-of-experts families added from the reference set ---------------------------
+
+_dropout("hidden_dropout", "each sublayer's output")
+_switch("use_qk_norm", "Queries and keys each pass an RMSNorm before the attention scores are taken",
+        "No norm on queries or keys")
+_switch("lm_head_bias", "The output head adds a learned bias to every vocabulary entry's logit", "The output head has no bias")
+_switch("use_bias", "Every projection, in the attention, the MLPs and the head, carries a bias", "No projection carries a bias")
+_switch("moe_use_aux_free", "The router holds a learned per-expert bias that steers which experts are chosen, in place of a balancing loss",
+        "The router holds no per-expert selection bias")
+_switch("use_routing_bias", "The mixture holds a learned per-expert bias that steers which experts are chosen and does not weigh them",
+        "No per-expert selection bias")
+_switch("use_mtp", "Multi-token-prediction modules are attached in training (transformers builds none)", "No multi-token-prediction modules")
+
+
+@explains("partial_rotary_factor")
+def _partial_rotary(key, v, c):
+    return f"The share of each head's dimensions the rotary embedding turns: {_num(c.number(key))}; the others carry no position"
+
+
+@explains("rotary_dim")
+def _rotary_dim(key, v, c):
+    return f"The dimensions of each head the rotary embedding turns: {grouped(c.count(key))}; the others carry no position"
+
+
+@explains("input_jitter_noise")
+def _input_jitter(key, v, c):
+    return f"Training only: the mixture's input is multiplied by random factors within 1 ± {_num(c.number(key))}; no effect at inference"
+
+
+@explains("router_jitter_noise")
+def _router_jitter(key, v, c):
+    eps = c.number(key)
+    return (f"The router's noise setting, {_num(eps)}: a random jitter in training; a router that masks logits by their relative "
+            f"distance from the best one (SparseMixer) also keeps only those within {_num(2 * eps)} of it at inference")
+
+
+@explains("clip_qkv")
+def _clip_qkv(key, v, c):
+    return f"Queries, keys and values are clamped to ±{_num(c.number(key))} after their projections"
+
+
+@explains("shared_expert_intermediate_size", "shared_intermediate_size")
+def _shared_width(key, v, c):
+    width = c.count(key)
+    return f"The hidden width of the shared expert: {grouped(width)}" if width else "Zero: there is no shared expert"
+
+
+@explains("moe_num_experts")
+def _moe_num_experts(key, v, c):
+    return f"{_plural(c.count(key), 'routed expert')} per mixture block"
+
+
+@explains("moe_num_shared_experts")
+def _moe_num_shared(key, v, c):
+    n = c.count(key)
+    return f"{_plural(n, 'shared expert')}, run on every token as one MLP {grouped(n)} times an expert's width" if n else "No shared experts"
+
+
+@explains("moe_k")
+def _moe_k(key, v, c):
+    return f"{_plural(c.count(key), 'routed expert')} chosen for each token"
+
+
+@explains("moe_layer_start_index")
+def _moe_start(key, v, c):
+    return f"The first block that is a mixture of experts: block {grouped(c.count(key))}; the blocks before it keep a dense MLP"
+
+
+@explains("moe_layer_end_index")
+def _moe_end(key, v, c):
+    end = v if isinstance(v, int) and not isinstance(v, bool) and v < 0 else c.count(key)
+    return "The last block may be a mixture" if end < 0 else f"The last block that may be a mixture of experts: block {grouped(end)}"
+
+
+@explains("moe_layer_interval")
+def _moe_interval(key, v, c):
+    n = c.count(key)
+    return "From the first mixture block on, every block is a mixture" if n == 1 else f"From the first mixture block on, every {_ordinal(n)} block is a mixture"
+
+
+@explains("moe_capacity")
+def _moe_capacity(key, v, c):
+    return f"Per-expert token capacities of the training code's dispatch, {_value_words(v)}; transformers' class routes every token without a cap"
+
+
+@explains("moe_gate")
+def _moe_gate(key, v, c):
+    return f"The training code's name for the router's rule, {_value_words(c.text(key))}"
+
+
+@explains("attn_type_list")
+def _attn_type_list(key, v, c):
+    if not isinstance(v, list) or not v:
+        c.fail(key, f"must be a list of attention types, one per layer, not {json.dumps(v)}")
+    counts = {t: v.count(t) for t in dict.fromkeys(v)}
+    return "One attention type per layer, as the checkpoint's own code numbers them: " + ", ".join(
+        f"type {_value_words(t)} at {_plural(n, 'layer')}" for t, n in counts.items())
+
+
+@explains("qk_norm_type")
+def _qk_norm_type(key, v, c):
+    kind = c.text(key)
+    where = ("one norm over all heads' width for the queries and one for the keys" if kind == "per_layer"
+             else "a norm over each head" if kind == "per_head" else "a placement the atlas has no words for")
+    return f'Where the query and key norms act, "{kind}": {where}'
+
+
+@explains("num_mtp_modules")
+def _mtp_modules(key, v, c):
+    return f"{_plural(c.count(key), 'multi-token-prediction module')} in training; transformers builds none"
+
+
+@explains("mtp_transformer_layers")
+def _mtp_layers(key, v, c):
+    return f"{_plural(c.count(key), 'decoder layer')} inside each multi-token-prediction module; transformers builds none"
+
+
+# Special-token ids a training config reserves (Hunyuan's): the role each key names.
+RESERVED_TOKENS = {
+    "eod_token_id": "end of a document", "sep_token_id": "separator", "pad_id": "padding (a second spelling of pad_token_id)",
+    "im_start_id": "start of a chat message", "im_end_id": "end of a chat message", "im_newline_id": "line break inside a message",
+    "image_token_id": "place of an image", "mask_init_id": "first mask token", "text_start_id": "start of text",
+    "text_end_id": "end of text", "video_start_id": "start of a video", "video_end_id": "end of a video",
+}
+
+
+def _reserved(key, v, c):
+    return f"Token id {grouped(c.count(key))}, reserved as the {RESERVED_TOKENS[key]}; the model's layers treat it like any other token"
+
+
+for _key in RESERVED_TOKENS:
+    EXPLAIN[_key] = _reserved
+
+# Settings of a vision tower or of training that a text-only model's class never uses: each says what it
+# sets, from its value.
+_switch("add_classification_head", "A classification head is added for training", "No classification head is added")
+_switch("anyres_vit_two_views", "The image encoder looks at two views of each image", "The image encoder looks at one view of each image")
+_switch("group_limited_greedy", "The router first limits each token to the best expert groups", "The router does not limit tokens to expert groups")
+_switch("moe_drop_tokens", "Experts over their capacity drop tokens in training", "No token is dropped for capacity")
+_switch("moe_random_routing_dropped_token", "Dropped tokens are routed at random in training", "Dropped tokens are not routed at random")
+_switch("position_embedding_xdrope", "Positions of media tokens use the XD rotary layout", "No XD rotary layout for media tokens")
+_switch("skip_cls_token", "The image encoder's class token is left out", "The image encoder's class token is kept")
+_switch("use_cla", "Key-value caches are shared across adjacent layers (cross-layer attention)", "Every layer keeps its own keys and values")
+_switch("use_mixed_mlp_moe", "Every mixture block also runs a shared MLP on every token", "No shared MLP beside the experts")
+_switch("use_mla", "Attention uses compressed latents (latent attention)", "Attention is ordinary grouped-query attention, with no latents")
+_switch("use_rotary_pos_emb", "Positions enter through the rotary embedding", "No rotary embedding")
+_switch("vit_add_patchemb_bias", "The image patch embedding carries a bias", "The image patch embedding has no bias")
+_switch("vit_remove_prenorm", "The image encoder drops its first norm", "The image encoder keeps its first norm")
+_switch("vit_used_rms_norm", "The image encoder uses RMSNorm", "The image encoder uses LayerNorm")
+
+
+@explains("attention_head_dim")
+def _attention_head_dim(key, v, c):
+    return f"The width of each attention head, {grouped(c.count(key))}, under the training code's name for head_dim"
+
+
+@explains("moe_topk")
+def _moe_topk(key, v, c):
+    if isinstance(v, list):
+        ks = [c.count(key, k) for k in v]
+        return (f"Experts chosen per token, given once per layer: {grouped(ks[0])} at each of the {len(ks)} layers" if len(set(ks)) == 1
+                else f"Experts chosen per token, given once per layer: from {grouped(min(ks))} to {grouped(max(ks))}")
+    return f"{_plural(c.count(key), 'routed expert')} chosen for each token"
+
+
+@explains("num_shared_expert")
+def _num_shared_expert(key, v, c):
+    counts = v if isinstance(v, list) else [v]
+    ns = [c.count(key, n) for n in counts]
+    per = f", given once per layer for {len(ns)} layers" if isinstance(v, list) else ""
+    return (f"{_plural(ns[0], 'shared expert')} in every mixture block{per}" if len(set(ns)) == 1
+            else f"Shared experts per mixture block, from {grouped(min(ns))} to {grouped(max(ns))}{per}")
+
+
+@explains("cla_share_factor")
+def _cla_factor(key, v, c):
+    return f"With cross-layer attention on, each key-value cache would serve {_plural(c.count(key), 'layer')}"
+
+
+@explains("class_num")
+def _class_num(key, v, c):
+    return f"Classes of the optional classification head: {grouped(c.count(key))}"
+
+
+@explains("pool_type")
+def _pool_type(key, v, c):
+    return f"How the optional classification head pools the sequence: {_value_words(c.text(key))}"
+
+
+@explains("dense_list")
+def _dense_list(key, v, c):
+    return f"A list of sizes the training code reads, {_value_words(v)}; its meaning there is not documented in the copy"
+
+
+@explains("moe_layer_num_skipped")
+def _moe_skipped(key, v, c):
+    return f"A count of mixture layers the training code skips, {grouped(c.count(key))}"
+
+
+@explains("norm_type")
+def _norm_type(key, v, c):
+    kind = c.text(key)
+    return f'The norm the blocks use, "{kind}"' + (": RMSNorm" if kind == "rms" else "")
+
+
+@explains("org_vocab_size")
+def _org_vocab(key, v, c):
+    return f"The vocabulary before any tokens were added for media, {grouped(c.count(key))} entries"
+
+
+@explains("num_media_embeds")
+def _media_embeds(key, v, c):
+    return f"Embeddings each image contributes to the sequence: {grouped(c.count(key))}"
+
+
+@explains("anyres_pooling_size")
+def _anyres_pool(key, v, c):
+    return f"Pooling window over image features at any resolution: {grouped(c.count(key))}"
+
+
+@explains("anyres_vit_max_image_size", "vit_path", "vit_type", "xdrope_section", unset=True)
+def _vision_unset(key, v, c):
+    return f"A setting of the image encoder, {_value_words(v)}" if v is not None else "Left unset: no image encoder is configured here"
+
+
+@explains("vit_input_resolution", "vit_patch", "vit_token")
+def _vit_size(key, v, c):
+    what = {"vit_input_resolution": "input resolution in pixels", "vit_patch": "patch size", "vit_token": "tokens per image"}[key]
+    return f"The image encoder's {what}: {grouped(c.count(key))}"
+
+
+@explains("vit_mapping_type", "vit_norm_type")
+def _vit_kind(key, v, c):
+    what = {"vit_mapping_type": "how image features are mapped into the stream", "vit_norm_type": "the image encoder's norm"}[key]
+    return f"{what[0].upper() + what[1:]}: {_value_words(c.text(key))}"
 
 
 def explain_config(raw: Mapping[str, Any], where: str | Path = "config.json", unread: set[str] | frozenset[str] = frozenset(),

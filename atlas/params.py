@@ -224,13 +224,14 @@ def _file_tensors(model, unique: dict[str, Any], quantization: Mapping[str, Any]
     stored = revert_weight_conversion(model, unique)
     modules = dict(model.named_modules())
     quantized = _quantizer(quantization)
+    owners = _renamed_owners(model, unique, stored, modules) if quantized else {}
     tensors = []
     for key, tensor in stored.items():
         shape = tuple(tensor.shape)
         if key in buffers:
             tensors.append((StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"), None))
             continue
-        owner = modules.get(_owner_path(key, modules))
+        owner = owners[key] if key in owners else modules.get(_owner_path(key, modules))
         if quantized and quantized.applies(owner, key, shape):
             tensors += [(t, quantized) for t in quantized.tensors(key, shape)]
         else:
@@ -300,6 +301,25 @@ def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
             entry["block"] = list(q.scale_block)
         entries.append(entry)
     return entries
+
+
+def _renamed_owners(model, unique: dict[str, Any], stored: dict[str, Any], modules: Mapping[str, Any]) -> dict[str, Any]:
+    """The module each stored name comes from, where the files name it otherwise than the model does
+    (MiniMax-M2's block_sparse_moe.experts.E.w1 for the model's mlp.experts): each such module's tensors
+    are converted back alone, and the names that come out are its. Only names the model does not hold."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    if all(key in unique for key in stored):
+        return {}
+    by_module: dict[str, dict[str, Any]] = {}
+    for key, tensor in unique.items():
+        by_module.setdefault(key.rpartition(".")[0], {})[key] = tensor
+    owners = {}
+    for path, tensors in by_module.items():
+        for key in revert_weight_conversion(model, tensors):
+            if key in stored and key not in unique:
+                owners[key] = modules.get(path)
+    return owners
 
 
 def _owner_path(key: str, modules: Mapping[str, Any]) -> str:

@@ -173,20 +173,39 @@ def check_raw_config(family, checkpoint) -> None:
     """config.json before transformers reads it: the core sizes and the bounds."""
     where, config = checkpoint.config_path, checkpoint.config
     values = {**config, **family.config_overrides}
+    layers = _first(values, LAYERS)
     for key in CORE + FEED_FORWARD + EXPERTS:
         if key in values and values[key] is not None and not (_integer(values[key]) and values[key] >= (1 if key in CORE else 0)):
+            if key not in CORE and isinstance(values[key], list):
+                _check_per_layer(where, key, values[key], layers)
+                continue
             need = "a positive integer" if key in CORE else "a non-negative integer"
             raise AtlasError(where, key, f"must be {need}, not {values[key]!r}")
-    layers = _first(values, LAYERS)
     if layers is not None and layers > MAX_LAYERS:
         raise AtlasError(where, _key(values, LAYERS), f"{layers:,} layers is past the atlas's bound of {MAX_LAYERS:,}")
     estimate = rough_parameters(values)
     if estimate > MAX_PARAMETERS:
-        sizes = {k: values[k] for k in CORE + FEED_FORWARD + EXPERTS if _integer(values.get(k))}
+        sizes = {k: _largest(values[k]) for k in CORE + FEED_FORWARD + EXPERTS if _largest(values.get(k)) is not None}
         largest = max(sizes, key=sizes.get)  # the field a typo most likely blew up
         listed = ", ".join(f"{k} {v:,}" for k, v in sizes.items())
         raise AtlasError(where, largest, f"its sizes ({listed}) make about {estimate:.1e} parameters, past the atlas's "
                                          f"bound of {MAX_PARAMETERS:.0e}")
+
+
+def _check_per_layer(where, key: str, sizes: list, layers: int | None) -> None:
+    """A feed-forward width or expert count given per layer (Hunyuan's moe_intermediate_size): a list
+    of non-negative integers, one for each layer."""
+    if not sizes or not all(_integer(v) and v >= 0 for v in sizes):
+        raise AtlasError(where, key, f"must be a non-negative integer or a list of them, one per layer, not {sizes!r}")
+    if layers is not None and len(sizes) != layers:
+        raise AtlasError(where, key, f"lists {len(sizes)} sizes, one per layer, but the model has {layers} layers")
+
+
+def _largest(value: Any) -> int | None:
+    """A size, or the largest of a list of sizes per layer."""
+    if isinstance(value, list) and value and all(_integer(v) for v in value):
+        return max(value)
+    return value if _integer(value) else None
 
 
 def rough_parameters(values: Mapping[str, Any]) -> int:
@@ -196,8 +215,8 @@ def rough_parameters(values: Mapping[str, Any]) -> int:
     width = _first(values, WIDTH) or 0
     layers = _first(values, LAYERS) or 0
     vocab = _first(values, VOCAB) or 0
-    feed_forward = max([values[k] for k in FEED_FORWARD if _integer(values.get(k))] or [4 * width])
-    experts = max([values[k] for k in EXPERTS if _integer(values.get(k))] or [0])
+    feed_forward = max([_largest(values[k]) for k in FEED_FORWARD if _largest(values.get(k)) is not None] or [4 * width])
+    experts = max([_largest(values[k]) for k in EXPERTS if _largest(values.get(k)) is not None] or [0])
     return 2 * vocab * width + layers * (4 * width * width + 3 * width * feed_forward * (experts + 1))
 
 

@@ -53,7 +53,8 @@ def tiny_values(config) -> dict[str, Any]:
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
     derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
-    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim") and not derived_head_dim:
+    # latent attention sizes its heads apart: a qk_rope_head_dim that is set, not a key left null (Hunyuan's copy)
+    if getattr(config, "head_dim", None) and not getattr(config, "qk_rope_head_dim", None) and not derived_head_dim:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -131,6 +132,25 @@ def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
     return ids, [chr(b) if 32 < b < 127 else ("␣" if b == 32 else f"<{b}>") for b in ids]
 
 
+MAX_PREVIEW_PARAMETERS = 10**8  # far above any tiny config (well under a million), far below a real checkpoint
+
+
+def _check_tiny(family, model_class, config) -> None:
+    """The tiny config must build a tiny model: counted on the meta device first, so a size the generic
+    rule does not reach (DBRX keeps its expert sizes in a sub-config) is one clear error instead of a
+    process killed for memory while the experts are allocated."""
+    import torch
+
+    from atlas.errors import AtlasError
+
+    with torch.device("meta"):
+        n = sum(p.numel() for p in model_class(config).parameters())
+    if n > MAX_PREVIEW_PARAMETERS:
+        raise AtlasError(f"atlas/families/{family.name}.py", "preview",
+                         f"the tiny config still builds {n:,} parameters (the preview's bound is {MAX_PREVIEW_PARAMETERS:,}): "
+                         "some size escapes the generic rule (a nested sub-config?); shrink it in the family's preview function")
+
+
 def build_preview_model(family, config, seed: int = SEED):
     """The family's model class at the tiny config, weights from ``seed``, in eval mode."""
     import torch
@@ -138,6 +158,7 @@ def build_preview_model(family, config, seed: int = SEED):
     from atlas.checkpoint import transformers_class
 
     model_class = transformers_class(family, "model_class")
+    _check_tiny(family, model_class, config)
     torch.manual_seed(seed)
     model = model_class(config).eval()
     generator = torch.Generator().manual_seed(seed + 1)
@@ -667,6 +688,8 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     s = checkpoint_sizes(config)
     get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
     moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
+    if isinstance(moe_width, list):  # one width per layer (Hunyuan): words for it only where every layer agrees
+        moe_width = moe_width[0] if moe_width and len(set(moe_width)) == 1 else None
     mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
     heads = f"{_count(s['num_heads'], 'query head')}, {_count(s['num_kv_heads'], 'key/value head')}"
     head_width = (f"{s['qk_head_dim']} query/key and {s['head_dim']} value dims per head" if s["qk_head_dim"] != s["head_dim"]

@@ -184,3 +184,94 @@ def test_dots1(collected):
     assert model_total(f) == stored(f)["weight_parameters"] == parameters + (L - dense) * E
     assert f["accounting"]["model"]["active"] == model_total(f) - (L - dense) * (E - K) * swiglu(d, Fe)
     assert kinds(f) == {"dense block": list(range(dense)), "MoE block": list(range(dense, L))}
+
+
+# --- MiniMax-M2 -----------------------------------------------------------------------------------
+
+
+def test_minimax_m2(collected):
+    f, c = collected("minimax_m2").facts, released_config("minimax_m2")
+    V, d, L, H, KV, hd = sizes(c)
+    E, K, Fe = c["num_local_experts"], c["num_experts_per_tok"], c["intermediate_size"]  # intermediate_size: one expert
+    assert not c["tie_word_embeddings"] and c["use_qk_norm"] and c["qk_norm_type"] == "per_layer"
+    assert c["shared_intermediate_size"] == 0 and set(c["attn_type_list"]) == {1}
+    # q_norm over all query heads' width, k_norm over the key heads' width; router, experts, two norms.
+    block = attention(d, H, KV, hd) + H * hd + KV * hd + E * d + E * swiglu(d, Fe) + 2 * d
+    parameters = 2 * V * d + d + L * block
+    assert model_parameters(f) == parameters
+    assert f["accounting"]["model"]["stored_buffers"] == L * E  # the mixture's selection bias
+    assert model_total(f) == stored(f)["weight_parameters"] == parameters + L * E
+    assert f["accounting"]["model"]["active"] == model_total(f) - L * (E - K) * swiglu(d, Fe)
+    # FP8 with 128 x 128 blocks: the attention projections and the expert matrices, each with its scale.
+    q = c["quantization_config"]
+    assert q["quant_method"] == "fp8" and q["weight_block_size"] == [128, 128]
+    blocks = lambda rows, cols: -(-rows // 128) * -(-cols // 128)  # noqa: E731
+    attention_scales = blocks(H * hd, d) + 2 * blocks(KV * hd, d) + blocks(d, H * hd)
+    expert_scales = 2 * blocks(Fe, d) + blocks(d, Fe)
+    assert stored(f)["scale_elements"] == L * (attention_scales + E * expert_scales)
+    quantized = L * (attention(d, H, KV, hd) + E * swiglu(d, Fe))
+    assert stored(f)["bytes_by_dtype"]["F8_E4M3"] == quantized
+    assert stored(f)["bytes_by_dtype"]["F32"] == 4 * stored(f)["scale_elements"]
+    assert stored(f)["bytes_by_dtype"]["BF16"] == 2 * (parameters - quantized + L * E)  # the bias in the weights' dtype
+    names = {t["name"] for t in f["checkpoint_check"]["sample"]}
+    assert "model.layers.0.block_sparse_moe.experts.0.w1.weight_scale_inv" in names
+    router = f["equations"]["components"]["transformer_block.mlp.gate"]["facts"]
+    assert router["selection_bias"]["value"] is True and router["routing"]["value"] == "sigmoid_renormalized"
+
+
+# --- Hunyuan-A13B ---------------------------------------------------------------------------------
+
+
+def test_hunyuan(collected):
+    f, c = collected("hunyuan").facts, released_config("hunyuan")
+    V, d, L, H, KV = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd, E, F = c["attention_head_dim"], c["num_experts"], c["intermediate_size"]
+    # The per-layer lists of the training copy: the same values at every layer.
+    assert set(c["moe_topk"]) == {8} and set(c["moe_intermediate_size"]) == {F} and set(c["num_shared_expert"]) == {1}
+    assert len(c["moe_topk"]) == len(c["moe_intermediate_size"]) == L
+    assert not c["attention_bias"] and not c["mlp_bias"] and c["tie_word_embeddings"] and "head_dim" not in c
+    K = c["moe_topk"][0]
+    # attention + per-head q/k norms; router (wg), routed experts and the shared MLP, all of width F; two norms
+    block = attention(d, H, KV, hd) + 2 * hd + E * d + E * swiglu(d, F) + swiglu(d, F) + 2 * d
+    total = V * d + d + L * block  # tied head
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["tensors"] == 2 + L * (4 + 2 + 2 + 1 + 3 * E + 3)
+    assert f["equations"]["components"]["transformer_block.self_attn"]["facts"]["rotary_layout"]["value"] == "halves_then_head_norms"
+
+
+def test_a_per_layer_width_list_must_have_one_size_per_layer():
+    from atlas.errors import AtlasError
+    from atlas.preflight import _check_per_layer
+
+    _check_per_layer("config.json", "moe_intermediate_size", [8, 8], 2)
+    for bad, words in (([8, 8, 8], "lists 3 sizes, one per layer, but the model has 2 layers"), ([8, -1], "a list of them"), ([8, "8"], "a list of them"), ([], "a list of them")):
+        try:
+            _check_per_layer("config.json", "moe_intermediate_size", bad, 2)
+        except AtlasError as e:
+            assert str(e).startswith("config.json: moe_intermediate_size: ") and words in str(e)
+        else:
+            raise AssertionError(f"{bad!r} passed")
+
+
+# --- the preview stays tiny -----------------------------------------------------------------------
+
+
+def test_a_tiny_config_that_is_not_tiny_is_one_error_before_any_weight_is_made():
+    """DBRX's probe was killed for memory: its expert sizes sit in a sub-config the generic tiny rule does
+    not reach. The preview now counts the tiny model on the meta device first."""
+    from types import SimpleNamespace
+
+    import pytest
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from atlas.errors import AtlasError
+    from atlas.preview import MAX_PREVIEW_PARAMETERS, _check_tiny
+
+    family = SimpleNamespace(name="example")
+    small = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, vocab_size=256)
+    _check_tiny(family, LlamaForCausalLM, small)
+    wide = LlamaConfig(hidden_size=64, intermediate_size=MAX_PREVIEW_PARAMETERS // (3 * 64 * 2) + 1, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=1, vocab_size=256)
+    with pytest.raises(AtlasError, match=r"^atlas/families/example.py: preview: the tiny config still builds [\d,]+ parameters"):
+        _check_tiny(family, LlamaForCausalLM, wide)

@@ -153,7 +153,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     # softmax attention's identities hold where a block has softmax attention: not on linear-attention blocks
     types = getattr(run.config, "layer_types", None) or [None] * n
     softmax_blocks = [i for i in range(n) if types[i] != "linear_attention"]
-    shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts"))
+    shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts")
+                  or any(c.get("num_shared_expert") or []))  # Hunyuan: one count per layer
     target = c.get("routed_scaling_factor") or 1.0
     # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's

@@ -128,6 +128,10 @@ def rotate_pairs_in_place(x, cos, sin):
 PAIRS_TEX = r"\operatorname{rot}(x)_{2j}=-x_{2j+1},\ \operatorname{rot}(x)_{2j+1}=x_{2j}\ \text{(one angle per adjacent pair)}"
 
 
+# The attention's query and key norms, by the names modules give them.
+QK_NORM_NAMES = (("q_norm", "k_norm"), ("query_layernorm", "key_layernorm"))
+
+
 def _rotary_given(part: Part) -> bool:
     return part.argument("position_embeddings") is not None
 
@@ -274,10 +278,13 @@ def attention(part: Part) -> Chain:
                                          "interleaved": lambda: _attention(part, rotate_interleaved, PAIRS_TEX),
                                          "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first, PAIRS_TEX),
                                          "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place, PAIRS_TEX),
-                                         "not_applied": lambda: _attention(part, None)})
+                                         "not_applied": lambda: _attention(part, None),
+                                         # per-head q/k norms applied to the rotated queries and keys (Hunyuan)
+                                         "halves_then_head_norms": lambda: _attention(part, rotate_half, norm_after_rotary=True)})
 
 
-def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False) -> Chain:
+def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False,
+               norm_after_rotary: bool = False) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     width = part.ctx.full_config.hidden_size
@@ -321,21 +328,24 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             return q.reshape(B, T_, -1), g.reshape(B, T_, -1)
 
         steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
-    norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
-    per_head = bool(norms) and norms["q_norm"].weight.shape[-1] == td
+    qn, kn = next(((q, k) for q, k in QK_NORM_NAMES if {q, k} <= names), QK_NORM_NAMES[0])
+    norms = {n: getattr(part.tiny, n) for n in (qn, kn) if n in names}
+    per_head = bool(norms) and norms[qn].weight.shape[-1] == td
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
         steps += [Step(rf"{Q}\leftarrow\operatorname{{Norm}}_q({Q}),\ {K}\leftarrow\operatorname{{Norm}}_k({K})\quad\text{{across the whole width}}", ("Q", "K"),
-                       lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)))]
-        steps[-1].sub = f"{part.id}.q_norm"
+                       lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)))]
+        steps[-1].sub = f"{part.id}.{qn}"
 
     def split(e):
         B, T_ = e["x"].shape[:2]
         return (e["Q"].view(B, T_, th, td).transpose(1, 2), e["K"].view(B, T_, tkv, td).transpose(1, 2), e["V"].view(B, T_, tkv, -1).transpose(1, 2))
 
     steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')},\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(d)}}}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
-    if norms and per_head:
-        steps.append(Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}",
-                          ("Q", "K"), lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)), sub=f"{part.id}.q_norm"))
+    head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}"
+                       + (r"\ \text{(after the rotation)}" if norm_after_rotary else ""),
+                       ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}")] if norms and per_head else []
+    if not norm_after_rotary:
+        steps += head_norms
     inputs = [X]
     if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
         part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")
@@ -350,6 +360,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
+    if norm_after_rotary:
+        steps += head_norms
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
     if group > 1:

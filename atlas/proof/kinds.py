@@ -63,6 +63,8 @@ def kind_of(part: Part) -> str:
         return "experts"
     if not children and "weight" in own and own["weight"].dim() == 2:
         return "router"
+    if not own and len(children) == 1 and isinstance(next(m.children()), torch.nn.Linear) and _routes(part.child(next(iter(children)))):
+        return "router"  # its one child is the linear map giving a logit per expert (Hunyuan's gate.wg)
     if children and "weight" in own and own["weight"].dim() == 2 and all(is_offset(c) for c in m.children()):
         return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:

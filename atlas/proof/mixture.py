@@ -21,10 +21,45 @@ def _setting(part: Part, attrs: tuple[str, ...], keys: tuple[str, ...], config=N
     return next((getattr(cfg, k) for k in keys if isinstance(getattr(cfg, k, None), (int, float))), None)
 
 
+def _router_projection(module) -> str:
+    """Where a router keeps its logits' weight: "" for its own, else the name of its one linear child
+    (Hunyuan's gate holds it as wg)."""
+    import torch
+
+    if "weight" in dict(module.named_parameters(recurse=False)):
+        return ""
+    return next((n for n, m in module.named_children() if isinstance(m, torch.nn.Linear)), "")
+
+
+def _router_rows(module) -> int:
+    projection = _router_projection(module)
+    return (module.get_submodule(projection) if projection else module).weight.shape[0]
+
+
+def n_rows(part: Part) -> int:
+    return _router_rows(part.tiny)
+
+
+def _handed_selection(part: Part) -> str | None:
+    """The router's forward argument, beyond the tokens, that carries one value per expert (MiniMax-M2's
+    mixture holds the selection bias and hands it to the router): its name."""
+    import inspect
+
+    import torch
+
+    experts = _router_rows(part.tiny)
+    params = [p for p in inspect.signature(part.tiny.forward).parameters if p != "self"]
+    for position, name in enumerate(params[1:], start=1):
+        value = part.argument(name, position)
+        if isinstance(value, torch.Tensor) and value.numel() == experts:
+            return name
+    return None
+
+
 def _child_selection(part: Part) -> str | None:
     """A per-expert selection bias a child of the router holds (ERNIE 4.5's moe_statics), by its name
     relative to the router: the child's only tensor, one value per expert."""
-    experts = part.tiny.weight.shape[0]
+    experts = _router_rows(part.tiny)
     for child, module in part.tiny.named_children():
         tensors = {**dict(module.named_parameters(recurse=False)), **dict(module.named_buffers(recurse=False))}
         if len(tensors) == 1 and not any(True for _ in module.children()):
@@ -44,7 +79,9 @@ def offset(part: Part) -> Chain:
 def router(part: Part) -> Chain:
     import torch
 
-    n, d = part.full.weight.shape
+    projection = _router_projection(part.tiny)  # "" where the router holds its weight, else its linear child
+    at = f"{projection}." if projection else ""
+    n, d = part.full.get_submodule(projection).weight.shape if projection else part.full.weight.shape
     k = _setting(part, ("top_k",), ("num_experts_per_tok",))
     tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
     scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",)) or 1.0
@@ -52,12 +89,18 @@ def router(part: Part) -> Chain:
     topk_group = _setting(part, ("topk_group",), ("topk_group",)) or 1
     tiny_groups = _setting(part, ("num_group", "n_group"), ("n_group",), part.ctx.tiny_config) or 1
     tiny_topk_group = _setting(part, ("topk_group",), ("topk_group",), part.ctx.tiny_config) or 1
-    has_bias = getattr(part.tiny, "bias", None) is not None and isinstance(part.tiny.bias, torch.nn.Parameter)
-    selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == part.tiny.weight.shape[0]), None)
+    owner = part.tiny.get_submodule(projection) if projection else part.tiny
+    has_bias = getattr(owner, "bias", None) is not None and isinstance(owner.bias, torch.nn.Parameter)
+    selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == n_rows(part)), None)
     selection = selection or _child_selection(part)
+    handed = None if selection else _handed_selection(part)
+    bias_input = [Input("b", "b", handed, "the per-expert selection bias the mixture hands the router")] if handed else []
     part.note("count", n, "the router's weight rows")
     part.note("top_k", k, "the router's setting")
-    part.note("selection_bias", selection is not None, "the router holds a per-expert buffer" if selection else "the router holds no per-expert buffer")
+    if handed:
+        part.note("selection_bias", True, "the router is handed a per-expert vector by the mixture")
+    else:
+        part.note("selection_bias", selection is not None, "the router holds a per-expert buffer" if selection else "the router holds no per-expert buffer")
     if scale != 1.0:
         part.note("scaling", scale, "the router's setting")
     if groups > 1:
@@ -68,7 +111,7 @@ def router(part: Part) -> Chain:
 
         def fn(e):
             x = e["x"].reshape(-1, e["x"].shape[-1])
-            return x @ e.w("weight").T + (e.w("bias") if has_bias else 0)
+            return x @ e.w(at + "weight").T + (e.w(at + "bias") if has_bias else 0)
 
         return Step(rf"z=x W_r^{{\top}}{b},\quad W_r\in\mathbb{{R}}^{{{T.num(n)}\times{T.num(d)}}}", "z", fn, value="router_logits", summary=True)
 
@@ -76,9 +119,9 @@ def router(part: Part) -> Chain:
         s_tex = r"\sigma(z)" if scoring == "sigmoid" else r"\operatorname{softmax}(z)"
         steps = [logits_step(), Step(rf"s={s_tex}\in\mathbb{{R}}^{{{T.num(n)}}}", "s",
                                      (lambda e: e["z"].sigmoid()) if scoring == "sigmoid" else (lambda e: e["z"].softmax(-1)), summary=True)]
-        choice = "s+b" if selection else "s"
-        steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection else r"c=s", "c",
-                          (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"])))
+        choice = "s+b" if selection or handed else "s"
+        steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection or handed else r"c=s", "c",
+                          (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"] + e["b"]) if handed else (lambda e: e["s"])))
         if groups > 1:
             size = n // groups
 
@@ -97,7 +140,7 @@ def router(part: Part) -> Chain:
         if scale != 1.0:
             tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
             steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
-        return Chain(steps, [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
+        return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
     def topk_softmax() -> Chain:
         return Chain([
@@ -220,6 +263,13 @@ def experts(part: Part) -> Chain:
     return part.choose("experts", variants)
 
 
+def _mixture_selection(part: Part, route: str) -> str | None:
+    """A per-expert buffer the mixture itself holds and hands to its router (MiniMax-M2)."""
+    experts = _router_rows(part.tiny.get_submodule(route))
+    own = {**dict(part.tiny.named_parameters(recurse=False)), **dict(part.tiny.named_buffers(recurse=False))}
+    return next((n for n, t in own.items() if t.dim() == 1 and t.numel() == experts), None)
+
+
 def _shared_gate(part: Part, route: str) -> str | None:
     """A child linear map with a single output beside the router: the shared expert's per-token gate."""
     import torch
@@ -235,8 +285,10 @@ def mixture(part: Part) -> Chain:
     names = dict(part.tiny.named_children())
     route = next(n for n in ("gate", "router") if n in names)
     shared = next((n for n in ("shared_experts", "shared_expert", "shared_mlp") if n in names), None)
-    steps = [
-        Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x)", ("z", "G", "E"), sub(part, route),
+    handed = _mixture_selection(part, route)
+    steps = [Step(r"b\ \text{the mixture's own per-expert selection bias, handed to the router}", "b", lambda e: e.w(handed))] if handed else []
+    steps += [
+        Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + ")", ("z", "G", "E"), sub(part, route),
              value=("router_logits", "expert_weights", "expert_indices"), summary=True),
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
         Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
