@@ -68,6 +68,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     sizes = _sizes(config)
     heads, kv_heads = sizes["num_heads"], sizes["num_kv_heads"]
     qk, v = sizes["qk_head_dim"], sizes["head_dim"]
+    if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
+        return _no_attention_terms(block, roles, config)
     if attention_type not in SLIDING_TYPES + FULL_TYPES:
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
@@ -113,6 +115,42 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         flops_formula += f", at most {grouped(window)} keys"
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
+
+
+def ssm_state_values(conv_channels: int, kernel: int, heads: int, head_dim: int, state_size: int) -> int:
+    """Values a Mamba-2 layer's cache holds for one sequence, whatever its length: the convolution's
+    last ``kernel`` inputs of every channel and each head's head_dim × state_size recurrent state."""
+    return conv_channels * kernel + heads * head_dim * state_size
+
+
+def _no_attention_terms(block, roles, config) -> BlockTerms:
+    """A block with no attention: nothing grows with the context. A state-space mixer keeps a state of
+    fixed size (held as one "position" that never grows: cap 1); an MLP block keeps nothing."""
+    matrices, routed = _matrix_values(block, roles, getattr(config, "num_experts_per_tok", None))
+    fixed = 2 * matrices
+    flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}"
+    if roles.ssm is None:
+        return BlockTerms("none", None, 0, None, "no cache: the block has no attention and no state", None, None,
+                          fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
+    mixer = getattr(block, roles.ssm)
+    conv = mixer.conv1d
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
+    fixed = 2 * matrices
+    heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
+    head_dim = inner // heads
+    state = (channels - inner) // (2 * mixer.n_groups)
+    values = ssm_state_values(channels, kernel, heads, head_dim, state)
+    cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                     f"+ {heads} heads × {grouped(head_dim)} × state {grouped(state)} = {grouped(values)} values per sequence")
+    conv_flops = 2 * 2 * channels * kernel
+    read_flops = 2 * heads * head_dim * state
+    fixed += conv_flops + read_flops
+    flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                     f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                     f"+ reading the state 2 × {heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; nothing grows with the context")
+    return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
 
 
 def latent_cache_values(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
@@ -267,8 +305,14 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
                      "and values a cache of expanded heads would hold are shown beside it")
     if "sliding" in attention:
         parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")
+    if "state" in attention:
+        parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and each head's "
+                     "recurrent state, however long the context")
+    if "none" in attention:
+        parts.append("a block with neither attention nor state keeps nothing")
     if "full" in attention:
-        parts.append("every other block keeps every position" if parts else "every block keeps every position")
+        other = "every other attention block" if attention & {"state", "none"} else "every other block"
+        parts.append(f"{other} keeps every position" if parts else "every block keeps every position")
     return "; ".join(parts) + "."
 
 
@@ -288,7 +332,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     with torch.no_grad():
         out = model(run.ids, use_cache=True)
         cache = out.cache
-        held = [int(layer.keys.numel() + layer.values.numel()) // run.ids.shape[0] for layer in cache.layers]
+        held = [_held(layer) // run.ids.shape[0] for layer in cache.layers]
         with FlopCounterMode(display=False) as counter:
             model(run.ids[:, -1:], cache=cache, use_cache=True)
     counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
@@ -323,6 +367,18 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
     return checks
+
+
+def _held(layer) -> int:
+    """Values one layer of transformers' cache holds: keys and values, or a state-space layer's
+    convolution and recurrent states, or nothing (a layer without attention or state)."""
+    if getattr(layer, "keys", None) is not None:
+        return int(layer.keys.numel() + layer.values.numel())
+    def listed(held):
+        return list(held.values()) if isinstance(held, dict) else list(held or [])
+
+    states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
+    return int(sum(s.numel() for s in states if s is not None))
 
 
 def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:

@@ -128,9 +128,18 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
         groups.setdefault((_structure(block), attention_type), []).append(i)
     kinds_of_mlp = {_has_experts(blocks[idx[0]]) for idx in groups.values()}
     kinds_of_attention = {key[1] for key in groups}
+    from atlas.standard import block_roles
+
     kinds = []
     for (_, attention_type), indices in groups.items():
         mixture = _has_experts(blocks[indices[0]])
+        roles = block_roles(blocks[indices[0]])
+        if any(block_roles(blocks[idx[0]]).sublayers == 1 for idx in groups.values()):
+            # a hybrid of one-mixer blocks: each kind is named by what its block runs
+            mixer = ("state-space" if roles.ssm else "attention" if roles.attention else "MoE" if mixture else "MLP") if roles.sublayers == 1 else None
+            label = f"{mixer} block" if mixer else ("MoE block" if mixture else "transformer block")
+            kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
+            continue
         words = []
         if len(kinds_of_attention) > 1:
             words.append(ATTENTION_KIND_WORDS.get(attention_type, attention_type.replace("_", " ")))

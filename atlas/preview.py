@@ -60,8 +60,13 @@ def tiny_values(config) -> dict[str, Any]:
     if layer_types:
         # One whole period of the attention pattern (5 local then 1 global on Gemma 3), at least 3 blocks.
         period = _period(list(layer_types))
+        if period > len(layer_types) // 2 and period > 3:
+            # a pattern that does not repeat (a hybrid's hand-placed attention blocks): the shortest
+            # start of it that has every kind of block
+            period = next(n for n in range(1, period + 1) if set(layer_types[:n]) == set(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    values.update(tiny_ssm_values(config))
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
@@ -75,6 +80,27 @@ def tiny_values(config) -> dict[str, Any]:
         if hasattr(config, token):
             values[token] = None
     return values
+
+
+# A state-space mixer's sizes at the preview (each config key a family may use): 8 heads of 8 channels in
+# 2 groups, a state of 16 per channel, chunks shorter than the prompt so that the chunked scan carries
+# its state across chunk boundaries.
+TINY_SSM = {
+    "mamba_num_heads": 8, "mamba_n_heads": 8,
+    "mamba_head_dim": 8, "mamba_d_head": 8,
+    "ssm_state_size": 16, "mamba_d_state": 16,
+    "n_groups": 2, "mamba_n_groups": 2,
+    "chunk_size": 8, "mamba_chunk_size": 8,
+    "mamba_d_ssm": 64,
+}
+
+
+def tiny_ssm_values(config) -> dict[str, Any]:
+    from atlas.standard import ssm_sizes
+
+    if not ssm_sizes(config):
+        return {}
+    return {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
 
 
 def tiny_config(family, pinned_config):
@@ -235,10 +261,23 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         })
 
     L = t.layers
-    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
+    # which sublayers each block runs: (attention, MLP, state-space mixer)
+    runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in blocks}
+    both = [i for i in blocks if runs[i] == (True, True, False)]
+    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", list(blocks),
+    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", [i for i in both if t.has("layer_mid", i)],
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    # blocks of one sublayer (a hybrid's Mamba, attention or MLP blocks): the input plus that sublayer's output
+    for ident, statement, pattern, value in (
+        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].ssm.ssm_output),
+        ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
+         lambda i: L[i].self_attn.attention_output),
+        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].mlp.mlp_output),
+    ):
+        where = [i for i in blocks if runs[i] == pattern]
+        if where:
+            identity(ident, statement, where, lambda i, value=value: _max_abs(L[i].input + value(i) - L[i].output))
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -260,9 +299,10 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     elif moe:
         skipped.append({"id": "expert_weights_sum", "statement": "mlp.expert_weights sum to a fixed total at every token",
                         "why": "the router does not renormalize the chosen weights (norm_topk_prob is off)"})
-    identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", list(blocks),
+    attending = [i for i in blocks if runs[i][0]]
+    identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", attending,
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
-    identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", list(blocks),
+    identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", attending,
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
     if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,

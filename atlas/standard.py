@@ -41,6 +41,9 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "ExpertWeights": ("batch", "seq", "top_k"),
     "ExpertIndices": ("batch", "seq", "top_k"),
     "ExpertOutputs": ("batch", "seq", "top_k", "hidden_size"),
+    # a state-space mixer's inner width (heads × head size) and its one input projection
+    "SSMInner": ("batch", "seq", "ssm_inner_size"),
+    "SSMProjections": ("batch", "seq", "ssm_projection_size"),
     "scalar": (),
 }
 
@@ -72,7 +75,33 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
         "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
+        **ssm_sizes(config),
     }
+
+
+# The keys configuration classes give a Mamba-2 mixer's sizes under (Nemotron-H's first, then
+# Granite 4.0-H's and Falcon-H1's).
+SSM_HEADS_KEYS = ("mamba_num_heads", "mamba_n_heads")
+SSM_HEAD_DIM_KEYS = ("mamba_head_dim", "mamba_d_head")
+SSM_STATE_KEYS = ("ssm_state_size", "mamba_d_state")
+SSM_GROUPS_KEYS = ("n_groups", "mamba_n_groups")
+SSM_INNER_KEYS = ("mamba_d_ssm",)
+
+
+def _first(config, keys: tuple[str, ...]):
+    return next((getattr(config, k) for k in keys if isinstance(getattr(config, k, None), int)), None)
+
+
+def ssm_sizes(config) -> dict[str, int]:
+    """A state-space mixer's sizes where the config gives them (nothing on a model without one): the
+    inner width the heads span, and the one input projection's width (gate, the convolved x, B and C,
+    one time step per head)."""
+    heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
+    if not (heads and head_dim and state):
+        return {}
+    inner = _first(config, SSM_INNER_KEYS) or heads * head_dim
+    groups = _first(config, SSM_GROUPS_KEYS) or 1
+    return {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * groups * state + heads}
 
 
 def _intermediate_size(config) -> int | None:
@@ -84,7 +113,9 @@ def _intermediate_size(config) -> int | None:
 
 # --- the vocabulary --------------------------------------------------------------------------------
 
-HOSTS = ("model", "layers[i]", "layers[i].self_attn", "layers[i].mlp")
+HOSTS = ("model", "layers[i]", "layers[i].self_attn", "layers[i].mlp", "layers[i].ssm")
+# Hosts whose values are all extensions: listed only on a model that has one of them.
+EXTENSION_HOSTS = ("layers[i].ssm",)
 
 
 @dataclass(frozen=True)
@@ -136,6 +167,14 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("expert_outputs", "layers[i].mlp", "ExpertOutputs", "Each routing slot's expert output, already multiplied by its weight", mixture=True),
     StandardValue("routed_output", "layers[i].mlp", "Residual", "The routed experts' weighted sum", mixture=True),
     StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
+    # a state-space (Mamba-2) mixer, in blocks that have one
+    StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
+    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space mixer is called on", extension=True),
+    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection: the gate, the inputs of the convolution (x, B, C) and a time step per head, side by side", extension=True),
+    StandardValue("ssm_scan_output", "layers[i].ssm", "SSMInner", "Each head's read-out of its recurrent state plus the skip D·x, before the gate", extension=True),
+    StandardValue("ssm_gate", "layers[i].ssm", "SSMInner", "The gate z: what the scan's output is multiplied by after a SiLU", extension=True),
+    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "The gated and normalized heads as the output projection receives them", extension=True),
+    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space mixer's contribution to the residual stream", extension=True),
 )
 
 BY_NAME = {v.name: v for v in VOCABULARY}
@@ -267,6 +306,18 @@ class BlockRoles:
     router: str | None
     experts: str | None
     shared_expert: str | None
+    # a state-space mixer (Mamba-2) and its norm; inside it, relative to it: the input projection, the
+    # gated norm and the output projection
+    ssm: str | None = None
+    ssm_norm: str | None = None
+    ssm_in_proj: str | None = None
+    ssm_gated_norm: str | None = None
+    ssm_out_proj: str | None = None
+
+    @property
+    def sublayers(self) -> int:
+        """How many mixers the block runs (attention, MLP, state-space mixer)."""
+        return sum(x is not None for x in (self.attention, self.mlp, self.ssm))
 
 
 @dataclass
@@ -286,9 +337,47 @@ def _path_of(model, target) -> str | None:
     return next((path for path, m in model.named_modules() if m is target), None)
 
 
-def block_roles(block) -> BlockRoles:
+def _tensor_names(module) -> set[str]:
+    return {n for n, _ in module.named_parameters(recurse=False)}
+
+
+def is_ssm(module) -> bool:
+    """A selective state-space mixer, by structure: a depthwise causal convolution among its children
+    and a learned per-head decay (``A_log``) and skip (``D``) of its own."""
+    import torch
+
+    convs = [m for m in module.children() if isinstance(m, torch.nn.Conv1d)]
+    return bool(convs) and convs[0].groups == convs[0].in_channels and {"A_log", "D"} <= _tensor_names(module)
+
+
+def _is_attention(module) -> bool:
+    children = dict(module.named_children())
+    return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children
+
+
+def _is_mlp(module) -> bool:
+    children = dict(module.named_children())
+    return any(n in children for n in DOWN_PROJ_NAMES + EXPERTS_NAMES)
+
+
+def _mixers(block) -> tuple[str | None, str | None, str | None]:
+    """(attention, MLP, state-space mixer) child names: by the names families share, and where a child
+    has another name (Nemotron-H's ``mixer``), by what it holds."""
     attention = _child(block, ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
+    ssm = next((n for n, m in block.named_children() if is_ssm(m)), None)
+    for name, module in block.named_children():
+        if name == ssm or _is_norm(module):
+            continue
+        if attention is None and _is_attention(module):
+            attention = name
+        elif mlp is None and name != attention and _is_mlp(module):
+            mlp = name
+    return attention, mlp, ssm
+
+
+def block_roles(block) -> BlockRoles:
+    attention, mlp, ssm = _mixers(block)
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
     # then it is the attention's post-norm (Gemma 2/3, OLMo 2).
@@ -298,10 +387,17 @@ def block_roles(block) -> BlockRoles:
     attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)
     mlp_norm = next((n for n in MLP_NORM_NAMES if n in dict(block.named_children()) and n not in post_norms), None)
     mlp_norm = mlp_norm or (norms[1] if len(norms) > 1 else None)
+    ssm_norm = None
+    if ssm and attention is None:  # the state-space mixer takes the attention's place: its norm too
+        ssm_norm, attention_norm = attention_norm, None
+    elif attention is None and mlp is not None and mlp_norm is None:  # a block that is one MLP
+        mlp_norm, attention_norm = attention_norm, None
     attn_module = getattr(block, attention) if attention else None
     mlp_module = getattr(block, mlp) if mlp else None
+    ssm_module = getattr(block, ssm) if ssm else None
     experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
     router = _child(mlp_module, ROUTER_NAMES) if experts else None
+    gated_norm = next((n for n, m in ssm_module.named_children() if _is_norm(m)), None) if ssm_module is not None else None
     return BlockRoles(
         attention=attention,
         mlp=mlp,
@@ -317,6 +413,11 @@ def block_roles(block) -> BlockRoles:
         router=router,
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
+        ssm=ssm,
+        ssm_norm=ssm_norm,
+        ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
+        ssm_gated_norm=gated_norm,
+        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES) if ssm_module is not None else None,
     )
 
 
@@ -405,7 +506,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     block = f"{roles.block_list}.{index}"
     attn = _join(block, b.attention) if b.attention else None
     mlp = _join(block, b.mlp) if b.mlp else None
-    host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp}
+    ssm = _join(block, b.ssm) if b.ssm else None
+    host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp, "layers[i].ssm": ssm}
 
     mixture_words = f"block {index}'s MLP ({b.mlp_class}) is not a mixture of experts"
     dense_words = f"block {index}'s MLP ({b.mlp_class}) is a mixture: each expert has its own neurons"
@@ -419,8 +521,11 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("attention_norm_output", Read("output", b.attention_norm) if b.attention_norm else None,
          f"block {index} has no norm before its attention")
     # The stream after the attention add enters the MLP's norm, or the MLP itself where there is none.
-    rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
-         f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")
+    if b.sublayers == 1:
+        rule("layer_mid", None, f"block {index} runs one sublayer: the stream has no midpoint")
+    else:
+        rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
+             f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")
     rule("mlp_norm_output", Read("output", b.mlp_norm) if b.mlp_norm else None, f"block {index} has no norm before its MLP")
     rule("mlp_input", Read("input", b.mlp, element=0) if b.mlp else None, f"block {index} has no MLP")
     for name, element in (("attention_queries", 1), ("attention_keys", 2), ("attention_values", 3)):
@@ -443,6 +548,13 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("shared_expert_output", Read("output", b.shared_expert) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
+    rule("ssm_norm_output", Read("output", b.ssm_norm) if b.ssm_norm else None, f"block {index} has no norm before a state-space mixer")
+    rule("ssm_input", Read("input", "", element=0))
+    rule("ssm_projections", Read("output", b.ssm_in_proj) if b.ssm_in_proj else None, f"block {index}'s state-space mixer has no input projection")
+    rule("ssm_scan_output", Read("input", b.ssm_gated_norm, element=0) if b.ssm_gated_norm else None, f"block {index}'s state-space mixer has no gated norm")
+    rule("ssm_gate", Read("input", b.ssm_gated_norm, element=1) if b.ssm_gated_norm else None, f"block {index}'s state-space mixer has no gated norm")
+    rule("ssm_premix", Read("input", b.ssm_out_proj, element=0) if b.ssm_out_proj else None, f"block {index}'s state-space mixer has no output projection")
+    rule("ssm_output", Read("output", "", element=0))
 
     placements = []
     for value in VOCABULARY:
@@ -458,7 +570,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             read = override if _join(base, override.module) in roles.modules else None
             missing = (missing or f"block {index} has no module {override.module}") if read is None else None
         if host is None:
-            read, missing = None, f"block {index} has no {value.host.rpartition('.')[2]}"
+            words = {"ssm": "state-space mixer"}.get(value.host.rpartition('.')[2], value.host.rpartition('.')[2])
+            read, missing = None, f"block {index} has no {words}"
         if read is None:
             placements.append(Placement(value, None, None, missing))
             continue
@@ -544,7 +657,7 @@ def support_facts(
         if host == "layers[i]":
             path = f"{roles.block_list}.{{i}}"
         elif host != "model":
-            role = "attention" if host.endswith("self_attn") else "mlp"
+            role = {"layers[i].self_attn": "attention", "layers[i].ssm": "ssm"}.get(host, "mlp")
             child = next((getattr(b, role) for b in roles.blocks if getattr(b, role)), None)
             path = f"{roles.block_list}.{{i}}.{child}"
         for value in VOCABULARY:
@@ -581,6 +694,8 @@ def support_facts(
                 "blocks": present,
                 "missing": missing,
             })
+        if host in EXTENSION_HOSTS and not values:
+            continue
         hosts.append({"host": host, "path": path, "class": classes.get(host, ""), "values": values})
     return {"hosts": hosts, "layouts": {name: list(dims) for name, dims in LAYOUTS.items()}, "sizes": dict(sizes)}
 
@@ -591,7 +706,7 @@ def host_classes(model, resolution: Resolution) -> dict[str, str]:
     found: dict[str, list[str]] = {"model": [type(model).__name__]}
     for i, b in enumerate(roles.blocks):
         block = model.get_submodule(f"{roles.block_list}.{i}")
-        for host, child in (("layers[i]", ""), ("layers[i].self_attn", b.attention), ("layers[i].mlp", b.mlp)):
+        for host, child in (("layers[i]", ""), ("layers[i].self_attn", b.attention), ("layers[i].mlp", b.mlp), ("layers[i].ssm", b.ssm)):
             if child is None:
                 continue
             name = type(block.get_submodule(child) if child else block).__name__
@@ -607,7 +722,8 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
     for i, placements in enumerate(resolution.blocks):
         block = f"{roles.block_list}.{i}"
         b = roles.blocks[i]
-        paths = {"layers[i]": block, "layers[i].self_attn": _join(block, b.attention), "layers[i].mlp": _join(block, b.mlp)}
+        paths = {"layers[i]": block, "layers[i].self_attn": _join(block, b.attention), "layers[i].mlp": _join(block, b.mlp),
+                 "layers[i].ssm": _join(block, b.ssm)}
         for p in placements:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)

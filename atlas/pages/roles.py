@@ -48,6 +48,10 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
     each (before it, after it, or both), as the block's proof ran them."""
     norms = fact(block, "norms", {})
     parts = fact(block, "sublayers", {})
+    if "before the mixer" in norms:  # a block of one mixer (a hybrid's state-space, attention or MLP block)
+        which = next(k for k in ("ssm", "attention", "mlp") if parts.get(k))
+        return {"attn": None, "ffn": None, "pre_attn": None, "post_attn": None, "pre_ffn": None, "post_ffn": None,
+                "mixer": parts[which], "pre_mixer": norms["before the mixer"], "single": which}
     return {
         "attn": parts.get("attention"), "ffn": parts.get("mlp"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),

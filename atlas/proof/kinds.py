@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, mixture, stack
+from atlas.proof import attention, library, mixture, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
+from atlas.standard import is_ssm
 
 
 def _own(module) -> dict:
@@ -27,8 +28,15 @@ def kind_of(part: Part) -> str:
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
                                           and hasattr(m, "nf")):
         return "linear"
+    if (not children and set(own) == {"weight"} and own["weight"].dim() == 1 and part.path in part.ctx.calls
+            and isinstance(part.argument("gate", 1), torch.Tensor)):
+        return "gated_norm"  # a gain vector called with a second tensor, the gate (Mamba-2's norm)
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
+    if isinstance(m, torch.nn.Conv1d) and m.groups == m.in_channels == m.out_channels:
+        return "depthwise_conv"
+    if is_ssm(m):
+        return "mamba2"
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
@@ -39,7 +47,7 @@ def kind_of(part: Part) -> str:
         return "router"
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"}:
+    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children:
         return "dense_mlp"
     if not children and not own:
         return "activation"
@@ -60,6 +68,9 @@ BUILDERS = {
     "router": mixture.router,
     "mixture": mixture.mixture,
     "block": stack.block,
+    "mamba2": ssm.mamba2,
+    "gated_norm": ssm.gated_norm,
+    "depthwise_conv": ssm.depthwise_conv,
 }
 
 

@@ -161,6 +161,7 @@ ACTIVATIONS = {
     "gelu_tanh": (r"a=\tfrac12 g\big(1+\tanh\big(\sqrt{2/\pi}\,(g+0.044715\,g^3)\big)\big)", _gelu_tanh),
     "gelu": (r"a=g\,\Phi(g)=\tfrac12 g\big(1+\operatorname{erf}(g/\sqrt2)\big)", _gelu_erf),
     "relu": (r"a=\max(g,0)", lambda g: g.clamp(min=0)),
+    "relu2": (r"a=\max(g,0)^2", lambda g: g.clamp(min=0) ** 2),
 }
 
 
@@ -184,7 +185,7 @@ def activation_name(part: Part) -> str:
     return part.facts["activation"]["value"]
 
 
-ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}"}
+ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}", "relu2": r"\operatorname{ReLU}^2"}
 
 
 # --- dense MLPs --------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ def block(part: Part) -> Chain:
 def _block(part: Part, factor: float | None) -> Chain:
     """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add."""
     r = block_roles(part.tiny)
+    if r.sublayers == 1:
+        return _one_sublayer(part, r, factor)
     tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
     times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
@@ -51,6 +53,33 @@ def _block(part: Part, factor: float | None) -> Chain:
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
+    """A block that runs one mixer (a hybrid's state-space, attention or MLP block): its norm, the
+    mixer, and one add."""
+    tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
+    times = rf"{T.num(float(factor))}\," if factor is not None else ""
+    if r.ssm:
+        child, norm, names, label = r.ssm, r.ssm_norm, ("ssm_norm_output", "ssm_output"), r"\operatorname{SSM}"
+    elif r.attention:
+        child, norm, names, label = r.attention, r.attention_norm, ("attention_norm_output", "attention_output"), r"\operatorname{Attn}"
+    else:
+        child, norm, names, label = r.mlp, r.mlp_norm, ("mlp_norm_output", "mlp_output"), r"\operatorname{FFN}"
+    inputs = [X]
+    rotary = part.child(child).argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(ROTARY)
+    steps: list[Step] = []
+    if norm:
+        steps.append(Step(r"h=\operatorname{Norm}(x)", "h", sub(part, norm), value=names[0], summary=True))
+    arg = "h" if norm else "x"
+    call = {"x": arg, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta={label}({arg}{',' + T.c('R') if rotary else ''})", "d", child_output(part, child, **call), value=names[1], summary=True))
+    steps.append(Step(rf"y=x+{times}\Delta", "y", lambda e: e["x"] + tiny_factor * e["d"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "ssm": r.ssm}, "the block's children by role")
+    part.note("norms", {"before the mixer": norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
 

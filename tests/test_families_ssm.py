@@ -1,0 +1,64 @@
+"""State-space (Mamba-2) hybrids, each against a hand derivation from its config.json.
+
+The totals below are derived here from the sizes config.json names, through formulas written out by
+hand for each kind of block (a Mamba-2 mixer's projections, convolution, per-head vectors and gated
+norm; grouped-query attention; an ungated MLP); none is copied from the facts under test. The settings
+a formula relies on (no biases but the convolution's, an untied head) are asserted first.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+from tests.test_families import BYTES, gqa_attention, model_total, stored
+
+
+def mamba2_mixer(d, heads, head_dim, groups, state, kernel, conv_bias=True, bias=False):
+    """in_proj (gate, x, B, C, one time step per head), the depthwise convolution over x, B and C,
+    dt_bias, A_log and D per head, the gated norm's gain over the inner width, out_proj."""
+    inner = heads * head_dim
+    conv_channels = inner + 2 * groups * state
+    projection = 2 * inner + 2 * groups * state + heads
+    in_proj = d * projection + (projection if bias else 0)
+    conv = conv_channels * kernel + (conv_channels if conv_bias else 0)
+    out_proj = inner * d + (d if bias else 0)
+    return in_proj + conv + 3 * heads + inner + out_proj
+
+
+# --- Nemotron-H (NVIDIA-Nemotron-Nano-9B-v2) -------------------------------------------------------
+
+
+def test_nemotron_h(collected):
+    f, c = collected("nemotron_h").facts, released_config("nemotron_h")
+    d, V = c["hidden_size"], c["vocab_size"]
+    assert not c["tie_word_embeddings"] and not c["use_bias"] and not c["mlp_bias"] and not c["attention_bias"]
+    assert c["use_conv_bias"]
+    pattern = c["hybrid_override_pattern"]
+    counts = {ch: pattern.count(ch) for ch in "M*-"}
+    assert sum(counts.values()) == len(pattern) == c["num_hidden_layers"]
+    mamba = mamba2_mixer(d, c["mamba_num_heads"], c["mamba_head_dim"], c["n_groups"], c["ssm_state_size"], c["conv_kernel"]) + d
+    attention = gqa_attention(d, c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]) + d
+    mlp = 2 * d * c["intermediate_size"] + d  # up and down, no gate (relu2), and the block's norm
+    total = 2 * V * d + d + counts["M"] * mamba + counts["*"] * attention + counts["-"] * mlp
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # one kind of block per mixer, at the places the pattern puts them
+    kinds = {k["label"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds == {
+        "state-space block": [i for i, ch in enumerate(pattern) if ch == "M"],
+        "attention block": [i for i, ch in enumerate(pattern) if ch == "*"],
+        "MLP block": [i for i, ch in enumerate(pattern) if ch == "-"],
+    }
+    # the state a Mamba-2 block holds is the same at every context: convolution inputs and per-head states
+    inner = c["mamba_num_heads"] * c["mamba_head_dim"]
+    state = (inner + 2 * c["n_groups"] * c["ssm_state_size"]) * c["conv_kernel"] + inner * c["ssm_state_size"]
+    by_kind = {k["label"]: k for k in f["cost"]["cache"]["kinds"]}
+    assert by_kind["state-space block"]["values"] == state and by_kind["state-space block"]["cap"] == 1
+    assert by_kind["MLP block"]["values"] == 0
+    assert by_kind["attention block"]["values"] == 2 * c["num_key_value_heads"] * c["head_dim"]
+    # every step proven, the scan among them
+    assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+    assert "mamba2" in f["equations"]["kinds"].values()
+    hosts = {h["host"]: [v["name"] for v in h["values"]] for h in f["support"]["hosts"]}
+    assert {"ssm_output", "ssm_scan_output", "ssm_gate"} <= set(hosts["layers[i].ssm"])
+    ids = {i["id"]: i for i in f["preview"]["identities"]}
+    assert ids["ssm_block_sum"]["holds"] and ids["mlp_block_sum"]["holds"] and ids["attention_block_sum"]["holds"]
