@@ -21,7 +21,7 @@ from atlas.errors import AtlasError
 from atlas.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
 from atlas.safetensors_headers import read_checkpoint
 
-SCHEMA = 3  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked; 3: the predicted files)
+SCHEMA = 4  # the version of the facts' shape, pinned by atlas/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
@@ -61,6 +61,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "config_file": f"atlas/checkpoints/{checkpoint.repo}/config.json",
             "layout_notes": checkpoint.pinned.get("layout", []),
             "provenance": checkpoint.pinned.get("provenance", ""),
+            "config_source": _config_source(checkpoint),
+            "overrides": _overrides(family, checkpoint),
         },
         "model": {
             "class": type(model).__name__,
@@ -367,3 +369,20 @@ def _excerpts(model) -> dict[str, dict[str, Any]]:
         if cls.__module__.startswith("transformers.") and cls.__name__ not in classes:
             classes[cls.__name__] = sources.class_excerpts(cls)
     return dict(sorted(classes.items()))
+
+
+def _config_source(checkpoint) -> dict[str, Any] | None:
+    """How close config.json is to the released file, with each guessed value as the file holds it."""
+    from atlas.preflight import CONFIG_STATUSES, _dotted
+
+    source = checkpoint.pinned.get("config_source")
+    if source is None:
+        return None
+    guessed = [{"key": key, "value": _dotted(checkpoint.config, key), "why": why} for key, why in source.get("guessed", {}).items()]
+    return {"status": source["status"], "meaning": CONFIG_STATUSES[source["status"]], "from": source["from"], "guessed": guessed}
+
+
+def _overrides(family, checkpoint) -> list[dict[str, Any]]:
+    """Every value the family changes before transformers reads config.json, with the file's value and why."""
+    return [{"key": key, "in_file": checkpoint.config.get(key), "in_file_present": key in checkpoint.config,
+             "value": value, "why": family.override_reasons[key]} for key, value in family.config_overrides.items()]

@@ -51,6 +51,9 @@ class Family:
     # transformers does not know) and values forced on it (layers transformers never builds).
     config_drop: tuple[str, ...] = ("model_type", "auto_map", "quantization_config")
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # Why each override is needed ({key: why}): every key of config_overrides has one, and the family
+    # page shows the file's value, the value used and the reason, so a reader sees every edit.
+    override_reasons: Mapping[str, str] = field(default_factory=dict)
     # Integer sizes config.json leaves out on purpose, the configuration class's default being the
     # checkpoint's value: {key: why}. Any other size the model takes from a class default is an error.
     config_defaults: Mapping[str, str] = field(default_factory=dict)

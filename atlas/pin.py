@@ -175,4 +175,6 @@ def _checkpoint_json(repo, commit, endpoint, found, headers, sizes, index_bytes)
         "layout": notes,
         "provenance": f"config.json as served by {endpoint} for {repo} at commit {commit}; the header figures and {HEADERS_NAME} "
                       "(every tensor's name, dtype, shape and file) read from the same commit's safetensors headers, no weights downloaded.",
+        "config_source": {"status": "verbatim", "from": f"Fetched by python build.py pin from {endpoint} at commit {commit}, byte for byte.",
+                          "guessed": {}},
     }

@@ -65,6 +65,15 @@ def check_family(family) -> None:
     for key, reason in dict(family.config_defaults).items():
         if not isinstance(reason, str) or not reason.strip():
             raise AtlasError(source, f"config_defaults[{key!r}]", "must give the reason the class default is right here")
+    reasons = dict(family.override_reasons)
+    for key in family.config_overrides:
+        reason = reasons.get(key)
+        if not isinstance(reason, str) or not reason.strip():
+            raise AtlasError(source, f"override_reasons[{key!r}]", f"missing: say why config_overrides changes {key!r} "
+                                                                   "(the page shows every edit with its reason)")
+    for key in reasons:
+        if key not in family.config_overrides:
+            raise AtlasError(source, f"override_reasons[{key!r}]", "gives a reason for a key config_overrides does not change")
     from atlas.notes import FAMILIES
 
     for note in family.notes or (family.name,):
@@ -94,6 +103,7 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, key, "must be a list of strings")
     if "safetensors" in pinned and not isinstance(pinned["safetensors"], dict):
         raise AtlasError(where, "safetensors", "must be an object of header figures")
+    _check_config_source(where, pinned, checkpoint.config)
     buffers = pinned.get("stored_buffers", [])
     if not isinstance(buffers, list):
         raise AtlasError(where, "stored_buffers", "must be a list of stored tensors")
@@ -113,6 +123,46 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, f"{field}.shape", f"must be a list of non-negative integers, not {shape!r}")
         if entry.get("role", "buffer") not in ("parameter", "buffer", "scale", "rotary"):
             raise AtlasError(where, f"{field}.role", f"must be parameter, buffer, scale or rotary, not {entry.get('role')!r}")
+
+
+CONFIG_STATUSES = {  # how close config.json is to the released file, weakest last
+    "verbatim": "a copy of the released file",
+    "copy": "transcribed from a literal of the released file in someone's code",
+    "reconstructed-partial": "assembled from partial copies and defaults, some values unconfirmed",
+    "reconstructed": "assembled from fixtures, partial copies and transformers' defaults",
+}
+
+
+def _check_config_source(where, pinned, config) -> None:
+    """config_source: how far to trust config.json, and which of its values are guesses."""
+    source = pinned.get("config_source")
+    if source is None:
+        return
+    if not isinstance(source, dict):
+        raise AtlasError(where, "config_source", "must be an object with status, from and guessed")
+    if source.get("status") not in CONFIG_STATUSES:
+        raise AtlasError(where, "config_source.status", f"must be one of {', '.join(CONFIG_STATUSES)}, not {source.get('status')!r}")
+    if not isinstance(source.get("from"), str) or not source["from"].strip():
+        raise AtlasError(where, "config_source.from", "must say in a sentence where the file comes from")
+    guessed = source.get("guessed", {})
+    if not isinstance(guessed, dict) or not all(isinstance(v, str) and v.strip() for v in guessed.values()):
+        raise AtlasError(where, "config_source.guessed", "must map each guessed key of config.json to why it is a guess")
+    for key in guessed:
+        if _dotted(config, key) is _ABSENT:
+            raise AtlasError(where, f"config_source.guessed[{key!r}]", "names no key of config.json")
+
+
+_ABSENT = object()
+
+
+def _dotted(config, key: str):
+    """config.json's value at a dotted key ("rope_scaling.factor"), or _ABSENT."""
+    value = config
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
 
 
 # --- config.json, raw ----------------------------------------------------------------------------------

@@ -355,6 +355,40 @@ def test_a_tied_stored_name_the_model_lacks_fails_the_build(project_copy):
     assert "Qwen3-0.6B/checkpoint.json: tied_stored: 'lm_head.weights' is no tensor of Qwen3ForCausalLM" in result.stderr
 
 
+# --- Qwen2.5 7B, Gemma 7B, Mistral NeMo ---------------------------------------------------------
+
+
+def test_qwen2_keeps_biases_on_q_k_v_only(collected):
+    f, c = collected("qwen2").facts, released_config("qwen2")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["tie_word_embeddings"] and not c["use_sliding_window"]
+    attention = gqa_attention(d, H, KV, hd) + H * hd + 2 * KV * hd  # q, k, v biases; o_proj has none
+    total = 2 * V * d + d + L * (attention + swiglu(d, F) + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 3 + 2)  # 4 projections, 3 biases, 3 MLP, 2 norms
+    assert [(k["attention_type"], k["count"]) for k in f["block_kinds"]] == [("full_attention", L)]  # the window is off
+
+
+def test_gemma_7b_is_multi_head_with_wide_heads_and_a_tied_head(collected):
+    f, c = collected("gemma").facts, released_config("gemma")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert "tie_word_embeddings" not in c and not c["attention_bias"]  # GemmaConfig ties by default
+    assert KV == H and H * hd > d  # every head its own key and value; heads wider than d / H
+    total = V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["tensors"] == 1 + 1 + L * 9  # no lm_head tensor
+
+
+def test_mistral_nemo_has_narrow_heads_and_no_window(collected):
+    f, c = collected("mistral_nemo").facts, released_config("mistral_nemo")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["tie_word_embeddings"] and c["sliding_window"] is None
+    assert H * hd < d  # the attention is narrower than the stream
+    total = 2 * V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert [k["attention_type"] for k in f["block_kinds"]] == [None]
+
+
 # --- the registry: a family is its module, its notes and its checkpoint folder, nothing else ------
 
 FAMILIES = families.names()

@@ -58,7 +58,10 @@ FAMILY = Family(
     checkpoint="deepseek-ai/DeepSeek-V3",
     model_class="DeepseekV3ForCausalLM",
     config_class="DeepseekV3Config",
-    # transformers never builds the multi-token-prediction block; the checkpoint check adds it back.
     config_overrides={"num_nextn_predict_layers": 0},
+    override_reasons={"num_nextn_predict_layers": (
+        "transformers builds no multi-token-prediction block, so the model is built without one; the block's "
+        "tensors, which the released files do hold, are added back to the checkpoint check (stored_extras)."
+    )},
     stored_extras=multi_token_prediction_tensors,
 )
