@@ -134,10 +134,12 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
     for (_, attention_type), indices in groups.items():
         mixture = _has_experts(blocks[indices[0]])
         roles = block_roles(blocks[indices[0]])
-        if any(block_roles(blocks[idx[0]]).sublayers == 1 for idx in groups.values()):
-            # a hybrid of one-mixer blocks: each kind is named by what its block runs
-            mixer = ("state-space" if roles.ssm else "attention" if roles.attention else "MoE" if mixture else "MLP") if roles.sublayers == 1 else None
-            label = f"{mixer} block" if mixer else ("MoE block" if mixture else "transformer block")
+        if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
+            # a hybrid with state-space mixers or one-mixer blocks: each kind is named by what its block runs
+            if roles.sublayers == 1:
+                label = f"{'state-space' if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
+            else:
+                label = f"{'state-space' if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
             kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
             continue
         words = []

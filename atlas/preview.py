@@ -100,7 +100,12 @@ def tiny_ssm_values(config) -> dict[str, Any]:
 
     if not ssm_sizes(config):
         return {}
-    return {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
+    values = {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
+    expand = getattr(config, "mamba_expand", None)
+    if isinstance(expand, int) and "mamba_d_head" in values:
+        # the inner width is tied to the width (Granite 4.0-H: mamba_expand × hidden_size = heads × head_dim)
+        values["mamba_d_head"] = expand * TINY["hidden_size"] // values["mamba_n_heads"]
+    return values
 
 
 def tiny_config(family, pinned_config):
@@ -268,8 +273,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
     identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", [i for i in both if t.has("layer_mid", i)],
              lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
-    # blocks of one sublayer (a hybrid's Mamba, attention or MLP blocks): the input plus that sublayer's output
+    # blocks of one sublayer (a hybrid's Mamba, attention or MLP blocks): the input plus that sublayer's output;
+    # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
     for ident, statement, pattern, value in (
+        ("ssm_mlp_block_sum", "layers[i].input + ssm.ssm_output + mlp.mlp_output == layer_output", (False, True, True),
+         lambda i: L[i].ssm.ssm_output + L[i].mlp.mlp_output),
         ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].ssm.ssm_output),
         ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
          lambda i: L[i].self_attn.attention_output),

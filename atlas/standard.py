@@ -313,6 +313,9 @@ class BlockRoles:
     ssm_in_proj: str | None = None
     ssm_gated_norm: str | None = None
     ssm_out_proj: str | None = None
+    # a shared expert beside the mixture, as the block's own child (Granite 4.0-H's shared_mlp): the
+    # block adds its output to the mixture's
+    block_shared: str | None = None
 
     @property
     def sublayers(self) -> int:
@@ -371,7 +374,7 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
             continue
         if attention is None and _is_attention(module):
             attention = name
-        elif mlp is None and name != attention and _is_mlp(module):
+        elif mlp is None and name != attention and name not in SHARED_EXPERT_NAMES and _is_mlp(module):
             mlp = name
     return attention, mlp, ssm
 
@@ -418,6 +421,7 @@ def block_roles(block) -> BlockRoles:
         ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
         ssm_gated_norm=gated_norm,
         ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES) if ssm_module is not None else None,
+        block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
     )
 
 
@@ -546,7 +550,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("shared_expert_output", Read("output", b.shared_expert) if b.shared_expert else None,
+    rule("shared_expert_output", Read("output", b.block_shared, from_block=True) if b.block_shared else
+         Read("output", b.shared_expert) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
     rule("ssm_norm_output", Read("output", b.ssm_norm) if b.ssm_norm else None, f"block {index} has no norm before a state-space mixer")
     rule("ssm_input", Read("input", "", element=0))

@@ -62,3 +62,35 @@ def test_nemotron_h(collected):
     assert {"ssm_output", "ssm_scan_output", "ssm_gate"} <= set(hosts["layers[i].ssm"])
     ids = {i["id"]: i for i in f["preview"]["identities"]}
     assert ids["ssm_block_sum"]["holds"] and ids["mlp_block_sum"]["holds"] and ids["attention_block_sum"]["holds"]
+
+
+# --- Granite 4.0-H (granite-4.0-h-tiny) ----------------------------------------------------------
+
+
+def test_granite_moe_hybrid(collected):
+    f, c = collected("granite_moe_hybrid").facts, released_config("granite_moe_hybrid")
+    d, V = c["hidden_size"], c["vocab_size"]
+    assert c["tie_word_embeddings"] and not c["attention_bias"] and not c["mamba_proj_bias"] and c["mamba_conv_bias"]
+    assert c["mamba_n_heads"] * c["mamba_d_head"] == c["mamba_expand"] * d
+    types = c["layer_types"]
+    E, k, F, S = c["num_local_experts"], c["num_experts_per_tok"], c["intermediate_size"], c["shared_intermediate_size"]
+    experts = E * (d * 2 * F + F * d)  # each expert: a fused gate-and-up matrix and a down matrix
+    router = d * E
+    shared = d * 2 * S + S * d  # the shared expert beside the mixture: fused gate-and-up, down
+    ffn = router + experts + shared + 2 * d  # and the block's two RMSNorms
+    mamba = mamba2_mixer(d, c["mamba_n_heads"], c["mamba_d_head"], c["mamba_n_groups"], c["mamba_d_state"], c["mamba_d_conv"])
+    head_dim = d // c["num_attention_heads"]
+    attention = gqa_attention(d, c["num_attention_heads"], c["num_key_value_heads"], head_dim)
+    total = V * d + d + types.count("mamba") * (mamba + ffn) + types.count("attention") * (attention + ffn)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    # a token runs k of the E experts: the others' matrices are not active
+    active = total - len(types) * (E - k) * (d * 2 * F + F * d)
+    assert f["accounting"]["model"]["active"] == active
+    kinds = {kd["label"]: kd["indices"] for kd in f["block_kinds"]}
+    assert kinds == {"state-space block": [i for i, t in enumerate(types) if t == "mamba"],
+                     "attention block": [i for i, t in enumerate(types) if t == "attention"]}
+    assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+    # the block runs the shared expert beside the mixture and adds the two
+    block = f["equations"]["components"]["state_space_block"]
+    assert any("Shared" in s["tex"] for s in block["steps"])
+    assert "shared_expert_output" in {v for s in block["steps"] for v in s["values"]}

@@ -66,6 +66,11 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
 
         def part_of(slot: str, name: str) -> str | None:  # noqa: F811 (the block's one norm hosts the mixer's own value)
             return slot_values.get(slot)
+    elif a.get("ssm"):  # a state-space mixer in the attention's place: its norm and output are its own values
+
+        def part_of(slot: str, name: str) -> str | None:  # noqa: F811
+            own = {"pre_attn": "ssm_norm_output", "attn": "ssm_output"}.get(slot)
+            return own or by_module.get(name) or PART_VALUES.get(slot)
     for pre, main, post, add_part in rows:
         row = y
         x = 52
@@ -123,9 +128,10 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             sub = title_of(node)
             if role(node) == "gated_mlp":
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
-            if main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention"):
+            if main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention") and not a.get("ssm"):
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
-            cls = "attn" if main == "attn" or a.get("single") == "attention" else "ssm" if a.get("single") == "ssm" else "mlp"
+            cls = ("ssm" if a.get("single") == "ssm" or (main == "attn" and a.get("ssm")) else
+                   "attn" if main == "attn" or a.get("single") == "attention" else "mlp")
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, name, sub, part_of(main, name), link(name), cls))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream

@@ -53,7 +53,7 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         return {"attn": None, "ffn": None, "pre_attn": None, "post_attn": None, "pre_ffn": None, "post_ffn": None,
                 "mixer": parts[which], "pre_mixer": norms["before the mixer"], "single": which}
     return {
-        "attn": parts.get("attention"), "ffn": parts.get("mlp"),
+        "attn": parts.get("attention") or parts.get("ssm"), "ffn": parts.get("mlp"), "ssm": parts.get("ssm"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
     }

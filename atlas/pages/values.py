@@ -128,7 +128,9 @@ def consumers(name: str, a: dict[str, str | None]) -> list[str]:
         }
         return one.get(name) or CONSUMERS.get(name, [])
     block = {
-        "layer_input": [f"{a['pre_attn'] or a['attn']} (the attention branch)", "the first add (the residual path)"],
+        "layer_input": [f"{a['pre_attn'] or a['attn']} ({'the state-space branch' if a.get('ssm') else 'the attention branch'})", "the first add (the residual path)"],
+        "ssm_norm_output": [str(a["attn"])],
+        "ssm_output": [a["post_attn"] or "the first add"],
         "attention_norm_output": [str(a["attn"])],
         "attention_output": [a["post_attn"] or "the first add"],
         "layer_mid": [f"{a['pre_ffn'] or a['ffn']} (the MLP branch)", "the second add (the residual path)"],

@@ -247,7 +247,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
-        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else "no positions inside: they enter the stream before the first block")
+        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else
+                     "no positions inside: they enter the stream before the first block" if s.learned_positions else
+                     "no positions at all: the model has no position embedding")
     window = fact(node, "window")
     parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):

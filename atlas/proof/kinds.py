@@ -47,7 +47,8 @@ def kind_of(part: Part) -> str:
         return "router"
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children:
+    if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
+            or {"input_linear", "output_linear"} <= children):
         return "dense_mlp"
     if not children and not own:
         return "activation"

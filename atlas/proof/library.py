@@ -195,7 +195,7 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     """gate/up/down (gated), a fused gate-up projection (gated), or up/down with biases (two-layer)."""
     d = part.ctx.full_config.hidden_size
     names = set(dict(part.tiny.named_children()))
-    act_child = next((n for n in ("act_fn", "act", "activation_fn") if n in names), None)
+    act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation") if n in names), None)
     act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
     steps: list[Step] = []
     if {"gate_proj", "up_proj", "down_proj"} <= names:
@@ -205,14 +205,15 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
             Step(rf"u=x W_u^{{\top}}{T.maps(d, inner)}", "u", sub(part, "up_proj")),
         ]
         down = "down_proj"
-    elif {"gate_up_proj", "down_proj"} <= names:
-        inner = linear_dims(part.full.gate_up_proj)[1] // 2
+    elif {"gate_up_proj", "down_proj"} <= names or {"input_linear", "output_linear"} <= names:
+        fused = "gate_up_proj" if "gate_up_proj" in names else "input_linear"  # Granite names the fused pair input_linear
+        inner = linear_dims(getattr(part.full, fused))[1] // 2
         steps += [
-            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, "gate_up_proj")),
+            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, fused)),
             Step(rf"g=[g;\,u]_{{:,\,1..{T.num(inner)}}},\quad u=[g;\,u]_{{:,\,{T.num(inner)}+1..2\cdot{T.num(inner)}}}", ("g", "u"),
                  lambda e: e["gu"].chunk(2, dim=-1)),
         ]
-        down = "down_proj"
+        down = "down_proj" if fused == "gate_up_proj" else "output_linear"
     else:
         up = next(n for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in names)
         down = next(n for n in ("c_proj", "fc2", "down_proj", "dense_4h_to_h") if n in names)

@@ -28,16 +28,20 @@ def _block(part: Part, factor: float | None) -> Chain:
     times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
-    attn = part.child(r.attention)
+    # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
+    first, first_norm = (r.attention, r.attention_norm) if r.attention else (r.ssm, r.ssm_norm)
+    first_values = ("attention_norm_output", "attention_output") if r.attention else ("ssm_norm_output", "ssm_output")
+    first_label = r"\operatorname{Attn}" if r.attention else r"\operatorname{SSM}"
+    attn = part.child(first)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
         inputs.append(ROTARY)
-    if r.attention_norm:
-        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
-    attn_in = "h" if r.attention_norm else "x"
+    if first_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first_norm), value=first_values[0], summary=True))
+    attn_in = "h" if first_norm else "x"
     call = {"x": attn_in, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
-                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}={first_label}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
+                      child_output(part, first, **call), value=None if r.attention_post_norm else first_values[1], summary=True))
     if r.attention_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
     steps.append(Step(rf"x'=x+{times}\Delta_{{\mathrm{{attn}}}}", "xm", lambda e: e["x"] + tiny_factor * e["da"], value="layer_mid", summary=True))
@@ -47,11 +51,15 @@ def _block(part: Part, factor: float | None) -> Chain:
     mlp_arg = "h'" if r.mlp_norm else "x'"
     steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
                       child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.block_shared:  # a shared expert beside the mixture, run by the block on the same input
+        steps.append(Step(rf"\Delta_{{\mathrm{{shared}}}}=\operatorname{{Shared}}({mlp_arg})", "ds", sub(part, r.block_shared, x=mlp_in),
+                          value="shared_expert_output", summary=True))
+        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{shared}}", "dm", lambda e: e["dm"] + e["ds"], summary=True))
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
-    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
-    part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, **({"ssm": r.ssm} if r.ssm else {})}, "the block's children by role")
+    part.note("norms", {"before attention": first_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
