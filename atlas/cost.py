@@ -132,11 +132,23 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
     if roles.ssm is None:
         return BlockTerms("none", None, 0, None, "no cache: the block has no attention and no state", None, None,
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
+    import torch
+
     mixer = getattr(block, roles.ssm)
-    conv = mixer.conv1d
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
     matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
     fixed = 2 * matrices
+    if getattr(mixer, "A_log", None) is None:  # a gated short convolution: its state is the kernel's last inputs
+        values = channels * kernel
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} channels × {kernel} positions "
+                         f"(the convolution's last inputs) = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
     heads = mixer.A_log.shape[0]
     inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
     head_dim = inner // heads

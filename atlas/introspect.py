@@ -137,9 +137,9 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
         if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
             # a hybrid with state-space mixers or one-mixer blocks: each kind is named by what its block runs
             if roles.sublayers == 1:
-                label = f"{'state-space' if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
+                label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
             else:
-                label = f"{'state-space' if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
+                label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
             kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
             continue
         words = []
@@ -150,6 +150,13 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
         label = " ".join(words + ["block"]) if words else "transformer block"
         kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
     return sorted(kinds, key=lambda k: k.indices[0])
+
+
+def _mixer_word(block, roles) -> str:
+    """A fixed-state mixer by what it holds: a selective scan (a decay of its own) or a short convolution alone."""
+    from atlas.standard import is_ssm
+
+    return "state-space" if is_ssm(getattr(block, roles.ssm)) else "short-convolution"
 
 
 def index_ranges(indices: list[int]) -> str:

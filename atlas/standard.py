@@ -97,6 +97,8 @@ def ssm_sizes(config) -> dict[str, int]:
     inner width the heads span, and the one input projection's width (gate, the convolved x, B and C,
     one time step per head)."""
     heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
+    if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
+        return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}
     if not (heads and head_dim and state):
         return {}
     inner = _first(config, SSM_INNER_KEYS) or heads * head_dim
@@ -108,6 +110,14 @@ def _intermediate_size(config) -> int | None:
     size = getattr(config, "intermediate_size", None)
     if size is None and hasattr(config, "n_inner"):  # GPT-2's config: None means four times the width
         size = config.n_inner or 4 * config.hidden_size
+    if size and getattr(config, "block_auto_adjust_ff_dim", False):
+        # LFM2's feed-forward: two thirds of the configured width, times block_ffn_dim_multiplier, rounded up
+        # to a multiple of block_multiple_of (as Lfm2MLP sizes itself)
+        size = int(2 * size / 3)
+        multiplier, multiple = getattr(config, "block_ffn_dim_multiplier", None), getattr(config, "block_multiple_of", 1)
+        if multiplier is not None:
+            size = int(multiplier * size)
+            size = multiple * ((size + multiple - 1) // multiple)
     return size
 
 
@@ -169,12 +179,12 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
     # a state-space (Mamba-2) mixer, in blocks that have one
     StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
-    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space mixer is called on", extension=True),
-    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection: the gate, the inputs of the convolution (x, B, C) and a time step per head, side by side", extension=True),
+    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space (or short-convolution) mixer is called on", extension=True),
+    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection, its parts side by side (a Mamba-2 mixer: the gate, the convolution's inputs x, B and C, a time step per head; a short convolution: B, C and x)", extension=True),
     StandardValue("ssm_scan_output", "layers[i].ssm", "SSMInner", "Each head's read-out of its recurrent state plus the skip D·x, before the gate", extension=True),
     StandardValue("ssm_gate", "layers[i].ssm", "SSMInner", "The gate z: what the scan's output is multiplied by after a SiLU", extension=True),
     StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "The gated and normalized heads as the output projection receives them", extension=True),
-    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space mixer's contribution to the residual stream", extension=True),
+    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space (or short-convolution) mixer's contribution to the residual stream", extension=True),
 )
 
 BY_NAME = {v.name: v for v in VOCABULARY}
@@ -353,6 +363,17 @@ def is_ssm(module) -> bool:
     return bool(convs) and convs[0].groups == convs[0].in_channels and {"A_log", "D"} <= _tensor_names(module)
 
 
+def is_short_conv(module) -> bool:
+    """A gated short convolution (LFM2's), by structure: a depthwise causal convolution between an input
+    and an output projection, and no decay of its own (so no recurrent state beyond the kernel's inputs)."""
+    import torch
+
+    children = dict(module.named_children())
+    convs = [m for m in children.values() if isinstance(m, torch.nn.Conv1d)]
+    return (bool(convs) and convs[0].groups == convs[0].in_channels and {"in_proj", "out_proj"} <= set(children)
+            and "A_log" not in _tensor_names(module))
+
+
 def _is_attention(module) -> bool:
     children = dict(module.named_children())
     return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children
@@ -368,7 +389,7 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
     has another name (Nemotron-H's ``mixer``), by what it holds."""
     attention = _child(block, ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
-    ssm = next((n for n, m in block.named_children() if is_ssm(m)), None)
+    ssm = next((n for n, m in block.named_children() if is_ssm(m) or is_short_conv(m)), None)
     for name, module in block.named_children():
         if name == ssm or _is_norm(module):
             continue

@@ -94,3 +94,30 @@ def test_granite_moe_hybrid(collected):
     block = f["equations"]["components"]["state_space_block"]
     assert any("Shared" in s["tex"] for s in block["steps"])
     assert "shared_expert_output" in {v for s in block["steps"] for v in s["values"]}
+
+
+# --- LFM2 (LFM2-1.2B) ------------------------------------------------------------------------------
+
+
+def test_lfm2(collected):
+    f, c = collected("lfm2").facts, released_config("lfm2")
+    d, V, L, H, KV = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
+    assert "tie_word_embeddings" not in c and not c["conv_bias"]  # the class ties the head by default
+    assert c["block_auto_adjust_ff_dim"] and c["block_ffn_dim_multiplier"] == 1.0
+    inner = int(2 * c["block_ff_dim"] / 3)
+    inner = c["block_multiple_of"] * -(-inner // c["block_multiple_of"])  # rounded up to the multiple
+    assert inner == 8192
+    attention_blocks = c["full_attn_idxs"]
+    K = c["conv_L_cache"]
+    conv = d * 3 * d + d * K + d * d  # in_proj to B, C and x; the depthwise kernel; out_proj
+    hd = d // H
+    attention = gqa_attention(d, H, KV, hd) + 2 * hd  # q, k, v, out and the per-head query and key norms
+    ffn = 3 * d * inner + 2 * d  # w1, w3, w2 and the block's two norms
+    total = V * d + d + len(attention_blocks) * (attention + ffn) + (L - len(attention_blocks)) * (conv + ffn)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    kinds = {k["label"]: k["indices"] for k in f["block_kinds"]}
+    assert kinds == {"short-convolution block": [i for i in range(L) if i not in attention_blocks], "attention block": attention_blocks}
+    by_kind = {k["label"]: k for k in f["cost"]["cache"]["kinds"]}
+    assert by_kind["short-convolution block"]["values"] == d * K and by_kind["short-convolution block"]["cap"] == 1
+    assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+    assert "short_conv" in f["equations"]["kinds"].values()

@@ -44,6 +44,7 @@ ROLE_TITLES = {
     "mamba2": "Mamba-2 state-space mixer",
     "gated_norm": "Gated RMSNorm",
     "depthwise_conv": "Depthwise causal convolution",
+    "short_conv": "Gated short convolution",
     "latent_attention": "Latent attention",
     "attention": "Attention",
     "moe": "Mixture of experts",
@@ -196,6 +197,10 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "gated_norm":
         return (f"Multiplies its input by SiLU of the gate, then divides each of {fact(node, 'groups')} groups of channels by its "
                 "root mean square and multiplies by a learned gain per channel.")
+    if r == "short_conv":
+        kernel = next((t["shape"][-1] for c in node["children"] for t in c["tensors"] if len(t["shape"]) == 3), None)
+        return (f"A gated short convolution: one projection gives B, C and x; B·x is convolved along the positions, each channel "
+                f"over its last {kernel} inputs, C gates the result and an output projection mixes the channels.")
     if r == "depthwise_conv":
         return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
     if r == "block" and anatomy(node).get("single"):

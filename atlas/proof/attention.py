@@ -152,7 +152,7 @@ def _attention(part: Part, rotate) -> Chain:
         for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
-        out_proj = "o_proj"
+        out_proj = "o_proj" if "o_proj" in names else "out_proj"  # LFM2 names it out_proj
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value") if n in names)
         _, n_out, stored = linear_dims(getattr(part.full, fused))
@@ -164,12 +164,14 @@ def _attention(part: Part, rotate) -> Chain:
                           lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
-    norms = {n: getattr(part.tiny, n) for n in ("q_norm", "k_norm") if n in names}
-    per_head = bool(norms) and norms["q_norm"].weight.shape[-1] == td
+    # the query and key norms, by either name families give them (LFM2: q_layernorm, k_layernorm)
+    qn, kn = ("q_layernorm", "k_layernorm") if {"q_layernorm", "k_layernorm"} <= names else ("q_norm", "k_norm")
+    norms = {n: getattr(part.tiny, n) for n in (qn, kn) if n in names}
+    per_head = bool(norms) and norms[qn].weight.shape[-1] == td
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
         steps += [Step(rf"{Q}\leftarrow\operatorname{{Norm}}_q({Q}),\ {K}\leftarrow\operatorname{{Norm}}_k({K})\quad\text{{across the whole width}}", ("Q", "K"),
-                       lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)))]
-        steps[-1].sub = f"{part.id}.q_norm"
+                       lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)))]
+        steps[-1].sub = f"{part.id}.{qn}"
 
     def split(e):
         B, T_ = e["x"].shape[:2]
@@ -178,7 +180,7 @@ def _attention(part: Part, rotate) -> Chain:
     steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')},\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(d)}}}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
     if norms and per_head:
         steps.append(Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}",
-                          ("Q", "K"), lambda e, fq=sub(part, "q_norm", x="Q"), fk=sub(part, "k_norm", x="K"): (fq(e), fk(e)), sub=f"{part.id}.q_norm"))
+                          ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}"))
     inputs = [X]
     if _rotary_given(part):
         inputs.append(ROTARY)

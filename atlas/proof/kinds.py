@@ -6,7 +6,7 @@ from atlas.errors import AtlasError
 from atlas.proof import attention, library, mixture, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.standard import is_ssm
+from atlas.standard import is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -37,6 +37,8 @@ def kind_of(part: Part) -> str:
         return "depthwise_conv"
     if is_ssm(m):
         return "mamba2"
+    if is_short_conv(m):
+        return "short_conv"
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
@@ -48,7 +50,7 @@ def kind_of(part: Part) -> str:
     if "experts" in children:
         return "mixture"
     if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
-            or {"input_linear", "output_linear"} <= children):
+            or {"input_linear", "output_linear"} <= children or {"w1", "w2", "w3"} <= children):
         return "dense_mlp"
     if not children and not own:
         return "activation"
@@ -72,6 +74,7 @@ BUILDERS = {
     "mamba2": ssm.mamba2,
     "gated_norm": ssm.gated_norm,
     "depthwise_conv": ssm.depthwise_conv,
+    "short_conv": ssm.short_conv,
 }
 
 

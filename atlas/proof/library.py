@@ -196,6 +196,8 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     d = part.ctx.full_config.hidden_size
     names = set(dict(part.tiny.named_children()))
     act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation") if n in names), None)
+    if {"w1", "w2", "w3"} <= names and act_child is None:
+        return _gated_w123(part, d, out)
     act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
     steps: list[Step] = []
     if {"gate_proj", "up_proj", "down_proj"} <= names:
@@ -232,3 +234,23 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     ]
     part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
     return Chain([s for s in steps if s.fn is not None], [X], "y")
+
+
+def _gated_w123(part: Part, d: int, out: str) -> Chain:
+    """A gated MLP named w1 (gate), w3 (up), w2 (down) whose forward applies the activation as a function
+    (LFM2's): which activation is measured, as for an activation module."""
+    inner = linear_dims(part.full.w1)[1]
+
+    def build(name: str):
+        tex_, f = ACTIVATIONS[name]
+        act = ACT_NAMES.get(name, name)
+        return lambda: Chain([
+            Step(rf"g=x W_1^{{\top}}{T.maps(d, inner)}", "g", sub(part, "w1")),
+            Step(rf"u=x W_3^{{\top}}{T.maps(d, inner)}", "u", sub(part, "w3")),
+            Step(rf"a={act}(g)", "a", lambda e: f(e["g"]), value="mlp_activation", summary=True),
+            Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
+            Step(rf"{out}=h W_2^{{\top}}{T.maps(inner, d)}", "y", sub(part, "w2", x="h"), value="mlp_output", summary=True),
+        ], [X], "y")
+
+    part.note("mlp", "gated", "the module's children: w1 (gate), w3 (up), w2 (down)")
+    return part.choose("activation", {name: build(name) for name in ACTIVATIONS})

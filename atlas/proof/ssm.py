@@ -165,3 +165,31 @@ def depthwise_conv(part: Part) -> Chain:
     return Chain([Step(rf"y_{{c,t}}=\textstyle\sum_{{k=0}}^{{{kernel - 1}}} w_{{c,k}}\,u_{{c,t-{pad}+k}}{'+b_c' if bias else ''},"
                        rf"\quad c=1..{T.num(channels)}\ \text{{(zero padding of {pad} each side)}}", "y", convolve, summary=True)],
                  [Input("x", "u", "input", "the channels by position")], "y")
+
+
+def short_conv(part: Part) -> Chain:
+    """A gated short convolution (LFM2): B, C and x from one projection, B·x convolved along the
+    positions channel by channel, gated by C, projected back."""
+    import torch
+
+    conv = part.full.conv
+    width, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    t_kernel = part.tiny.conv.kernel_size[0]
+    bias = part.tiny.conv.bias is not None
+
+    def convolve(e):
+        u = e["u"]  # (batch, T, channels)
+        w = e.w("conv.weight")[:, 0, :]
+        padded = torch.cat([u.new_zeros(u.shape[0], t_kernel - 1, u.shape[2]), u], dim=1)
+        out = sum(w[:, k] * padded[:, k:k + u.shape[1], :] for k in range(t_kernel))
+        return out + e.w("conv.bias") if bias else out
+
+    return Chain([
+        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(width, 3 * width)}", "p", sub(part, "in_proj"), value="ssm_projections", summary=True),
+        Step(rf"[B;\,C;\,\tilde x]=p,\quad B,C,\tilde x\in\mathbb{{R}}^{{{T.num(width)}}}", ("B", "C", "xt"), lambda e: e["p"].chunk(3, dim=-1)),
+        Step(r"u=B\odot\tilde x", "u", lambda e: e["B"] * e["xt"], summary=True),
+        Step(rf"c_t=\textstyle\sum_{{k=0}}^{{{kernel - 1}}} w_{{k}}\odot u_{{t-{kernel - 1}+k}}{'+b' if bias else ''}"
+             rf"\quad\text{{(depthwise causal convolution over {kernel} positions, }}u_{{<0}}=0\text{{)}}", "c", convolve, summary=True),
+        Step(r"y=C\odot c", "y", lambda e: e["C"] * e["c"], summary=True),
+        Step(rf"\Delta=y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(width, width)}", "out", sub(part, "out_proj", x="y"), value="ssm_output", summary=True),
+    ], [X], "out")
