@@ -545,7 +545,8 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
     static/cost.js computes the same figures in the browser when the reader moves the controls."""
     size = cost["cache"]["dtypes"][dtype]
     kinds = cost["cache"]["kinds"]
-    per_token = sum(k["count"] * k["values"] for k in kinds) * size
+    growing = [k for k in kinds if k["attention"] != "state"]  # a fixed state does not grow per position
+    per_token = sum(k["count"] * k["values"] for k in growing) * size
     held = cache_values_at(kinds, context) * size * batch
     rows = []
     for k, f in zip(kinds, cost["flops"]["kinds"]):
@@ -556,7 +557,7 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
                      "flops": k["count"] * (f["fixed"] + f["per_key"] * keys)})
     out = {
         "per_token": per_token,
-        "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in kinds) + f" values × {size} bytes ({dtype})",
+        "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in growing) + f" values × {size} bytes ({dtype})",
         "cache": held,
         "cache_formula": " + ".join(
             f"{k['count']} × {grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"

@@ -102,7 +102,7 @@ def tiny_ssm_values(config) -> dict[str, Any]:
         return {}
     values = {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
     expand = getattr(config, "mamba_expand", None)
-    if isinstance(expand, int) and "mamba_d_head" in values:
+    if isinstance(expand, int) and "mamba_d_head" in values and "mamba_d_ssm" not in values:
         # the inner width is tied to the width (Granite 4.0-H: mamba_expand × hidden_size = heads × head_dim)
         values["mamba_d_head"] = expand * TINY["hidden_size"] // values["mamba_n_heads"]
     return values
@@ -118,7 +118,16 @@ def tiny_config(family, pinned_config):
         if derived not in values:
             raw.pop(derived, None)
     raw.update(values)
-    return type(pinned_config)(**raw)
+    # a value the class derives from others (Falcon-H1's and Jamba's block types: a property without a
+    # setter, reached directly or through attribute_map) cannot be given: the fields it derives from are
+    # given instead, and the tiny config derives it again
+    cls = type(pinned_config)
+    for key in list(raw):
+        target = getattr(cls, "attribute_map", {}).get(key, key)
+        attribute = getattr(cls, target, None)
+        if isinstance(attribute, property) and attribute.fset is None:
+            raw.pop(key)
+    return cls(**raw)
 
 
 def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
@@ -277,15 +286,15 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
     for ident, statement, pattern, value in (
         ("ssm_mlp_block_sum", "layers[i].input + ssm.ssm_output + mlp.mlp_output == layer_output", (False, True, True),
-         lambda i: L[i].ssm.ssm_output + L[i].mlp.mlp_output),
-        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].ssm.ssm_output),
+         lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
+        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].input + L[i].ssm.ssm_output),
         ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
-         lambda i: L[i].self_attn.attention_output),
-        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].mlp.mlp_output),
+         lambda i: L[i].input + L[i].self_attn.attention_output),
+        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].input + L[i].mlp.mlp_output),
     ):
         where = [i for i in blocks if runs[i] == pattern]
         if where:
-            identity(ident, statement, where, lambda i, value=value: _max_abs(L[i].input + value(i) - L[i].output))
+            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,

@@ -92,6 +92,9 @@ def _first(config, keys: tuple[str, ...]):
     return next((getattr(config, k) for k in keys if isinstance(getattr(config, k, None), int)), None)
 
 
+SSM_SIZE_KEYS = ("ssm_inner_size", "ssm_projection_size")  # the sizes below, present only on a model with such a mixer
+
+
 def ssm_sizes(config) -> dict[str, int]:
     """A state-space mixer's sizes where the config gives them (nothing on a model without one): the
     inner width the heads span, and the one input projection's width (gate, the convolved x, B and C,

@@ -55,6 +55,13 @@ def test_nemotron_h(collected):
     assert by_kind["state-space block"]["values"] == state and by_kind["state-space block"]["cap"] == 1
     assert by_kind["MLP block"]["values"] == 0
     assert by_kind["attention block"]["values"] == 2 * c["num_key_value_heads"] * c["head_dim"]
+    # per position only the attention blocks' keys and values grow; at a context the states are added once
+    from atlas.cost import figures
+
+    per_position = counts["*"] * 2 * c["num_key_value_heads"] * c["head_dim"]
+    at = figures(f["cost"], 4096, dtype="BF16")
+    assert at["per_token"] == per_position * 2
+    assert at["cache"] == (per_position * 4096 + counts["M"] * state) * 2
     # every step proven, the scan among them
     assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
     assert "mamba2" in f["equations"]["kinds"].values()

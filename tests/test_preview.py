@@ -59,14 +59,31 @@ BLOCK_IDENTITIES = {"block_sum", "attention_add", "attention_rows", "attention_s
 MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
 
 
-def expected_identities(name):
-    """(measured, not applicable) ids, from config.json and the family's declared exceptions."""
+# A hybrid's blocks by what they run, (attention, MLP, state-space mixer): the identity of each pattern.
+HYBRID_IDENTITIES = {
+    (False, False, True): "ssm_block_sum",
+    (True, False, False): "attention_block_sum",
+    (False, True, False): "mlp_block_sum",
+    (False, True, True): "ssm_mlp_block_sum",
+}
+
+
+def expected_identities(name, runs=None, norm_topk=False):
+    """(measured, not applicable) ids, from config.json and the family's declared exceptions; ``runs``
+    (block -> which sublayers it runs, as the run captured them) adds a hybrid's identities."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
     mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
+    if runs is not None:
+        patterns = set(runs.values())
+        every |= {ident for pattern, ident in HYBRID_IDENTITIES.items() if pattern in patterns}
+        if (True, True, False) not in patterns:
+            skipped |= {"block_sum", "attention_add"}  # no block runs an attention then an MLP
     if not mixture:
         skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
+        if norm_topk:  # a class that renormalizes its routers (Nemotron-H's), built with no mixture block
+            skipped.add("expert_weights_sum")
     elif not c.get("norm_topk_prob"):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
@@ -105,8 +122,10 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         torch.testing.assert_close(L[i].output, own.hidden_states[i + 1], **exact)
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
+    runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in range(n)}
     dense = c.get("first_k_dense_replace") or 0
-    mixture_blocks = [i for i in range(n) if i >= dense] if "mixture_sum" in expected_identities(name)[0] else []
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
     shared = bool(c.get("n_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
     recompute = {
@@ -119,11 +138,20 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
         "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
         "logits": lambda _: t.lm_head_output - own.logits,
+        "ssm_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
+        "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,
+        "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
+        "ssm_mlp_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
              "embeddings": None, "logits": None}
+    # a hybrid's identities hold where their blocks are; on a model whose every block runs an attention then
+    # an MLP these are every block, as before
+    where |= {ident: [i for i in range(n) if runs[i] == pattern] for pattern, ident in HYBRID_IDENTITIES.items()}
+    where |= {ident: [i for i in range(n) if runs[i] == (True, True, False)] for ident in ("block_sum", "attention_add")}
+    where |= {ident: [i for i in range(n) if runs[i][0]] for ident in ("attention_rows", "attention_softmax")}
 
-    measured, skipped = expected_identities(name)
+    measured, skipped = expected_identities(name, runs, bool(getattr(run.config, "norm_topk_prob", False)))
     assert {i["id"] for i in facts["identities"]} == measured
     assert {i["id"] for i in facts["not_applicable"]} == skipped
     assert all(i["why"] for i in facts["not_applicable"])

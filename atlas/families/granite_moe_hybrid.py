@@ -25,7 +25,7 @@ FAMILY = Family(
     vendor="IBM",
     released="2025-10",
     summary=(
-        "Mostly Mamba-2 blocks with a few position-free attention blocks, every block closing with a mixture "
+        "Mostly Mamba blocks with a few position-free attention blocks, every block closing with a mixture "
         "of small experts beside a shared expert, and Granite's four multipliers."
     ),
     tags=("Mamba-2", "Hybrid", "Mixture of experts", "Shared expert", "NoPE"),

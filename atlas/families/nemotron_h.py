@@ -25,7 +25,7 @@ FAMILY = Family(
     vendor="NVIDIA",
     released="2025-08",
     summary=(
-        "A hybrid of Mamba-2 state-space layers, a few attention layers without positions and "
+        "A hybrid of Mamba state-space layers, a few attention layers without positions and "
         "squared-ReLU MLPs, one mixer per block in a fixed pattern."
     ),
     tags=("Mamba-2", "Hybrid", "Grouped-query attention", "NoPE", "Dense"),
