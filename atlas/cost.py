@@ -149,6 +149,18 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                          f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
                          f"= {grouped(fixed)}; nothing grows with the context")
         return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+    if mixer.A_log.dim() == 2:  # the first Mamba (Jamba's): a state of state_size numbers per channel
+        inner, state = mixer.A_log.shape
+        values = channels * kernel + inner * state
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                         f"+ {grouped(inner)} channels × state {grouped(state)} = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; the state's update and read-out are element-wise products and sums, which "
+                         "torch.utils.flop_counter leaves out as it leaves out norms; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
     heads = mixer.A_log.shape[0]
     inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
     head_dim = inner // heads

@@ -92,6 +92,7 @@ TINY_SSM = {
     "n_groups": 2, "mamba_n_groups": 2,
     "chunk_size": 8, "mamba_chunk_size": 8,
     "mamba_d_ssm": 64,
+    "mamba_dt_rank": 8,  # the first Mamba's low-rank time step (Jamba)
 }
 
 

@@ -102,6 +102,9 @@ def ssm_sizes(config) -> dict[str, int]:
     heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
     if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
         return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}
+    expand = getattr(config, "mamba_expand", None)
+    if not heads and isinstance(expand, int) and state:  # the first Mamba (Jamba's): x and the gate z, each expand × width
+        return {"ssm_inner_size": expand * config.hidden_size, "ssm_projection_size": 2 * expand * config.hidden_size}
     if not (heads and head_dim and state):
         return {}
     inner = _first(config, SSM_INNER_KEYS) or heads * head_dim
@@ -424,7 +427,11 @@ def block_roles(block) -> BlockRoles:
     ssm_module = getattr(block, ssm) if ssm else None
     experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
     router = _child(mlp_module, ROUTER_NAMES) if experts else None
-    gated_norm = next((n for n, m in ssm_module.named_children() if _is_norm(m)), None) if ssm_module is not None else None
+    # the norm over the heads' outputs, as wide as what the output projection reads (Jamba's time-step, B and C
+    # norms are narrower, and its mixer gates without a norm)
+    out_proj = getattr(ssm_module, _child(ssm_module, OUTPUT_PROJ_NAMES) or "", None) if ssm_module is not None else None
+    gated_norm = next((n for n, m in ssm_module.named_children() if _is_norm(m) and out_proj is not None
+                       and getattr(m, "weight", None) is not None and m.weight.shape[0] == out_proj.weight.shape[1]), None) if ssm_module is not None else None
     return BlockRoles(
         attention=attention,
         mlp=mlp,

@@ -128,3 +128,32 @@ def test_lfm2(collected):
     assert by_kind["short-convolution block"]["values"] == d * K and by_kind["short-convolution block"]["cap"] == 1
     assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
     assert "short_conv" in f["equations"]["kinds"].values()
+
+
+# --- Jamba 1.5 Mini ---------------------------------------------------------------------------------
+
+
+def test_jamba(collected):
+    f, c = collected("jamba").facts, released_config("jamba")
+    d, V, L, H, KV, F = (c[k] for k in ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size"))
+    assert not c["tie_word_embeddings"] and not c["mamba_proj_bias"] and c["mamba_conv_bias"]
+    inner, N, K, R = c["mamba_expand"] * d, c["mamba_d_state"], c["mamba_d_conv"], c["mamba_dt_rank"]
+    # the first Mamba: in_proj to x and the gate; the convolution; x_proj to the time step, B and C; dt_proj
+    # with its bias; A_log per channel and state entry; D; out_proj; the time-step, B and C norms
+    mamba = d * 2 * inner + (inner * K + inner) + inner * (R + 2 * N) + (R * inner + inner) + inner * N + inner + inner * d + R + 2 * N
+    attention = gqa_attention(d, H, KV, d // H)
+    E, k = c["num_experts"], c["num_experts_per_tok"]
+    mlp, moe = 3 * d * F, d * E + E * 3 * d * F
+    attention_at = [i for i in range(L) if i % c["attn_layer_period"] == c["attn_layer_offset"]]
+    experts_at = [i for i in range(L) if i % c["expert_layer_period"] == c["expert_layer_offset"]]
+    total = 2 * V * d + d + sum((attention if i in attention_at else mamba) + (moe if i in experts_at else mlp) + 2 * d for i in range(L))
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - len(experts_at) * (E - k) * 3 * d * F
+    kinds = {kd["label"]: kd["indices"] for kd in f["block_kinds"]}
+    assert kinds == {"state-space block": [i for i in range(L) if i not in attention_at and i not in experts_at],
+                     "state-space MoE block": experts_at, "attention block": attention_at}
+    assert not set(attention_at) & set(experts_at)  # the attention blocks are dense
+    assert "mamba1" in f["equations"]["kinds"].values()
+    assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+    by_kind = {kd["label"]: kd for kd in f["cost"]["cache"]["kinds"]}
+    assert by_kind["state-space block"]["values"] == inner * K + inner * N and by_kind["state-space block"]["cap"] == 1

@@ -126,6 +126,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     dense = c.get("first_k_dense_replace") or 0
     mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
     mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
+    if mixture and c.get("expert_layer_period"):  # Jamba: a mixture every expert_layer_period blocks, from the offset
+        mixture_blocks = [i for i in range(n) if i % c["expert_layer_period"] == c["expert_layer_offset"]]
     shared = bool(c.get("n_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
     recompute = {

@@ -36,7 +36,7 @@ def kind_of(part: Part) -> str:
     if isinstance(m, torch.nn.Conv1d) and m.groups == m.in_channels == m.out_channels:
         return "depthwise_conv"
     if is_ssm(m):
-        return "mamba2"
+        return "mamba1" if m.A_log.dim() == 2 else "mamba2"  # a decay per channel and state entry: the first Mamba
     if is_short_conv(m):
         return "short_conv"
     if "kv_a_proj_with_mqa" in children:
@@ -72,6 +72,7 @@ BUILDERS = {
     "mixture": mixture.mixture,
     "block": stack.block,
     "mamba2": ssm.mamba2,
+    "mamba1": ssm.mamba1,
     "gated_norm": ssm.gated_norm,
     "depthwise_conv": ssm.depthwise_conv,
     "short_conv": ssm.short_conv,

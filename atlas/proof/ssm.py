@@ -193,3 +193,66 @@ def short_conv(part: Part) -> Chain:
         Step(r"y=C\odot c", "y", lambda e: e["C"] * e["c"], summary=True),
         Step(rf"\Delta=y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(width, width)}", "out", sub(part, "out_proj", x="y"), value="ssm_output", summary=True),
     ], [X], "out")
+
+
+def mamba1(part: Part) -> Chain:
+    """The first Mamba (Jamba's): a decay per channel and state entry, a low-rank time step projected up
+    per channel, B and C shared by all channels, the gate applied to the scan's output."""
+    import torch
+
+    m, t = part.full, part.tiny
+    inner, N = m.A_log.shape
+    d = m.out_proj.weight.shape[0]
+    K = m.conv1d.kernel_size[0]
+    R = m.dt_proj.weight.shape[1]
+    t_inner, t_N = t.A_log.shape
+    t_R = t.dt_proj.weight.shape[1]
+    t_K = t.conv1d.kernel_size[0]
+    conv_bias = t.conv1d.bias is not None
+    dt_bias = t.dt_proj.bias is not None
+    names = set(dict(t.named_children()))
+    norms = [n for n in ("dt_layernorm", "b_layernorm", "c_layernorm") if n in names]
+
+    def convolve(e):
+        u = e["u"]
+        w = e.w("conv1d.weight")[:, 0, :]
+        padded = torch.cat([u.new_zeros(u.shape[0], t_K - 1, u.shape[2]), u], dim=1)
+        out = sum(w[:, k] * padded[:, k:k + u.shape[1], :] for k in range(t_K))
+        out = out + e.w("conv1d.bias") if conv_bias else out
+        return out * out.sigmoid()
+
+    def scan(e):
+        x, B, C, dt, A = e["c"], e["B"], e["C"], e["dt"], e["A"]
+        S = x.new_zeros(x.shape[0], t_inner, t_N)
+        ys = []
+        for step in range(x.shape[1]):
+            S = torch.exp(dt[:, step, :, None] * A) * S + (dt[:, step] * x[:, step])[:, :, None] * B[:, step, None, :]
+            ys.append((S * C[:, step, None, :]).sum(-1) + e.w("D") * x[:, step])
+        return torch.stack(ys, dim=1)
+
+    steps = [
+        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(d, 2 * inner)}", "p", sub(part, "in_proj"), value="ssm_projections", summary=True),
+        Step(rf"[u;\,z]=p,\quad u,z\in\mathbb{{R}}^{{{T.num(inner)}}}", ("u", "z"), lambda e: e["p"].chunk(2, dim=-1)),
+        Step(rf"c_t=\operatorname{{SiLU}}\Big(\textstyle\sum_{{k=0}}^{{{K - 1}}} w_{{k}}\odot u_{{t-{K - 1}+k}}{'+b' if conv_bias else ''}\Big)"
+             rf"\quad\text{{(depthwise causal convolution over {K} positions)}}", "c", convolve, summary=True),
+        Step(rf"[\delta;\,B;\,C]=c\,W_x^{{\top}},\quad \delta\in\mathbb{{R}}^{{{T.num(R)}}},\ B,C\in\mathbb{{R}}^{{{T.num(N)}}}", ("q_dt", "B", "C"),
+             lambda e, f=sub(part, "x_proj", x="c"): f(e).split([t_R, t_N, t_N], dim=-1), sub=f"{part.id}.x_proj"),
+    ]
+    if norms:
+        subs = {n: sub(part, n, x=v) for n, v in zip(("dt_layernorm", "b_layernorm", "c_layernorm"), ("q_dt", "B", "C")) if n in norms}
+        steps.append(Step(r"\delta\leftarrow\operatorname{Norm}_\delta(\delta),\ B\leftarrow\operatorname{Norm}_B(B),\ C\leftarrow\operatorname{Norm}_C(C)",
+                          ("q_dt", "B", "C"), lambda e: tuple(subs[n](e) if n in subs else e[v] for n, v in
+                                                             zip(("dt_layernorm", "b_layernorm", "c_layernorm"), ("q_dt", "B", "C"))),
+                          sub=f"{part.id}.{norms[0]}"))
+    plus_bias = r"+b_\Delta" if dt_bias else ""
+    steps += [
+        Step(rf"\Delta=\operatorname{{softplus}}(\delta\,W_\Delta^{{\top}}{plus_bias}){T.maps(R, inner)},\quad A=-e^{{A_{{\log}}}}\in\mathbb{{R}}^{{{T.num(inner)}\times{T.num(N)}}}",
+             ("dt", "A"), lambda e: (torch.nn.functional.softplus(e["q_dt"] @ e.w("dt_proj.weight").T + (e.w("dt_proj.bias") if dt_bias else 0)),
+                                    -torch.exp(e.w("A_log"))), summary=True),
+        Step(rf"S^{{j}}_t=e^{{\Delta^{{j}}_t A^{{j}}}}\odot S^{{j}}_{{t-1}}+\Delta^{{j}}_t c^{{j}}_t B_t,\quad y^{{j}}_t=S^{{j}}_t\cdot C_t+D^{{j}}c^{{j}}_t,"
+             rf"\quad S^{{j}}\in\mathbb{{R}}^{{{T.num(N)}}},\ j=1..{T.num(inner)},\ S_{{-1}}=0", "y", scan, summary=True),
+        Step(r"\hat y=y\odot\operatorname{SiLU}(z)", "yg", lambda e: e["y"] * (e["z"] * e["z"].sigmoid()), summary=True),
+        Step(rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(inner, d)}", "out", sub(part, "out_proj", x="yg"), value="ssm_output", summary=True),
+    ]
+    part.note("state", {"channels": inner, "state_size": N, "time_step_rank": R}, "the mixer's tensors")
+    return Chain(steps, [X], "out")
