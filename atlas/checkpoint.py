@@ -19,8 +19,11 @@ CHECKPOINTS = Path(__file__).parent / "checkpoints"
 class PinnedCheckpoint:
     repo: str  # "org/repo"
     folder: Path
-    config: dict[str, Any]  # config.json exactly as released
+    config: dict[str, Any]  # config.json exactly as released (the section the model reads, for a wrapper)
     pinned: dict[str, Any]  # checkpoint.json: revision, header totals, provenance
+    # A multimodal wrapper's whole file, where ``config`` is the text model's section of it
+    file_config: dict[str, Any] | None = None
+    section: str | None = None  # that section's key ("text_config")
 
     @property
     def config_path(self) -> Path:
@@ -80,16 +83,20 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_pinned(repo: str, root: Path = CHECKPOINTS) -> PinnedCheckpoint:
+def load_pinned(repo: str, root: Path = CHECKPOINTS, section: str | None = None) -> PinnedCheckpoint:
+    """The checkpoint folder's two files; ``section``: the key of config.json whose object the model
+    reads (a multimodal wrapper's "text_config"), the whole file kept beside it."""
     folder = root / repo
     if not folder.is_dir():
         raise AtlasError(folder, None, "no pinned checkpoint folder (config.json + checkpoint.json)")
-    return PinnedCheckpoint(
-        repo=repo,
-        folder=folder,
-        config=read_json_object(folder / "config.json"),
-        pinned=read_json_object(folder / "checkpoint.json"),
-    )
+    config = read_json_object(folder / "config.json")
+    whole = None
+    if section is not None:
+        whole, config = config, config.get(section)
+        if not isinstance(config, dict):
+            raise AtlasError(folder / "config.json", section, "missing: the family reads its text model's config from this key")
+    return PinnedCheckpoint(repo=repo, folder=folder, config=config, pinned=read_json_object(folder / "checkpoint.json"),
+                            file_config=whole, section=section)
 
 
 def transformers_class(family: Family, field: str):

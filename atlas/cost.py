@@ -204,8 +204,12 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
     expert_ids = {id(p) for p in experts.parameters()} if experts is not None else set()
     n_experts = _expert_count(experts) if experts is not None else None
     total = 0
+    from atlas.proof.kinds import is_offset
+
     for module in block.modules():
         if exclude is not None and module is exclude:
+            continue
+        if is_offset(module):  # a vector added, not a matrix multiplied (ERNIE 4.5's [1, E] selection bias)
             continue
         for _, p in module.named_parameters(recurse=False):
             if id(p) in expert_ids:

@@ -34,7 +34,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     preflight.check_defaulted_sizes(family, checkpoint, read)
 
     block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
-    kinds = introspect.block_kinds(blocks, introspect.layer_types(config))
+    kinds = introspect.kinds_of_blocks(blocks, config)
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention_name = standard.block_roles(blocks[0]).attention
     attention = getattr(blocks[0], attention_name) if attention_name else None
@@ -77,12 +77,14 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             # transformers classes built on a torch layer (a scaled embedding on nn.Embedding): the
             # tensors of that layer are created by its constructor, which theirs calls
             "torch_bases": _torch_bases(model),
+            # a multimodal wrapper's parts that are not the text model (vision tower, projector): counted apart
+            "outside_text_model": _outside_text_model(family, checkpoint, model),
         },
         "config": {
             "standardized": _standardized_sizes(config),
             # read again from the file: building the transformers config rewrites parts of the dict it
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
-            "raw": read_json_object(checkpoint.folder / "config.json"),
+            "raw": _raw_config(checkpoint),
             # keys of config.json neither the configuration class nor the model reads
             # keys of config.json nothing reads, found two ways that must agree: measured (leaving the
             # key out or changing it changes nothing the class loads or the meta build reads) and by
@@ -136,6 +138,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     else:
         run = preview.preview_run(family.name)
     facts["preview"] = preview.preview_facts(run, family, config, facts["block_kinds"])
+    standard.mark_parallel(resolution, preview.parallel_at_checkpoint(run, facts["block_kinds"]))
     facts["support"] = standard.support_facts(
         resolution,
         standard.checkpoint_sizes(config),
@@ -378,7 +381,7 @@ def _config_source(checkpoint) -> dict[str, Any] | None:
     source = checkpoint.pinned.get("config_source")
     if source is None:
         return None
-    guessed = [{"key": key, "value": _dotted(checkpoint.config, key), "why": why} for key, why in source.get("guessed", {}).items()]
+    guessed = [{"key": key, "value": _dotted(checkpoint.file_config or checkpoint.config, key), "why": why} for key, why in source.get("guessed", {}).items()]
     return {"status": source["status"], "meaning": CONFIG_STATUSES[source["status"]], "from": source["from"], "guessed": guessed}
 
 
@@ -386,3 +389,54 @@ def _overrides(family, checkpoint) -> list[dict[str, Any]]:
     """Every value the family changes before transformers reads config.json, with the file's value and why."""
     return [{"key": key, "in_file": checkpoint.config.get(key), "in_file_present": key in checkpoint.config,
              "value": value, "why": family.override_reasons[key]} for key, value in family.config_overrides.items()]
+
+
+def _raw_config(checkpoint) -> dict[str, Any]:
+    """config.json as the file has it (the text model's section of it, for a multimodal wrapper)."""
+    raw = read_json_object(checkpoint.folder / "config.json")
+    return raw[checkpoint.section] if checkpoint.section else raw
+
+
+def _outside_text_model(family, checkpoint, model) -> dict[str, Any] | None:
+    """What a multimodal wrapper holds besides the text model this family describes, by module: the
+    wrapper is built on the meta device from the whole config.json, and every parameter that is not in
+    the text model's own module (nor the head) is counted under the wrapper's module that holds it."""
+    if not family.wrapper_class:
+        return None
+    import torch
+    import transformers
+
+    from atlas.checkpoint import transformers_class
+
+    whole = {k: v for k, v in checkpoint.file_config.items() if k not in family.config_drop}
+    whole[checkpoint.section] = {**checkpoint.config, **family.config_overrides}  # the text model as the family reads it
+    try:
+        wrapper_config = transformers.CONFIG_MAPPING[checkpoint.file_config.get("model_type")](**whole)
+        with torch.device("meta"):
+            wrapper = transformers_class(family, "wrapper_class")(wrapper_config)
+    except (KeyError, TypeError, ValueError, AssertionError) as e:
+        raise AtlasError(checkpoint.config_path, None, f"{family.wrapper_class} cannot be built from it: {e}") from None
+    text_class = type(model.base_model)
+    text_paths = [path for path, m in wrapper.named_modules() if type(m) is text_class]
+    if len(text_paths) != 1:
+        raise AtlasError(f"atlas/families/{family.name}.py", "wrapper_class",
+                         f"{family.wrapper_class} holds {len(text_paths)} modules of {text_class.__name__}, not one")
+    text_path = text_paths[0]
+    text_parameters = sum(p.numel() for p in wrapper.get_submodule(text_path).parameters())
+    parts: dict[str, dict[str, Any]] = {}
+    for name, p in wrapper.named_parameters():
+        if name.startswith(text_path + ".") or name.split(".")[0] == "lm_head":
+            continue
+        # the outermost module under the wrapper's base that holds it: model.vision_tower, model.embed_vision
+        head, _, rest = name.partition(".")
+        path = f"{head}.{rest.split('.')[0]}" if head == wrapper.base_model_prefix and "." in rest else head
+        part = parts.setdefault(path, {"path": path, "class": type(wrapper.get_submodule(path)).__name__, "parameters": 0})
+        part["parameters"] += p.numel()
+    text_model_total = sum(p.numel() for p in model.base_model.parameters())
+    if text_parameters != text_model_total:
+        raise AtlasError(f"atlas/families/{family.name}.py", "wrapper_class",
+                         f"the wrapper's {text_path} holds {text_parameters:,} parameters, the family's "
+                         f"{family.model_class} {text_model_total:,}: the text model is not the same")
+    return {"wrapper": family.wrapper_class, "text_model_path": text_path,
+            "parts": sorted(parts.values(), key=lambda r: r["path"]),
+            "parameters": sum(r["parameters"] for r in parts.values())}

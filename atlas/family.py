@@ -47,6 +47,11 @@ class Family:
     checkpoint: str  # "org/repo": a folder under atlas/checkpoints/
     model_class: str  # transformers class the family runs, e.g. "DeepseekV3ForCausalLM"
     config_class: str  # transformers configuration class that reads the checkpoint's config.json
+    # A multimodal checkpoint is described by its text model: config_section names the key of
+    # config.json holding that model's config ("text_config"), and wrapper_class the class the file's
+    # architectures names, built only to count what lies outside the text model (a vision tower).
+    config_section: str | None = None
+    wrapper_class: str | None = None
     # Keys of config.json that the configuration class must not see (remote-code hooks, a model_type
     # transformers does not know) and values forced on it (layers transformers never builds).
     config_drop: tuple[str, ...] = ("model_type", "auto_map", "quantization_config")

@@ -29,6 +29,19 @@ def blocks_without_rotary(config) -> list[int] | None:
     return [i for i, flag in enumerate(list(flags)[: config.num_hidden_layers]) if not flag]
 
 
+def blocks_not_rotating(facts: dict[str, Any]) -> list[int]:
+    """Blocks whose attention is handed the rotary angles and applies none, as their proofs measured
+    (the chain without rotation is the one that reproduces them: Cohere 2's global layers)."""
+    components = facts.get("equations", {}).get("components", {})
+    found = []
+    for kind in facts["block_kinds"]:
+        prefix = kind["id"] + "."
+        if any(cid.startswith(prefix) and c.get("facts", {}).get("rotary_layout", {}).get("value") == "not_applied"
+               for cid, c in components.items()):
+            found += kind["indices"]
+    return sorted(found)
+
+
 def _module_lines(facts: dict[str, Any]):
     for line in facts["printout"]:
         yield line["path"], line["text"]
@@ -110,6 +123,10 @@ def _no_positions(facts):
     switched_off = facts.get("blocks_without_rotary")
     if switched_off:
         return f"blocks {index_ranges(switched_off)} apply no rotary embedding (no_rope_layers)"
+    unused = blocks_not_rotating(facts)
+    if unused:
+        return (f"blocks {index_ranges(unused)} apply no rotary embedding: their attention is handed the angles and, "
+                "as its proof measured on the preview run, turns neither queries nor keys")
     has_table = any(path.rpartition(".")[2] in POSITION_EMBEDDING_NAMES for path, _ in _module_lines(facts))
     if _rotary(facts) is None and not has_table:
         return "the model has neither a rotary embedding nor a learned position table: no block is given positions"

@@ -120,18 +120,21 @@ def layer_types(config) -> list[str] | None:
     return None
 
 
-def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
-    """Blocks grouped by structure (and by attention type where the config gives one per block)."""
+def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int] | None = None) -> list[BlockKind]:
+    """Blocks grouped by structure (and by attention type where the config gives one per block, and by
+    whether the block applies its rotary angles where a per-block switch turns them off: NoPE blocks)."""
     groups: dict[tuple, list[int]] = {}
+    unrotated = set(without_rotary or ())
     for i, block in enumerate(blocks):
         attention_type = layer_types[i] if layer_types else None
-        groups.setdefault((_structure(block), attention_type), []).append(i)
+        groups.setdefault((_structure(block), attention_type, i in unrotated), []).append(i)
     kinds_of_mlp = {_has_experts(blocks[idx[0]]) for idx in groups.values()}
     kinds_of_attention = {key[1] for key in groups}
     from atlas.standard import block_roles
 
+    kinds_of_positions = {key[2] for key in groups}
     kinds = []
-    for (_, attention_type), indices in groups.items():
+    for (_, attention_type, no_positions), indices in groups.items():
         mixture = _has_experts(blocks[indices[0]])
         roles = block_roles(blocks[indices[0]])
         if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
@@ -143,6 +146,8 @@ def block_kinds(blocks, layer_types: list[str] | None) -> list[BlockKind]:
             kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
             continue
         words = []
+        if len(kinds_of_positions) > 1:
+            words.append("no-position" if no_positions else "rotary")
         if len(kinds_of_attention) > 1:
             words.append(ATTENTION_KIND_WORDS.get(attention_type, attention_type.replace("_", " ")))
         if len(kinds_of_mlp) > 1:
@@ -157,6 +162,11 @@ def _mixer_word(block, roles) -> str:
     from atlas.standard import is_ssm
 
     return "state-space" if is_ssm(getattr(block, roles.ssm)) else "short-convolution"
+def kinds_of_blocks(blocks, config) -> list[BlockKind]:
+    """The block kinds of a model built from ``config``: by structure, attention type and positions."""
+    from atlas.features import blocks_without_rotary
+
+    return block_kinds(blocks, layer_types(config), blocks_without_rotary(config))
 
 
 def index_ranges(indices: list[int]) -> str:

@@ -43,7 +43,7 @@ def check_inputs(name: str):
 
     family = load(name)
     check_family(family)
-    checkpoint = load_pinned(family.checkpoint)
+    checkpoint = load_pinned(family.checkpoint, section=family.config_section)
     check_pinned(checkpoint)
     check_raw_config(family, checkpoint)
     return family, checkpoint
@@ -65,6 +65,8 @@ def check_family(family) -> None:
     for key, reason in dict(family.config_defaults).items():
         if not isinstance(reason, str) or not reason.strip():
             raise AtlasError(source, f"config_defaults[{key!r}]", "must give the reason the class default is right here")
+    if family.wrapper_class is not None and not family.config_section:
+        raise AtlasError(source, "wrapper_class", "needs config_section: the key of config.json the text model reads")
     reasons = dict(family.override_reasons)
     for key in family.config_overrides:
         reason = reasons.get(key)
@@ -103,7 +105,7 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, key, "must be a list of strings")
     if "safetensors" in pinned and not isinstance(pinned["safetensors"], dict):
         raise AtlasError(where, "safetensors", "must be an object of header figures")
-    _check_config_source(where, pinned, checkpoint.config)
+    _check_config_source(where, pinned, checkpoint.file_config or checkpoint.config)
     buffers = pinned.get("stored_buffers", [])
     if not isinstance(buffers, list):
         raise AtlasError(where, "stored_buffers", "must be a list of stored tensors")
@@ -208,16 +210,19 @@ def check_config_values(family, checkpoint) -> None:
     from atlas.checkpoint import transformers_class
 
     transformers_class(family, "model_class")  # a misspelt class is named as such, before what follows
+    if family.wrapper_class:
+        transformers_class(family, "wrapper_class")
     config_class = transformers_class(family, "config_class")
     defaults = _defaults(config_class)
     where, config = checkpoint.config_path, checkpoint.config
-    architectures = config.get("architectures")
+    architectures = (checkpoint.file_config or config).get("architectures")
+    named = family.wrapper_class or family.model_class  # a wrapper's file names the wrapper
     if "architectures" not in family.config_overrides:
         if not isinstance(architectures, list) or not architectures:
-            raise AtlasError(where, "architectures", f"missing: it must name the family's class {family.model_class}")
-        if family.model_class not in architectures:
+            raise AtlasError(where, "architectures", f"missing: it must name the family's class {named}")
+        if named not in architectures:
             raise AtlasError(where, "architectures", f"names {', '.join(map(str, architectures))}, but the family "
-                                                     f"atlas/families/{family.name}.py builds {family.model_class}")
+                                                     f"atlas/families/{family.name}.py builds {named}")
     for key, value in checkpoint.config.items():
         key = config_class.attribute_map.get(key, key)
         if key in family.config_drop or key in family.config_overrides or key not in defaults or value is None:

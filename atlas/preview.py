@@ -52,7 +52,8 @@ def tiny_values(config) -> dict[str, Any]:
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
         values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
-    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim"):
+    derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
+    if getattr(config, "head_dim", None) and not hasattr(config, "qk_rope_head_dim") and not derived_head_dim:
         values["head_dim"] = 16
     first_dense = getattr(config, "first_k_dense_replace", None)
     values["num_hidden_layers"] = (first_dense + 2) if first_dense is not None else 3
@@ -66,6 +67,18 @@ def tiny_values(config) -> dict[str, Any]:
             period = next(n for n in range(1, period + 1) if set(layer_types[:n]) == set(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    no_rope = getattr(config, "no_rope_layers", None)
+    if no_rope:
+        # One whole period of the blocks that skip their rotary angles too (3 rotary, 1 NoPE on SmolLM3).
+        flags = list(no_rope)[: config.num_hidden_layers]
+        values["num_hidden_layers"] = max(_period(flags), values["num_hidden_layers"])
+        values["no_rope_layers"] = flags[: values["num_hidden_layers"]]
+        if layer_types:
+            values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
+    mlp_kinds = getattr(config, "mlp_layer_types", None)
+    if mlp_kinds and len(mlp_kinds) == config.num_hidden_layers:
+        # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
+        values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     values.update(tiny_ssm_values(config))
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
@@ -182,7 +195,7 @@ def preview_run(name: str) -> PreviewRun:
     from atlas.families import load
 
     family = load(name)
-    return run(family, transformers_config(family, load_pinned(family.checkpoint)))
+    return run(family, transformers_config(family, load_pinned(family.checkpoint, section=family.config_section)))
 
 
 def run(family, pinned_config) -> PreviewRun:
@@ -215,7 +228,10 @@ def run_model(family, model, weights: str | None = None) -> PreviewRun:
     with torch.no_grad():
         with trace(model, overrides) as default:
             model(ids, attention_mask=mask)
-        model.set_attn_implementation("eager")
+        if type(model)._can_set_attn_implementation():
+            model.set_attn_implementation("eager")
+        else:  # attention computed inline (Falcon): it reads the config's choice at every call
+            model.config._attn_implementation_internal = "eager"
         if default.implementations["experts"] is not None:
             model.set_experts_implementation("eager")
         with trace(model, overrides) as eager:
@@ -276,13 +292,27 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         })
 
     L = t.layers
-    # which sublayers each block runs: (attention, MLP, state-space mixer)
+    # which sublayers each block runs: (attention, MLP, state-space mixer); the attention-then-MLP identities
+    # hold on the blocks that run those two (every block, but in a hybrid)
     runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in blocks}
     both = [i for i in blocks if runs[i] == (True, True, False)]
-    identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
-    identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", [i for i in both if t.has("layer_mid", i)],
-             lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid))
+    scaled = residual_scale(config)
+    if scaled is None:
+        identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+    else:  # each sublayer's output is scaled before it is added (Granite's residual_multiplier)
+        s, words = scaled
+        identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", both,
+                 lambda i: _max_abs(L[i].input + s * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output))
+    sequential = [i for i in both if i not in t.parallel]
+    parallel_words = None if sequential or not both else ("every block is parallel: the attention and the MLP both read the block's input, "
+                                              "so no stream exists between them to measure")
+    if scaled is None:
+        identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)
+    else:
+        identity("attention_add", f"layers[i].input + {words} * self_attn.attention_output == layer_mid", sequential,
+                 lambda i: _max_abs(L[i].input + s * L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)
     # blocks of one sublayer (a hybrid's Mamba, attention or MLP blocks): the input plus that sublayer's output;
     # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
     for ident, statement, pattern, value in (
@@ -325,13 +355,59 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings + t.position_embeddings - L[0].input))
+    elif _scale(config, "embedding_multiplier") is not None:  # the model scales the table's rows (Granite)
+        m = _scale(config, "embedding_multiplier")
+        identity("embeddings", f"embedding_multiplier ({m:g}) * token_embeddings == layers[0].input", None,
+                 lambda _: _max_abs(m * t.token_embeddings - L[0].input))
     else:
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
     softcap = getattr(config, "final_logit_softcapping", None)
-    identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
-             "the model softcaps the head's logits" if softcap else None)
+    divisor = _scale(config, "logits_scaling")
+    scale = getattr(config, "logit_scale", None)
+    if divisor is not None and not softcap and _head_reads_final_norm(preview):
+        # the head reads the final norm's output as it is, so the model divides what the head returns
+        identity("logits", f"lm_head_output / logits_scaling ({divisor:g}) == logits", None,
+                 lambda _: _max_abs(t.lm_head_output / divisor - t.logits))
+    elif scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
+        identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
+                 lambda _: _max_abs(t.logits - scale * t.lm_head_output))
+    else:
+        identity("logits", "logits == lm_head_output", None, lambda _: _max_abs(t.logits - t.lm_head_output),
+                 "the model softcaps the head's logits" if softcap else None)
     return measured, skipped
+
+
+def _scale(config, key: str) -> float | None:
+    """A scale the config sets under ``key``, where it is set and is not 1."""
+    value = getattr(config, key, None)
+    return None if value in (None, 1, 1.0) or isinstance(value, bool) else float(value)
+
+
+def residual_scale(config) -> tuple[float, str] | None:
+    """The factor a block multiplies each sublayer's output by before adding it to the stream, and how
+    the config names it; None where the outputs are added as they are."""
+    multiplier = _scale(config, "residual_multiplier")
+    if multiplier is not None:
+        return multiplier, f"residual_multiplier ({multiplier:g})"
+    depth = getattr(config, "scale_depth", None)
+    if depth is not None and not isinstance(depth, bool):  # MiniCPM: the factor shrinks with the number of blocks
+        factor = depth / math.sqrt(config.num_hidden_layers)
+        return factor, f"scale_depth / sqrt(num_hidden_layers) ({depth:g} / sqrt({config.num_hidden_layers}) = {factor:.6g})"
+    return None
+
+
+def _head_reads_final_norm(preview: PreviewRun) -> bool:
+    """Whether the output head's output is the head applied to the final norm's output as it is (a
+    model that divides by logits_scaling then divides what the head returns, not what it reads)."""
+    import torch
+
+    t = preview.eager
+    if not t.has("final_norm_output"):
+        return False
+    with torch.no_grad():
+        again = preview.model.get_output_embeddings()(t.final_norm_output)
+    return _max_abs(again - t.lm_head_output) <= TOLERANCE
 
 
 def selection_changes(preview: PreviewRun) -> dict[str, int]:
@@ -477,11 +553,21 @@ def _key_order(key: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("."))
 
 
-def _first_of_each_kind(preview: PreviewRun) -> list[int]:
+def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
+    """The checkpoint's blocks of the kinds whose blocks the run measured parallel (facts["block_kinds"]:
+    the tiny model keeps the checkpoint's kinds, by label)."""
     from atlas.introspect import block_kinds, find_block_list, layer_types
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [k.indices[0] for k in block_kinds(blocks, layer_types(preview.config))]
+    labels = {k.label for k in block_kinds(blocks, layer_types(preview.config)) if set(k.indices) <= set(preview.eager.parallel)}
+    return sorted(i for k in checkpoint_kinds if k["label"] in labels for i in k["indices"])
+
+
+def _first_of_each_kind(preview: PreviewRun) -> list[int]:
+    from atlas.introspect import find_block_list, kinds_of_blocks
+
+    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    return [k.indices[0] for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def weight_histograms(preview: PreviewRun) -> dict[str, dict[str, Any]]:
@@ -572,21 +658,21 @@ def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: l
 
 def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
     """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
     _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
-    return [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(preview.config))]
+    return [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
     """The pinned checkpoint's transformers config and block kinds, from its meta-device model."""
     from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
-    from atlas.introspect import block_kinds, find_block_list, layer_types
+    from atlas.introspect import find_block_list, kinds_of_blocks
 
-    pinned = load_pinned(family.checkpoint)
+    pinned = load_pinned(family.checkpoint, section=family.config_section)
     config = transformers_config(family, pinned)
     _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), config.num_hidden_layers)
-    return config, [{"label": k.label, "count": len(k.indices)} for k in block_kinds(blocks, layer_types(config))]
+    return config, [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, config)]
 
 
 def _count(n: int, label: str) -> str:

@@ -68,7 +68,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
     return {
         "hidden_size": config.hidden_size,
         "num_heads": heads,
-        "num_kv_heads": getattr(config, "num_key_value_heads", None) or heads,
+        "num_kv_heads": getattr(config, "num_key_value_heads", None) or _falcon_style_kv_heads(config) or heads,
         "head_dim": head_dim,
         "qk_head_dim": (rope + nope) if (rope and nope) else head_dim,
         "vocab_size": config.vocab_size,
@@ -110,6 +110,14 @@ def ssm_sizes(config) -> dict[str, int]:
     inner = _first(config, SSM_INNER_KEYS) or heads * head_dim
     groups = _first(config, SSM_GROUPS_KEYS) or 1
     return {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * groups * state + heads}
+def _falcon_style_kv_heads(config) -> int | None:
+    """Key/value heads where the config says multi_query (one key and one value head for every query
+    head) or gives num_kv_heads under the newer grouped layout, as FalconConfig does; None elsewhere."""
+    if getattr(config, "new_decoder_architecture", False):
+        return getattr(config, "num_kv_heads", None)
+    if getattr(config, "multi_query", False):
+        return 1
+    return None
 
 
 def _intermediate_size(config) -> int | None:
@@ -124,6 +132,8 @@ def _intermediate_size(config) -> int | None:
         if multiplier is not None:
             size = int(multiplier * size)
             size = multiple * ((size + multiple - 1) // multiple)
+    if size is None and getattr(config, "ffn_hidden_size", None):  # Falcon's name for it
+        size = config.ffn_hidden_size
     return size
 
 
@@ -289,7 +299,7 @@ ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
 ACTIVATION_NAMES = ("act_fn", "act", "activation_fn")
-DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h")
+DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h", "fc_out")
 OUTPUT_PROJ_NAMES = ("o_proj", "c_proj", "out_proj", "dense", "o")
 
 
@@ -337,6 +347,15 @@ class BlockRoles:
     def sublayers(self) -> int:
         """How many mixers the block runs (attention, MLP, state-space mixer)."""
         return sum(x is not None for x in (self.attention, self.mlp, self.ssm))
+    # The attention computes its scores itself instead of calling transformers' attention functions
+    # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
+    attention_inline: bool = False
+
+
+def attention_is_inline(attention) -> bool:
+    import sys
+
+    return not hasattr(sys.modules.get(type(attention).__module__), "eager_attention_forward")
 
 
 @dataclass
@@ -453,6 +472,7 @@ def block_roles(block) -> BlockRoles:
         ssm_gated_norm=gated_norm,
         ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES) if ssm_module is not None else None,
         block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
+        attention_inline=attn_module is not None and attention_is_inline(attn_module),
     )
 
 
@@ -568,6 +588,13 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("attention_scores", Read("attention_softmax_input"), needs_eager="attention")
     rule("attention_probabilities", Read("attention_result", element=1), needs_eager="attention")
     rule("attention_head_outputs", Read("attention_result", element=0))
+    if b.attention_inline:
+        inside = (f"block {index}'s attention computes it inside its own forward, not through transformers' attention "
+                  "functions, so no hook reaches it")
+        for name in ("attention_queries", "attention_keys", "attention_values", "attention_head_outputs"):
+            rule(name, None, inside)
+        # the eager path's softmax input, and the probabilities the module returns beside its output
+        rule("attention_probabilities", Read("output", "", element=1), needs_eager="attention")
     rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
          f"block {index}'s attention has no output projection")
     rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))
@@ -582,7 +609,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("shared_expert_output", Read("output", b.block_shared, from_block=True) if b.block_shared else
-         Read("output", b.shared_expert) if b.shared_expert else None,
+         Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
     rule("ssm_norm_output", Read("output", b.ssm_norm) if b.ssm_norm else None, f"block {index} has no norm before a state-space mixer")
     rule("ssm_input", Read("input", "", element=0))
@@ -629,6 +656,19 @@ class Resolution:
         name = ALIASES.get(name, name)
         placements = self.model if index is None else self.blocks[index]
         return next(p for p in placements if p.value.name == name)
+
+
+def parallel_words(index: int) -> str:
+    return (f"block {index} is parallel: its attention and its MLP both read the block's input and are added "
+            "to the stream together, so no stream exists between them")
+
+
+def mark_parallel(resolution: Resolution, indices) -> None:
+    """Blocks measured parallel on a run (``atlas.trace``): layer_mid, the stream between the
+    sublayers, does not exist there, so it is missing with the reason instead of read at the MLP side."""
+    for i in indices:
+        resolution.blocks[i] = [Placement(p.value, None, None, parallel_words(i)) if p.value.name == "layer_mid" else p
+                                for p in resolution.blocks[i]]
 
 
 def resolve(model, num_layers: int, overrides: Mapping[str, str] | None = None) -> Resolution:

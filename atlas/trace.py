@@ -71,6 +71,7 @@ class Trace(Host):
         self.implementations = implementations  # {"attention": "sdpa", "experts": "grouped_mm"}
         self.captured: dict[tuple[str, int | None], Any] = {}
         self.layers = [Block(self, i) for i in range(len(resolution.blocks))]
+        self.parallel: list[int] = []  # blocks measured parallel on this run (see settle_parallel)
 
     def value(self, name: str, index: int | None = None):
         placement = self.resolution.at(name, index)
@@ -261,6 +262,24 @@ def softmax_inputs() -> Iterator[list]:
         F.softmax = softmax
 
 
+def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
+    """Hooks that keep the input of the softmax an inline eager attention calls (its masked scores)."""
+    state: dict[str, Any] = {}
+
+    def before(m, args, kwargs):
+        state["context"] = softmax_inputs()
+        state["kept"] = state["context"].__enter__()
+
+    def after(m, args, kwargs, output):
+        context = state.pop("context", None)
+        if context is not None:
+            context.__exit__(None, None, None)
+            kept = state.pop("kept")
+            capture.store("attention_scores", index, kept[0] if kept else None)
+
+    return [module.register_forward_pre_hook(before, with_kwargs=True), module.register_forward_hook(after, with_kwargs=True)]
+
+
 def family_overrides(model) -> Mapping[str, str]:
     """The overrides a covered family declares for this model's class (the first family, by name)."""
     from atlas import families
@@ -270,6 +289,28 @@ def family_overrides(model) -> Mapping[str, str]:
         if family.model_class == type(model).__name__:
             return family.standard_overrides
     return {}
+
+
+def settle_parallel(result: Trace) -> None:
+    """Blocks whose MLP side read the block's input (its own norm's input is the block's input, or it
+    reads the attention's normed input) run their sublayers side by side: measured on the run, the
+    value read as layer_mid there is no stream between the sublayers, so it is dropped and marked missing."""
+    import torch
+
+    found = []
+    for i in range(len(result.layers)):
+        mid = result.captured.get(("layer_mid", i))
+        if not hasattr(mid, "shape"):
+            continue
+        for other in ("layer_input", "attention_norm_output"):
+            ref = result.captured.get((other, i))
+            if hasattr(ref, "shape") and ref.shape == mid.shape and torch.equal(ref, mid):
+                found.append(i)
+                break
+    for i in found:
+        del result.captured[("layer_mid", i)]
+    standard.mark_parallel(result.resolution, found)
+    result.parallel = found
 
 
 _ACTIVE: list[Trace] = []
@@ -306,14 +347,19 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
                 continue
             host_module = model.get_submodule(p.module.rpartition(".")[0]) if p.read.split_heads else None
             reads.setdefault(p.module, []).append((p.value.name, index, p.read, host_module))
+    inline_scores = []  # (attention module, block index) whose eager softmax input is kept by hooks
     for index, block in enumerate(resolution.roles.blocks):
         prefix = f"{resolution.roles.block_list}.{index}"
         if block.attention:
             capture.attention_index[id(model.get_submodule(f"{prefix}.{block.attention}"))] = index
+            if block.attention_inline and implementations["attention"] == "eager":
+                inline_scores.append((model.get_submodule(f"{prefix}.{block.attention}"), index))
         if block.experts:
             capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
 
     handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
+    for module, index in inline_scores:
+        handles += _inline_score_hooks(capture, module, index)
     for path in sorted(reads):
         module = model.get_submodule(path)
         handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))
@@ -323,13 +369,17 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
         AttentionMaskInterface._global_mapping[TRACE_NAME] = mask
     ExpertsInterface._global_mapping[TRACE_NAME] = capture.experts(implementations["experts"])
     _ACTIVE.append(result)
+    switchable = type(model)._can_set_attn_implementation()  # False where attention is computed inline (Falcon)
     try:
-        model.set_attn_implementation(TRACE_NAME)
+        if switchable:
+            model.set_attn_implementation(TRACE_NAME)
         if has_experts:
             model.set_experts_implementation(TRACE_NAME)
         yield result
+        settle_parallel(result)
     finally:
-        model.set_attn_implementation(implementations["attention"])
+        if switchable:
+            model.set_attn_implementation(implementations["attention"])
         if has_experts:
             model.set_experts_implementation(implementations["experts"])
         for handle in handles:

@@ -32,15 +32,18 @@ def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def collected():
-    """Facts of every family, collected once (the expensive part is importing torch and transformers)."""
-    from atlas.facts import collect
+    """Facts of a family, collected once a session as the build collects them: from the facts cache
+    (.atlas-cache/) where the family's inputs are unchanged, else afresh, which also fills the cache.
+    In a whole run the site of ``built_site`` is built first (test_browser), collecting every family in
+    worker processes, so the facts here are read back from that build's cache, not collected twice."""
+    from atlas.parallel import collect_all
 
-    cache = {}
+    held = {}
 
     def get(name):
-        if name not in cache:
-            cache[name] = collect(name)
-        return cache[name]
+        if name not in held:
+            held[name] = collect_all([name])[0]
+        return held[name]
 
     return get
 

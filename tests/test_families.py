@@ -389,6 +389,21 @@ def test_mistral_nemo_has_narrow_heads_and_no_window(collected):
     assert [k["attention_type"] for k in f["block_kinds"]] == [None]
 
 
+def test_smollm3_groups_its_no_position_blocks_apart(collected):
+    f, c = collected("smollm3").facts, released_config("smollm3")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert "tie_word_embeddings" not in c and not c["attention_bias"] and not c["mlp_bias"]  # SmolLM3Config ties by default
+    total = V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    unrotated = [i for i, flag in enumerate(c["no_rope_layers"]) if flag == 0]
+    assert unrotated == list(range(c["no_rope_layer_interval"] - 1, L, c["no_rope_layer_interval"]))  # every fourth block
+    kinds = {k["label"]: k for k in f["block_kinds"]}
+    assert kinds["no-position block"]["count"] == len(unrotated) and kinds["rotary block"]["count"] == L - len(unrotated)
+    chosen = {k: v for k, v in f["equations"]["components"].items() if k.endswith(".self_attn")}
+    assert {k: v["facts"]["rotary_layout"]["value"] for k, v in chosen.items()} == {
+        "rotary_block.self_attn": "halves", "no_position_block.self_attn": "not_applied"}
+
+
 # --- the registry: a family is its module, its notes and its checkpoint folder, nothing else ------
 
 FAMILIES = families.names()

@@ -68,11 +68,43 @@ HYBRID_IDENTITIES = {
 }
 
 
-def expected_identities(name, runs=None, norm_topk=False):
-    """(measured, not applicable) ids, from config.json and the family's declared exceptions; ``runs``
+def mlp_reads_the_attention(run) -> bool:
+    """Whether block 0's MLP receives anything the block's attention computed, found by ablation: the
+    MLP's input is recorded, the run repeated with the attention's output zeroed, and the two compared.
+    A parallel block (attention and MLP side by side on the block's input) gives the same input twice."""
+    import torch
+
+    from atlas.standard import find_roles
+
+    roles = find_roles(run.model, run.config.num_hidden_layers)
+    # the first block that runs an attention and an MLP (a hybrid's first blocks may run neither)
+    first = next((i for i, b in enumerate(roles.blocks) if b.attention and b.mlp), None)
+    if first is None:
+        return True  # no block runs the two, so none runs them side by side
+    block, b = run.model.get_submodule(f"{roles.block_list}.{first}"), roles.blocks[first]
+    attention, mlp = block.get_submodule(b.attention), block.get_submodule(b.mlp)
+    seen = []
+    record = mlp.register_forward_pre_hook(lambda m, args, kwargs: seen.append((args[0] if args else next(iter(kwargs.values()))).clone()),
+                                           with_kwargs=True)
+    try:
+        with torch.no_grad():
+            run.model(run.ids)
+            zero = attention.register_forward_hook(lambda m, a, out: (out[0] * 0, *out[1:]) if isinstance(out, tuple) else out * 0)
+            try:
+                run.model(run.ids)
+            finally:
+                zero.remove()
+    finally:
+        record.remove()
+    return not torch.equal(seen[0], seen[1])
+
+
+def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False):
+    """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
+    block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test; ``runs``
     (block -> which sublayers it runs, as the run captured them) adds a hybrid's identities."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
     if runs is not None:
@@ -88,6 +120,8 @@ def expected_identities(name, runs=None, norm_topk=False):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
         skipped.add("logits")  # the head's logits are softcapped
+    if parallel:
+        skipped.add("attention_add")  # layer_mid does not exist: the MLP reads the block's input
     return every - skipped, skipped
 
 
@@ -123,23 +157,29 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     torch.testing.assert_close(t.logits, own.logits, **exact)
 
     runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in range(n)}
-    dense = c.get("first_k_dense_replace") or 0
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
+    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
     if mixture and c.get("expert_layer_period"):  # Jamba: a mixture every expert_layer_period blocks, from the offset
         mixture_blocks = [i for i in range(n) if i % c["expert_layer_period"] == c["expert_layer_offset"]]
-    shared = bool(c.get("n_shared_experts"))
+    shared = bool(c.get("n_shared_experts") or c.get("moe_num_shared_experts"))
     target = c.get("routed_scaling_factor") or 1.0
+    # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
+    # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
+    # output divided by logits_scaling where the config names it (MiniCPM divides the head's input instead).
+    r = c.get("residual_multiplier", c["scale_depth"] / n ** 0.5 if "scale_depth" in c else 1.0)
+    embedding_scale, head_divisor = c.get("embedding_multiplier", 1.0), c.get("logits_scaling", 1.0)
     recompute = {
-        "block_sum": lambda i: L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output,
-        "attention_add": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].layer_mid,
+        "block_sum": lambda i: (L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output if r == 1.0 else
+                                L[i].input + r * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output),
+        "attention_add": lambda i: L[i].input + r * L[i].self_attn.attention_output - L[i].layer_mid,
         "mixture_sum": lambda i: L[i].mlp.routed_output + (L[i].mlp.shared_expert_output if shared else 0) - L[i].mlp.mlp_output,
         "expert_slots": lambda i: L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output,
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: t.token_embeddings + (t.position_embeddings if "n_positions" in c else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output - own.logits,
+        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if "n_positions" in c and not c.get("rotary") else 0) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
         "ssm_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
         "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,
         "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
@@ -153,7 +193,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     where |= {ident: [i for i in range(n) if runs[i] == (True, True, False)] for ident in ("block_sum", "attention_add")}
     where |= {ident: [i for i in range(n) if runs[i][0]] for ident in ("attention_rows", "attention_softmax")}
 
-    measured, skipped = expected_identities(name, runs, bool(getattr(run.config, "norm_topk_prob", False)))
+    measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run), runs=runs,
+                                            norm_topk=bool(getattr(run.config, "norm_topk_prob", False)))
     assert {i["id"] for i in facts["identities"]} == measured
     assert {i["id"] for i in facts["not_applicable"]} == skipped
     assert all(i["why"] for i in facts["not_applicable"])

@@ -185,8 +185,8 @@ def built_facts(project: Path, name: str) -> dict:
 
 
 def test_a_new_family_with_qkv_biases_shows_them(project_copy):
-    add_new_family(project_copy, "qwen2", "Qwen/Qwen2.5-7B", "Qwen2ForCausalLM", QWEN2_7B)
-    facts = built_facts(project_copy, "qwen2")
+    add_new_family(project_copy, "qwen2_new", "example/qwen2-new", "Qwen2ForCausalLM", QWEN2_7B)
+    facts = built_facts(project_copy, "qwen2_new")
     c = QWEN2_7B
     d, L, V, I, H, KV = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"]
     hd = d // H
@@ -196,7 +196,7 @@ def test_a_new_family_with_qkv_biases_shows_them(project_copy):
     eq = facts["equations"]["components"]
     for name, bias in (("q_proj", True), ("k_proj", True), ("v_proj", True), ("o_proj", False)):
         assert eq[f"transformer_block.self_attn.{name}"]["facts"]["bias"]["value"] is bias
-    page = (project_copy / "site/qwen2/c/transformer_block.self_attn.q_proj.html").read_text()
+    page = (project_copy / "site/qwen2_new/c/transformer_block.self_attn.q_proj.html").read_text()
     assert "Reproduced on the preview run" in page
     attention_steps = [s["tex"] for s in eq["transformer_block.self_attn"]["steps"]]
     assert sum("+b" in t for t in attention_steps[:3]) == 3
@@ -204,12 +204,12 @@ def test_a_new_family_with_qkv_biases_shows_them(project_copy):
 
 def test_a_new_family_with_multipliers_shows_each_as_a_proven_step(project_copy):
     why = "Granite scales each sublayer's contribution by residual_multiplier before the add"
-    add_new_family(project_copy, "granite", "ibm-granite/granite-3.3-8b-base", "GraniteForCausalLM", GRANITE_8B, not_applicable={
+    add_new_family(project_copy, "granite_new", "example/granite-new", "GraniteForCausalLM", GRANITE_8B, not_applicable={
         "block_sum": why, "attention_add": why,
         "embeddings": "Granite multiplies the token embeddings by embedding_multiplier",
         "logits": "Granite divides the head's logits by logits_scaling",
     })
-    facts = built_facts(project_copy, "granite")
+    facts = built_facts(project_copy, "granite_new")
     eq = facts["equations"]["components"]
     c = GRANITE_8B
     assert eq["transformer_block"]["facts"]["residual_scale"]["value"] == "config_residual_multiplier"
@@ -223,12 +223,12 @@ def test_a_new_family_with_multipliers_shows_each_as_a_proven_step(project_copy)
 
 def test_a_new_family_whose_steps_the_library_lacks_names_the_step(project_copy):
     # Granite's blocks declared to add their sublayers unscaled: the build says which step does not reproduce
-    add_new_family(project_copy, "granite", "ibm-granite/granite-3.3-8b-base", "GraniteForCausalLM", GRANITE_8B,
+    add_new_family(project_copy, "granite_new", "example/granite-new", "GraniteForCausalLM", GRANITE_8B,
                    not_applicable={"block_sum": "scaled adds", "attention_add": "scaled adds", "embeddings": "scaled", "logits": "scaled"},
                    equations={"transformer_block": {"residual_scale": "none"}})
-    result = run_build(project_copy, "--family", "granite", "--out", str(project_copy / "site"))
+    result = run_build(project_copy, "--family", "granite_new", "--out", str(project_copy / "site"))
     assert result.returncode == 1
-    assert result.stderr.startswith("error: family granite: component transformer_block: step `x'=x+\\Delta_{\\mathrm{attn}}` does not reproduce")
+    assert result.stderr.startswith("error: family granite_new: component transformer_block: step `x'=x+\\Delta_{\\mathrm{attn}}` does not reproduce")
     assert "declared by the family: residual_scale = none" in result.stderr
 
 

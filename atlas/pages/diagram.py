@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, gated_inner, role, slug, norm_word
+from atlas.pages.roles import anatomy, fact, gated_inner, role, slug, norm_word
 from atlas.pages.sizes import Sizes, routing
 from atlas.pages.words import title_of
 
@@ -35,7 +35,13 @@ SINGLE_VALUES = {
 ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
 
 
-def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None) -> dict[str, Any]:
+def _unrotated(facts: dict[str, Any]) -> set[str]:
+    """The page ids of attentions the proof found leaving their rotary angles unused (NoPE blocks)."""
+    return {pid for pid, c in facts["equations"]["components"].items() if c.get("facts", {}).get("rotary_layout", {}).get("value") == "not_applied"}
+
+
+def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None,
+                  unrotated: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
     kids = {c["name"]: c for c in tree["children"]}
@@ -58,6 +64,12 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
 
     y = 44
     lines.append((SPINE, 24, SPINE, 340))
+    # A parallel block (measured by its proof): the attention's output skips the first add and runs
+    # down the right edge to the one add both sublayers meet at; where the MLP shares the attention's
+    # norm, its input leaves that norm's output instead of the stream.
+    parallel = fact(tree, "residual") == "parallel"
+    shared_norm = fact(tree, "shared_norm") if parallel else None
+    attn_row = attn_out = None
     rows = (("pre_attn", "attn", "post_attn", "layer_mid"), ("pre_ffn", "ffn", "post_ffn", "layer_output"))
     if a.get("single"):  # a block of one mixer: one branch, one add
         rows = (("pre_mixer", "mixer", "post_mixer", "layer_output"),)
@@ -74,8 +86,13 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     for pre, main, post, add_part in rows:
         row = y
         x = 52
-        lines.append((SPINE, row + 20, x, row + 20))
-        if a[pre]:
+        if main == "ffn" and shared_norm and attn_row is not None:
+            lines += [(x + 186 + 9, attn_row + 20, x + 186 + 9, row + 20), (x + 186 + 9, row + 20, MAIN_X, row + 20)]
+        else:
+            lines.append((SPINE, row + 20, x, row + 20))
+        if main == "ffn" and shared_norm:
+            pass
+        elif a[pre]:
             boxes.append(norm_box(x, row, a[pre], pre))
             lines.append((x + 186, row + 20, MAIN_X, row + 20))
         else:
@@ -130,6 +147,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
             if main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention") and not a.get("ssm"):
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
+            if main == "attn" and f"{kind_id}.{name}" in unrotated:
+                sub = f"{sub} · no positions"
             cls = ("ssm" if a.get("single") == "ssm" or (main == "attn" and a.get("ssm")) else
                    "attn" if main == "attn" or a.get("single") == "attention" else "mlp")
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, name, sub, part_of(main, name), link(name), cls))
@@ -140,8 +159,16 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             boxes.append(_box(MAIN_X + MAIN_W - 186, bottom + 14, 186, 40, a[post], kind, part_of(post, a[post]), link(a[post]), "norm"))
             lines.append((MID, bottom, MID, bottom + 14))
             bottom += 54
+        if parallel and main == "attn":
+            attn_row, attn_out = row, bottom
+            y = bottom + 28
+            continue
         y_add = bottom + 28
         lines += [(MID, bottom, MID, y_add), (MID, y_add, SPINE + 10, y_add)]
+        if attn_out is not None:
+            edge = WIDTH - 4
+            lines += [(MID, attn_out, MID, attn_out + 12), (MID, attn_out + 12, edge, attn_out + 12), (edge, attn_out + 12, edge, y_add),
+                      (edge, y_add, MID, y_add)]
         adds.append({"x": SPINE, "y": y_add, "part": add_part})
         y = y_add + 28
     height = y + 16
@@ -206,7 +233,8 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
         if ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
-    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]]) for k in facts["accounting"]["block_kinds"]]
+    unrotated = _unrotated(facts)
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]], unrotated) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
         for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:

@@ -65,6 +65,19 @@ def operations(proof: dict[str, Any]) -> list[str]:
     return [OPERATIONS[(k, f["value"])] for k, f in proof["facts"].items() if isinstance(f["value"], str) and (k, f["value"]) in OPERATIONS]
 
 
+def inherited_use(facts: dict[str, Any], cls: str, text: str) -> str:
+    """What the code of ``cls`` holds for its use of ``text`` (``self.weight``): the text itself, or,
+    where a class built on a torch module (PhimoeTopKRouter on Linear) never names a tensor its base
+    creates and instead runs the base's forward, that call, ``super().forward(``."""
+    if not facts["model"]["torch_bases"].get(cls) or text.endswith("("):
+        return text
+    parts = runs(facts, cls)
+    if any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts):
+        return text
+    call = "super().forward("
+    return call if any(sources.lines_containing(facts["excerpts"][cls][p], call) for p in parts) else text
+
+
 def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops: list[str] = (), called: set[str] = frozenset()) -> list[dict[str, Any]]:
     """Direct evidence that ``cls`` runs ``what`` with these attributes of its own (the ``called``
     ones are children its steps run: their call, ``self.kv_b_proj(``) and operations: its forward, and
@@ -73,6 +86,7 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     ``approximate="tanh"``) is cited in the constructor."""
     by_part: dict[str, list[str]] = {"forward": []}
     for text in [f"self.{a}(" if a in called else f"self.{a}" for a in attributes]:
+        text = inherited_use(facts, cls, text)
         by_part.setdefault(holding(facts, cls, text), []).append(text)
     init = facts["excerpts"].get(cls, {}).get("__init__")
     for op in ops:
@@ -148,6 +162,8 @@ def tensor_evidence(facts: dict[str, Any], owner: dict[str, Any], name: str) -> 
         out = [item(facts, True, f"{cls}.__init__ creates {text} with this shape.", cls, "__init__", [text])]
     proof = facts["equations"]["components"].get(owner["page_id"])
     if proof and name in proof["reads"]:
-        part = holding(facts, cls, text)
-        out.append(item(facts, False, f"{cls}.{part} reads {text}.", cls, part, [text]))
+        used = inherited_use(facts, cls, text)
+        part = holding(facts, cls, used)
+        verb = f"reads {text}" if used == text else f"reads {text} through {base}'s forward ({used.rstrip('(')})"
+        out.append(item(facts, False, f"{cls}.{part} {verb}.", cls, part, [used]))
     return [e for e in out if e]

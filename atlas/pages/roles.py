@@ -56,6 +56,8 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         "attn": parts.get("attention") or parts.get("ssm"), "ffn": parts.get("mlp"), "ssm": parts.get("ssm"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
+        # a parallel block (both sublayers read the block's input and are added at once), as measured
+        "parallel": "parallel" if fact(block, "residual") == "parallel" else None,
     }
 
 

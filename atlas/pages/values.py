@@ -137,6 +137,14 @@ def consumers(name: str, a: dict[str, str | None]) -> list[str]:
         "mlp_norm_output": [str(a["ffn"])],
         "mlp_output": [a["post_ffn"] or "the second add"],
     }
+    if a.get("parallel"):  # both sublayers read the block's input; one add takes both contributions
+        block.update({
+            "layer_input": [f"{a['pre_attn'] or a['attn']} (the attention branch)", f"{a['pre_ffn'] or a['pre_attn'] or a['ffn']} (the MLP branch)",
+                            "the add (the residual path)"],
+            "attention_norm_output": [str(a["attn"])] + ([str(a["ffn"])] if not a["pre_ffn"] else []),
+            "attention_output": [a["post_attn"] or "the add, beside the MLP's output"],
+            "mlp_output": [a["post_ffn"] or "the add, beside the attention's output"],
+        })
     return block.get(name) or CONSUMERS.get(name, [])
 
 

@@ -162,6 +162,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
     if r == "activation":
         act = ACTIVATION_WORDS.get(fact(node, "activation"), "An activation function")
+        learned = [t["name"] for t in node["tensors"] if t["role"] == "parameter"]
+        if learned:
+            fixed = [t["name"] for t in node["tensors"] if t["role"] != "parameter"]
+            kept = f", and keeps {', '.join(fixed)} as fixed stored numbers" if fixed else ""
+            return f"{act}, applied to each feature on its own with {len(learned)} learned numbers ({', '.join(learned)}) shared by every feature{kept}."
         return f"{act}, applied to each feature on its own; it has no parameters."
     if r in ("latent_attention", "attention"):
         return _attention_words(node, s)
@@ -176,6 +181,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "moe":
         rt = routing(s, kids.get("gate") or kids.get("router"))
         shared = " and adds a shared expert that every token runs" if fact(node, "shared_expert") else ", with no shared expert"
+        if fact(node, "shared_expert_gate"):
+            shared += ", its output scaled per token by a sigmoid gate"
         return f"Sends each token to {rt['k']} of {grouped(rt['n'])} routed experts and weights their outputs by the router{shared}."
     if r == "gated_mlp":
         inner = gated_inner(node)
@@ -188,6 +195,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             return f"A gated MLP whose gate and up projections are one fused matrix: {grouped(d)} → 2 × {grouped(inner)}, {act} of the gate times the rest, back to {grouped(d)}."
         up = next((c for c in node["children"] if role(c) == "linear" and in_out(c) and in_out(c)[0] == d), None)
         if up is not None:
+            if not fact(up, "bias"):  # no biases and no gate (Apertus)
+                return f"An ungated two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])}, through {act}, then back to {grouped(d)}, no biases."
             return f"A two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])} with a bias, through {act}, then back to {grouped(d)} with a bias."
     if r == "mamba2":
         st = fact(node, "state", {})
@@ -225,13 +234,21 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             where = f"each followed by {one}"
         else:
             where = f"each after {one}"
+        if fact(node, "residual") == "parallel":
+            bare = one.split(" ", 1)[1]
+            through = f"both through one shared {bare}" if fact(node, "shared_norm") else f"each through its own {bare}"
+            return (f"Applies {' and '.join(parts)} side by side to the block's input, {through}, and adds both outputs "
+                    "to the residual stream in one sum.")
         scale = fact(node, "residual_scale")
-        added = "each scaled by the config's residual_multiplier and added back" if scale == "config_residual_multiplier" else "each added back"
+        added = {"config_residual_multiplier": "each scaled by the config's residual_multiplier and added back",
+                 "config_scale_depth": "each scaled by the config's scale_depth over the square root of the number of blocks and added back",
+                 }.get(scale, "each added back")
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
     return f"A {node['class']} module."
 
 
 ACTIVATION_WORDS = {
+    "xielu": "xIELU (a quadratic for positive inputs, a saturating exponential for negative ones, plus a linear term)",
     "silu": "SiLU (x · σ(x))",
     "gelu_tanh": "GELU in its tanh approximation",
     "gelu": "GELU (x · Φ(x), the exact form)",
@@ -252,7 +269,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
-        parts.append("rotary positions on queries and keys" if fact(node, "rotary_layout") else
+        layout = fact(node, "rotary_layout")
+        parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
+                     "rotary positions on queries and keys" if layout else
                      "no positions inside: they enter the stream before the first block" if s.learned_positions else
                      "no positions at all: the model has no position embedding")
     window = fact(node, "window")
@@ -273,6 +292,8 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
+                    "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }
 
 

@@ -14,6 +14,12 @@ from atlas.proof.library import X, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
+ROTARY_COMPLEX = Input("R", T.c("R"), "position_embeddings", "one complex factor per position and rotated pair: cos + i sin of the angle, times the rotary attention factor", given=True)
+
+
+def rotary_input(angles) -> Input:
+    """How the page names the rotary angles a module is given: a (cos, sin) pair or one complex tensor."""
+    return ROTARY_COMPLEX if _complex_angles(angles) else ROTARY
 NEG = float("-inf")
 
 
@@ -25,7 +31,7 @@ def _heads(part: Part, tiny: bool):
     cfg = part.ctx.tiny_config if tiny else part.ctx.full_config
     m = part.tiny if tiny else part.full
     h = _attr(m, "num_heads") or cfg.num_attention_heads
-    kv = getattr(cfg, "num_key_value_heads", None) or h
+    kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
 
@@ -57,6 +63,71 @@ def rotate_pairs(x, cos, sin):
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
 
 
+def _complex_angles(angles) -> bool:
+    """Whether the rotary angles come as one complex tensor (DeepSeek-V2) rather than a (cos, sin) pair."""
+    import torch
+
+    return isinstance(angles, torch.Tensor) and torch.is_complex(angles)
+
+
+def rotate_pairs_complex(x, freqs, _unused=None):
+    """Adjacent pairs (x0, x1), (x2, x3) ... read as complex numbers a + ib and multiplied by the given
+    complex factor per pair (its real and imaginary parts: r cos, r sin); the result stays interleaved."""
+    import torch
+
+    a, b = x[..., 0::2], x[..., 1::2]
+    c, s = freqs.real.to(x.dtype), freqs.imag.to(x.dtype)
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2)
+
+
+def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str:
+    """The TeX that says how many of a head's dims the rotation turns at the checkpoint's sizes, where
+    it turns only a leading part (partial_rotary_factor; the tiny run's share where the config says none)."""
+    cfg = part.ctx.full_config
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    factor = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", getattr(cfg, "rotary_pct", None)))
+    dims = getattr(cfg, "rotary_dim", None)  # GPT-J names the rotated width itself
+    rotated = dims if isinstance(dims, int) and 0 < dims < d else int(d * factor) if factor else d * tiny_rotated // td
+    return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
+
+
+def rotate_interleaved(x, cos, sin):
+    """Adjacent pairs (x0, x1), (x2, x3) ... each turned by one angle, kept in place; cos and sin given
+    once per dim (each angle twice, side by side). Only the first cos.shape[-1] dims turn."""
+    import torch
+
+    rot = cos.shape[-1]
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    turned = torch.stack((-x_rot[..., 1::2], x_rot[..., 0::2]), dim=-1).flatten(-2)
+    return torch.cat((x_rot * cos + turned * sin, x_pass), dim=-1)
+
+
+def rotate_interleaved_sin_first(x, sin, cos):
+    """Adjacent pairs turned in place, the angles handed as (sin, cos) and once per pair (GPT-J)."""
+    return rotate_interleaved(x, cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))
+
+
+# Rotations whose cos and sin come once per angle (half the dims they turn): the note counts dims, not angles.
+rotate_half_angles.per_pair = True
+rotate_interleaved_sin_first.per_pair = True
+
+
+def rotate_pairs_in_place(x, cos, sin):
+    """Interleaved pairs (x0, x1), (x2, x3) ... each turned by one angle (the first half of cos and sin,
+    one angle per pair), the result left interleaved (GLM's layout, as ERNIE 4.5 applies it)."""
+    import torch
+
+    rot = cos.shape[-1]
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    c = cos[..., : rot // 2].repeat_interleave(2, dim=-1)
+    s = sin[..., : rot // 2].repeat_interleave(2, dim=-1)
+    turned = torch.stack((-x_rot[..., 1::2], x_rot[..., 0::2]), dim=-1).flatten(-2)
+    return torch.cat((x_rot * c + turned * s, x_pass), dim=-1)
+
+
+PAIRS_TEX = r"\operatorname{rot}(x)_{2j}=-x_{2j+1},\ \operatorname{rot}(x)_{2j+1}=x_{2j}\ \text{(one angle per adjacent pair)}"
+
+
 def _rotary_given(part: Part) -> bool:
     return part.argument("position_embeddings") is not None
 
@@ -84,7 +155,11 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     import torch
 
     scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
-    part.note("scaling", scale, "the module's scaling")
+    if scale is None:  # a module that holds no scaling and divides by the square root of its head width (Falcon)
+        scale, tiny_scale = _heads(part, tiny=False)[2] ** -0.5, _heads(part, tiny=True)[2] ** -0.5
+        part.note("scaling", scale, "the module holds none: one over the square root of the head width, checked by the proof")
+    else:
+        part.note("scaling", scale, "the module's scaling")
     steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
     cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
     if cap:
@@ -120,6 +195,45 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
 
 
+def _per_head_split(qkv, heads: int, head_dim: int):
+    """A fused projection laid out head by head, each head's query, key and value side by side: the
+    queries, keys and values each as one (batch, seq, heads * head_dim) tensor."""
+    grouped = qkv.unflatten(-1, (heads, 3, head_dim))
+    return tuple(grouped[..., j, :].flatten(-2) for j in range(3))
+
+
+def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: int, head_dim: int) -> str:
+    """How a fused query-key-value projection orders its columns, measured on the run: the values the
+    attention function received (never rotated) are one layout's third part. "blocks": all queries,
+    then all keys, then all values; "per_head": each head's query, key and value side by side."""
+    import torch
+
+    from atlas.proof.core import as64, captured_value
+
+    values = captured_value(part, "attention_values")
+    x = part.argument("hidden_states", 0)
+    layouts = ["blocks"]
+    if sizes[0] == sizes[1] == sizes[2]:
+        layouts.append("per_head")
+    if values is None or x is None:
+        part.note("qkv_layout", "blocks", "the run recorded no values to measure it on")
+        return "blocks"
+    module = getattr(part.tiny, fused)
+    weight = as64(module.weight)
+    qkv = as64(x) @ (weight if weight.shape[0] == x.shape[-1] and not isinstance(module, torch.nn.Linear) else weight.T)
+    if getattr(module, "bias", None) is not None:
+        qkv = qkv + as64(module.bias)
+    values = as64(values)
+    for layout in layouts:
+        v = qkv.split(sizes, dim=-1)[2] if layout == "blocks" else _per_head_split(qkv, heads, head_dim)[2]
+        v = v.unflatten(-1, (-1, head_dim)).transpose(1, 2)
+        if v.shape == values.shape and float((v - values).abs().max()) <= 1e-4 * max(1.0, float(values.abs().max())):
+            part.note("qkv_layout", layout, "measured: the fused projection's columns that give the values the attention function received")
+            return layout
+    part.note("qkv_layout", "blocks", "no layout gives the values the attention function received")
+    return "blocks"
+
+
 def _last(steps: list[Step], name: str) -> Step:
     return next(s for s in reversed(steps) if s.out == name or (isinstance(s.out, tuple) and name in s.out))
 
@@ -137,11 +251,16 @@ def _claim(steps: list[Step], values: dict[str, str]) -> None:
 def attention(part: Part) -> Chain:
     if not _rotary_given(part):
         return _attention(part, None)
+    # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
-                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles)})
+                                         "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
+                                         "interleaved": lambda: _attention(part, rotate_interleaved, PAIRS_TEX),
+                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first, PAIRS_TEX),
+                                         "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place, PAIRS_TEX),
+                                         "not_applied": lambda: _attention(part, None)})
 
 
-def _attention(part: Part, rotate) -> Chain:
+def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]") -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     width = part.ctx.full_config.hidden_size
@@ -152,7 +271,7 @@ def _attention(part: Part, rotate) -> Chain:
         for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
-        out_proj = "o_proj" if "o_proj" in names else "out_proj"  # LFM2 names it out_proj
+        out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value") if n in names)
         _, n_out, stored = linear_dims(getattr(part.full, fused))
@@ -160,8 +279,12 @@ def _attention(part: Part, rotate) -> Chain:
         W = "W_{QKV}" if stored else r"W_{QKV}^{\top}"
         steps.append(Step(rf"[{Q};{K};{V}]=x {W}{b}{T.maps(width, n_out)}", "QKV", sub(part, fused)))
         sizes = (th * td, tkv * td, tkv * td)
-        steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
-                          lambda e: e["QKV"].split(sizes, dim=-1)))
+        if _fused_layout(part, fused, sizes, th, td) == "per_head":
+            steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
+                              ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
+        else:
+            steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
+                              lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
     # the query and key norms, by either name families give them (LFM2: q_layernorm, k_layernorm)
@@ -182,13 +305,16 @@ def _attention(part: Part, rotate) -> Chain:
         steps.append(Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}",
                           ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}"))
     inputs = [X]
-    if _rotary_given(part):
+    if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
+        part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")
+    elif _rotary_given(part):
         inputs.append(ROTARY)
-        cos = part.argument("position_embeddings")[0]
-        partial = cos.shape[-1] < td
-        part.note("positions", "rotary" + (f" on the first {cos.shape[-1]} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
+        turned = part.argument("position_embeddings")[0].shape[-1] * (2 if getattr(rotate, "per_pair", False) else 1)
+        partial = turned < td
+        part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
-        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ \operatorname{{rot}}([a;b])=[-b;a]",
+        only = _partial_rotary_words(part, d, turned, td) if partial else ""
+        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
@@ -247,15 +373,22 @@ def latent_attention(part: Part) -> Chain:
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
             Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
-                 lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("qR", "kR"))),
+                 lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
+                                 for n in ("qR", "kR"))),
             Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{one rotary key for every head}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
         _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv))
-        return Chain(steps, [X, ROTARY], "y", output_element=0)
+        return Chain(steps, [X, rotary_input(part.argument("position_embeddings"))], "y", output_element=0)
 
     part.note("latent", {"kv_lora_rank": rkv, "q_lora_rank": getattr(cfg, "q_lora_rank", None), "rope_dims": rope}, "the config's sizes")
+    if _complex_angles(part.argument("position_embeddings")):
+        # The model hands one complex number per rotated pair (cos + i sin, times any rotary attention
+        # factor) instead of a (cos, sin) pair: the other layouts cannot even read it.
+        return part.choose("rotary_layout", {
+            "interleaved_pairs_complex": lambda: build(rotate_pairs_complex, "dims taken in adjacent pairs, each pair turned (and scaled) by the given complex factor; the pairs stay in place"),
+        })
     return part.choose("rotary_layout", {
         "interleaved_pairs": lambda: build(rotate_pairs, "dims taken in adjacent pairs"),
         "halves": lambda: build(rotate_half, "the first half of the dims paired with the second half"),

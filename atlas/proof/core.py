@@ -101,12 +101,16 @@ class Part:
             self.note(feature, declared, "declared by the family")
             return variants[declared]()
         reproducing = {}
+        notes = {}  # what each variant's build noted: the chosen one's notes are the ones kept
         for name, build in variants.items():
             chain = build()
+            notes[name] = dict(self.facts)
             if reproduce(self, chain)["reproduced"]:
                 reproducing[name] = chain
         if reproducing:
             name, chain = next(iter(reproducing.items()))
+            self.facts.clear()
+            self.facts.update(notes[name])
             others = [n for n in reproducing if n != name]
             how = ("checked on the preview run" if len(variants) == 1 else
                    "measured: the only variant that reproduces the module on the preview run" if not others else

@@ -13,6 +13,21 @@ def _own(module) -> dict:
     return dict(module.named_parameters(recurse=False))
 
 
+def _routes(part: Part) -> bool:
+    """A linear map with one output per routed expert of the (tiny) config."""
+    cfg = part.ctx.tiny_config
+    experts = next((getattr(cfg, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(cfg, k, None)), None)
+    return experts is not None and part.tiny.out_features == experts
+
+
+def is_offset(module) -> bool:
+    """A module with no children whose only tensor is one vector (leading axes of 1 allowed), not a weight."""
+    own = {**_own(module), **dict(module.named_buffers(recurse=False))}
+    if any(True for _ in module.children()) or len(own) != 1 or "weight" in own:
+        return False
+    return sum(1 for n in next(iter(own.values())).shape if n != 1) == 1
+
+
 def kind_of(part: Part) -> str:
     import torch
 
@@ -25,6 +40,8 @@ def kind_of(part: Part) -> str:
         return "embedding"
     if isinstance(m, torch.nn.Dropout):
         return "dropout"
+    if isinstance(m, torch.nn.Linear) and type(m).forward is not torch.nn.Linear.forward and _routes(part):
+        return "router"  # a Linear whose own forward adds a routing rule to its product (one row per expert)
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
                                           and hasattr(m, "nf")):
         return "linear"
@@ -47,11 +64,17 @@ def kind_of(part: Part) -> str:
         return "experts"
     if not children and "weight" in own and own["weight"].dim() == 2:
         return "router"
+    if children and "weight" in own and own["weight"].dim() == 2 and all(is_offset(c) for c in m.children()):
+        return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:
         return "mixture"
-    if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
+    if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
             or {"input_linear", "output_linear"} <= children or {"w1", "w2", "w3"} <= children):
         return "dense_mlp"
+    if not children and set(own) == {"alpha_p", "alpha_n"}:  # an activation with two learned numbers (xIELU)
+        return "activation"
+    if is_offset(m):
+        return "offset"
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
@@ -69,6 +92,7 @@ BUILDERS = {
     "attention": attention.attention,
     "experts": mixture.experts,
     "router": mixture.router,
+    "offset": mixture.offset,
     "mixture": mixture.mixture,
     "block": stack.block,
     "mamba2": ssm.mamba2,

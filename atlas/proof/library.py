@@ -80,6 +80,13 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
         ], [X], "y")
 
     def layer() -> Chain:
+        if "bias" not in dict(part.tiny.named_parameters()):  # mean-centred, a gain and no bias (Cohere)
+            return Chain([
+                Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+                Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+                Step(rf"{y}=\frac{{{x}-\mu}}{{\sqrt{{\sigma^2+{T.num(eps)}}}}}\odot g,\quad g\in\mathbb{{R}}^{{{T.num(width)}}}\ \text{{(no bias)}}", "y",
+                     lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt() * e.w("weight"), summary=True),
+            ], [X], "y")
         return Chain([
             Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
             Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
@@ -138,7 +145,31 @@ def embedding(part: Part) -> Chain:
         return Chain([Step(rf"x_t=\sqrt{{{T.num(width)}}}\,E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
                            lambda e: e.w("weight")[e["ids"]] * math.sqrt(e.w("weight").shape[1]), summary=True)], [ids], "y")
 
-    return part.choose("embedding", {"lookup": plain, "scaled_by_sqrt_width": scaled})
+    variants = {"lookup": plain, "scaled_by_sqrt_width": scaled}
+    if _scalar_buffer(part.tiny, "embed_scale") is not None:
+        variants["scaled_by_config_value"] = lambda: _embedding_scaled_by_buffer(part, ids, vocab, width)
+    return part.choose("embedding", variants)
+
+
+def _scalar_buffer(module, name: str) -> float | None:
+    value = dict(module.named_buffers(recurse=False)).get(name)
+    return float(value) if value is not None and value.numel() == 1 else None
+
+
+def _embedding_scaled_by_buffer(part: Part, ids: Input, vocab: int, width: int) -> Chain:
+    """Rows times a scale the module holds as a one-number buffer (MiniCPM's scale_emb). A meta-device
+    buffer has no value, so the page names the config key the tiny run's buffer equals, read at the
+    checkpoint's config; where no key equals it, the scale is shown by its buffer's name."""
+    tiny = _scalar_buffer(part.tiny, "embed_scale")
+    key = next((k for k, v in sorted(vars(part.ctx.tiny_config).items())
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == tiny
+                and isinstance(getattr(part.ctx.full_config, k, None), (int, float))), None)
+    shown = (rf"{T.num(float(getattr(part.ctx.full_config, key)))}\,E_{{I_t,:}}\quad\text{{(the config's {key.replace('_', chr(92) + '_')})}}"
+             if key else r"s\,E_{I_t,:}\quad s\ \text{the module's embed\_scale}")
+    if key:
+        part.note("embedding_scale", {"config_key": key, "value": getattr(part.ctx.full_config, key)}, "the tiny run's embed_scale buffer equals this config value")
+    return Chain([Step(rf"x_t={shown},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
+                       lambda e: e.w("weight")[e["ids"]] * e.w("embed_scale"), summary=True)], [ids], "y")
 
 
 def dropout(part: Part) -> Chain:
@@ -170,6 +201,8 @@ def activation_tex(part: Part) -> str:
 
 
 def activation(part: Part) -> Chain:
+    if set(dict(part.tiny.named_parameters(recurse=False))) == {"alpha_p", "alpha_n"}:
+        return xielu(part)
     g = Input("x", "g", "input", "the pre-activation")
 
     def variant(name):
@@ -185,7 +218,27 @@ def activation_name(part: Part) -> str:
     return part.facts["activation"]["value"]
 
 
-ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}", "relu2": r"\operatorname{ReLU}^2"}
+ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}",
+             "xielu": r"\operatorname{xIELU}", "relu2": r"\operatorname{ReLU}^2"}
+
+
+def xielu(part: Part) -> Chain:
+    """An activation with two learned numbers (alpha_p, alpha_n) and two fixed ones (beta, eps): a
+    quadratic for positive inputs, a saturating exponential for negative ones, plus a linear term."""
+    import torch
+    from torch.nn.functional import softplus
+
+    g = Input("x", "g", "input", "the pre-activation")
+    part.note("activation", "xielu", "the module holds two learned scalars, alpha_p and alpha_n, and no other parameter")
+    beta, eps = (float(dict(part.tiny.named_buffers())[n]) for n in ("beta", "eps"))
+    steps = [
+        Step(r"\alpha_p=\operatorname{softplus}(\hat\alpha_p),\quad \alpha_n=\beta+\operatorname{softplus}(\hat\alpha_n)\quad\text{(two learned numbers)}",
+             ("ap", "an"), lambda e: (softplus(e.w("alpha_p")), e.w("beta") + softplus(e.w("alpha_n")))),
+        Step(rf"a=\begin{{cases}}\alpha_p g^2+\beta g & g>0\\ \alpha_n\,(e^{{\min(g,\epsilon)}}-1-g)+\beta g & g\le 0\end{{cases}}\quad \beta={T.num(beta)},\ \epsilon={eps:g}",
+             "a", lambda e: torch.where(e["x"] > 0, e["ap"] * e["x"] * e["x"] + e.w("beta") * e["x"],
+                                        (torch.expm1(torch.min(e["x"], e.w("eps"))) - e["x"]) * e["an"] + e.w("beta") * e["x"]), summary=True),
+    ]
+    return Chain(steps, [g], "a")
 
 
 # --- dense MLPs --------------------------------------------------------------------------------------
@@ -217,12 +270,14 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         ]
         down = "down_proj" if fused == "gate_up_proj" else "output_linear"
     else:
-        up = next(n for n in ("c_fc", "fc1", "up_proj", "dense_h_to_4h") if n in names)
-        down = next(n for n in ("c_proj", "fc2", "down_proj", "dense_4h_to_h") if n in names)
+        up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
+        down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
         inner = linear_dims(getattr(part.full, up))[1]
-        steps += [Step(rf"f=\operatorname{{Lin}}_1(x)=x W_1+b_1{T.maps(d, inner)}", "f", sub(part, up))]
+        b1 = "+b_1" if getattr(getattr(part.tiny, up), "bias", None) is not None else ""
+        b2 = "+b_2" if getattr(getattr(part.tiny, down), "bias", None) is not None else ""
+        steps += [Step(rf"f=\operatorname{{Lin}}_1(x)=x W_1{b1}{T.maps(d, inner)}", "f", sub(part, up))]
         steps += [Step(rf"a={act}(f)", "a", sub(part, act_child, x="f"), value="mlp_activation", summary=True),
-                  Step(rf"{out}=\operatorname{{Lin}}_2(a)=a W_2+b_2{T.maps(inner, d)}", "y", sub(part, down, x="a"), value="mlp_output", summary=True)]
+                  Step(rf"{out}=\operatorname{{Lin}}_2(a)=a W_2{b2}{T.maps(inner, d)}", "y", sub(part, down, x="a"), value="mlp_output", summary=True)]
         if "dropout" in names:
             steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")

@@ -21,6 +21,26 @@ def _setting(part: Part, attrs: tuple[str, ...], keys: tuple[str, ...], config=N
     return next((getattr(cfg, k) for k in keys if isinstance(getattr(cfg, k, None), (int, float))), None)
 
 
+def _child_selection(part: Part) -> str | None:
+    """A per-expert selection bias a child of the router holds (ERNIE 4.5's moe_statics), by its name
+    relative to the router: the child's only tensor, one value per expert."""
+    experts = part.tiny.weight.shape[0]
+    for child, module in part.tiny.named_children():
+        tensors = {**dict(module.named_parameters(recurse=False)), **dict(module.named_buffers(recurse=False))}
+        if len(tensors) == 1 and not any(True for _ in module.children()):
+            name, t = next(iter(tensors.items()))
+            if t.numel() == experts and max(t.shape) == experts:
+                return f"{child}.{name}"
+    return None
+
+
+def offset(part: Part) -> Chain:
+    """A module that adds its one vector to what it receives (a router's selection bias held apart)."""
+    full = {**dict(part.full.named_parameters(recurse=False)), **dict(part.full.named_buffers(recurse=False))}
+    name, tensor = next(iter(full.items()))
+    return Chain([Step(rf"y=x+b,\quad b\in\mathbb{{R}}^{{{T.num(tensor.numel())}}}", "y", lambda e: e["x"] + e.w(name).reshape(-1), summary=True)], [X], "y")
+
+
 def router(part: Part) -> Chain:
     import torch
 
@@ -34,6 +54,7 @@ def router(part: Part) -> Chain:
     tiny_topk_group = _setting(part, ("topk_group",), ("topk_group",), part.ctx.tiny_config) or 1
     has_bias = getattr(part.tiny, "bias", None) is not None and isinstance(part.tiny.bias, torch.nn.Parameter)
     selection = next((name for name, b in part.tiny.named_buffers(recurse=False) if b.dim() == 1 and b.shape[0] == part.tiny.weight.shape[0]), None)
+    selection = selection or _child_selection(part)
     part.note("count", n, "the router's weight rows")
     part.note("top_k", k, "the router's setting")
     part.note("selection_bias", selection is not None, "the router holds a per-expert buffer" if selection else "the router holds no per-expert buffer")
@@ -85,13 +106,54 @@ def router(part: Part) -> Chain:
             Step(r"G_i=\frac{e^{z_i}}{\sum_{j\in\mathcal{E}}e^{z_j}}\ \ (i\in\mathcal{E})", "G", lambda e: e["z"].gather(-1, e["E"]).softmax(-1), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
-    return part.choose("routing", {
+    variants = {
         "softmax_renormalized": lambda: scored("softmax", True),
         "softmax": lambda: scored("softmax", False),
         "sigmoid_renormalized": lambda: scored("sigmoid", True),
         "sigmoid": lambda: scored("sigmoid", False),
         "topk_softmax": topk_softmax,
-    })
+    }
+    # SparseMixer's masked softmax needs its threshold setting: offered only where the router holds one.
+    jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",))
+    if jitter is not None:
+        tiny_jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",), part.ctx.tiny_config)
+        variants["sparsemixer"] = lambda: sparsemixer(logits_step(), jitter, tiny_jitter)
+    return part.choose("routing", variants)
+
+
+def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
+    """SparseMixer at inference (Phi-3.5-MoE): two rounds, each taking the largest remaining logit and
+    weighting it by a softmax over only the logits close enough to that largest one; the first round's
+    expert is removed before the second. "Close enough": (m - z_j) / max(|z_j|, m) <= 2 eps."""
+    import torch
+
+    def round_(z, m):
+        far = (m - z) / z.abs().clamp(min=m) > 2 * tiny_eps  # the threshold is measured against the raw logits
+        return far
+
+    def first(e):
+        z = e["z"]
+        m, i = z.max(dim=-1, keepdim=True)
+        g = z.masked_fill(round_(z, m), float("-inf")).softmax(-1).gather(-1, i)
+        return i, g
+
+    def second(e):
+        z = e["z"]
+        rest = z.scatter(-1, e["i1"], float("-inf"))
+        m, i = rest.max(dim=-1, keepdim=True)
+        g = rest.masked_fill(round_(z, m), float("-inf")).softmax(-1).gather(-1, i)
+        return i, g
+
+    two_eps = T.num(2 * eps)
+    return Chain([
+        logits,
+        Step(rf"i_1=\arg\max_j z_j,\quad G_1=\operatorname{{softmax}}_{{j\in M_1}}(z)_{{i_1}},\ "
+             rf"M_1=\{{j:(z_{{i_1}}-z_j)/\max(|z_j|,z_{{i_1}})\le{two_eps}\}}", ("i1", "g1"), first, summary=True),
+        Step(rf"i_2=\arg\max_{{j\ne i_1}} z_j,\quad G_2=\operatorname{{softmax}}_{{j\in M_2}}(z)_{{i_2}},\ "
+             rf"M_2=\{{j\ne i_1:(z_{{i_2}}-z_j)/\max(|z_j|,z_{{i_2}})\le{two_eps}\}}", ("i2", "g2"), second, summary=True),
+        Step(r"\mathcal{E}=(i_1,i_2),\quad G=(G_1,G_2)", ("E", "G"),
+             lambda e: (torch.cat([e["i1"], e["i2"]], -1), torch.cat([e["g1"], e["g2"]], -1))),
+    ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
 
 def experts(part: Part) -> Chain:
@@ -99,7 +161,9 @@ def experts(part: Part) -> Chain:
     d = part.ctx.full_config.hidden_size
     gate_up = part.full.gate_up_proj
     n = gate_up.shape[0]
-    stored_in_out = gate_up.shape[1] == d  # [E, d, 2I]: the map is x W; [E, 2I, d]: x Wᵀ
+    # [E, d, 2I] with down [E, I, d]: the map is x W; [E, 2I, d] with down [E, d, I]: x Wᵀ. Both
+    # tensors decide it: gate_up alone is square where 2I = d (OLMoE), and down alone where I = d.
+    stored_in_out = gate_up.shape[1] == d and part.full.down_proj.shape[2] == d
     inner = (gate_up.shape[2] if stored_in_out else gate_up.shape[1]) // 2
     names = dict(part.tiny.named_parameters(recurse=False))
     biases = "gate_up_proj_bias" in names
@@ -156,6 +220,17 @@ def experts(part: Part) -> Chain:
     return part.choose("experts", variants)
 
 
+def _shared_gate(part: Part, route: str) -> str | None:
+    """A child linear map with a single output beside the router: the shared expert's per-token gate."""
+    import torch
+
+    return next((n for n, m in part.tiny.named_children() if n != route and isinstance(m, torch.nn.Linear) and m.out_features == 1), None)
+
+
+def _has_bias(part: Part, child: str) -> bool:
+    return getattr(part.tiny.get_submodule(child), "bias", None) is not None
+
+
 def mixture(part: Part) -> Chain:
     names = dict(part.tiny.named_children())
     route = next(n for n in ("gate", "router") if n in names)
@@ -166,13 +241,23 @@ def mixture(part: Part) -> Chain:
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
         Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
     ]
+    gate = _shared_gate(part, route) if shared else None
     if shared:
+        steps.append(Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True))
+    if gate:
+        # a one-output linear beside the shared expert scales its output per token by a sigmoid (Qwen2-MoE)
+        d = part.ctx.full_config.hidden_size
         steps += [
-            Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True),
-            Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True),
+            Step(rf"s=\sigma(x\,w_{{s}}^{{\top}}),\quad w_s\in\mathbb{{R}}^{{{T.num(d)}}}\quad\text{{one gate per token}}", "sg",
+                 lambda e: (e["x"] @ e.w(f"{gate}.weight").T + (e.w(f"{gate}.bias") if _has_bias(part, gate) else 0)).sigmoid(), summary=True),
+            Step(r"y^{\mathrm{shared}}\leftarrow s\,y^{\mathrm{shared}}", "ys", lambda e: e["sg"] * e["ys"]),
         ]
+    if shared:
+        steps.append(Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True))
     else:
         steps.append(Step(r"\Delta=y^{\mathrm{routed}}", "y", lambda e: e["yr"].reshape(e["x"].shape), value="mlp_output", summary=True))
     part.note("shared_expert", bool(shared), "the mixture's children")
+    if gate:
+        part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")
     part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
     return Chain(steps, [X], "y")

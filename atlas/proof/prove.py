@@ -62,7 +62,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     block_path = facts["model"]["block_path"]
     _, full_blocks = introspect.find_block_list(full_model, full_config.num_hidden_layers)
     _, tiny_blocks = introspect.find_block_list(tiny, tiny_config.num_hidden_layers)
-    tiny_kinds = {k.id: k for k in introspect.block_kinds(tiny_blocks, introspect.layer_types(tiny_config))}
+    tiny_kinds = {k.id: k for k in introspect.kinds_of_blocks(tiny_blocks, tiny_config)}
     where = f"family {family.name}"
 
     parts: list[Part] = []

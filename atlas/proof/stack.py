@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from atlas.proof import tex as T
-from atlas.proof.attention import ROTARY
+from atlas.proof.attention import ROTARY, rotary_input
 from atlas.proof.core import Part
 from atlas.proof.library import X, child_output, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
@@ -14,18 +14,38 @@ from atlas.standard import block_roles
 
 def block(part: Part) -> Chain:
     factor = getattr(part.ctx.full_config, "residual_multiplier", None)
+    depth = getattr(part.ctx.full_config, "scale_depth", None)
+    if factor in (None, 1, 1.0) and depth is not None:
+        return part.choose("residual_scale", {"config_scale_depth": lambda: _depth_scaled_block(part, depth), "none": lambda: _block(part, None)})
+    r = block_roles(part.tiny)
+    if factor in (None, 1, 1.0) and (r.ssm or not (r.attention and r.mlp)):
+        return _block(part, None)  # a hybrid's block: one mixer, or a state-space mixer before the MLP; nothing runs side by side
     if factor in (None, 1, 1.0):
-        return _block(part, None)
+        # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
+        # block's input and both are added at once): measured on the run, never told by a name.
+        return part.choose("residual", {"sequential": lambda: _block(part, None), "parallel": lambda: _parallel_block(part)})
     return part.choose("residual_scale", {"config_residual_multiplier": lambda: _block(part, factor), "none": lambda: _block(part, None)})
 
 
-def _block(part: Part, factor: float | None) -> Chain:
-    """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add."""
+def _depth_scaled_block(part: Part, depth: float) -> Chain:
+    """The block whose sublayer outputs are scaled by scale_depth / sqrt(number of blocks) at each add
+    (MiniCPM): the factor shrinks as the stack deepens, so the tiny run's factor is its own."""
+    full, tiny = part.ctx.full_config.num_hidden_layers, part.ctx.tiny_config.num_hidden_layers
+    tiny_depth = getattr(part.ctx.tiny_config, "scale_depth", depth)
+    return _block(part, depth / math.sqrt(full), tiny_factor=tiny_depth / math.sqrt(tiny),
+                  times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
+
+
+def _block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None) -> Chain:
+    """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add
+    (``tiny_factor`` on the preview run and ``times`` its TeX, where they are not the config's residual_multiplier)."""
     r = block_roles(part.tiny)
     if r.sublayers == 1:
         return _one_sublayer(part, r, factor)
-    tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
-    times = rf"{T.num(float(factor))}\," if factor is not None else ""
+    if tiny_factor is None:
+        tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
+    if times is None:
+        times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
     # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
@@ -35,7 +55,7 @@ def _block(part: Part, factor: float | None) -> Chain:
     attn = part.child(first)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
-        inputs.append(ROTARY)
+        inputs.append(rotary_input(attn.argument("position_embeddings")))
     if first_norm:
         steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first_norm), value=first_values[0], summary=True))
     attn_in = "h" if first_norm else "x"
@@ -78,7 +98,7 @@ def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
     inputs = [X]
     rotary = part.child(child).argument("position_embeddings") is not None
     if rotary:
-        inputs.append(ROTARY)
+        inputs.append(rotary_input(part.child(child).argument("position_embeddings")))
     steps: list[Step] = []
     if norm:
         steps.append(Step(r"h=\operatorname{Norm}(x)", "h", sub(part, norm), value=names[0], summary=True))
@@ -88,6 +108,47 @@ def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
     steps.append(Step(rf"y=x+{times}\Delta", "y", lambda e: e["x"] + tiny_factor * e["d"], value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "ssm": r.ssm}, "the block's children by role")
     part.note("norms", {"before the mixer": norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+def _parallel_block(part: Part) -> Chain:
+    """The attention and the MLP side by side: each reads the block's input through its own norm (or
+    one norm they share), and both contributions are added to the stream in one sum. No stream exists
+    between the two sublayers, so the chain claims no layer_mid."""
+    r = block_roles(part.tiny)
+    steps: list[Step] = []
+    inputs = [X]
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(ROTARY)
+    if r.attention_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
+    attn_in = "h" if r.attention_norm else "x"
+    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
+                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+    if r.attention_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
+    if r.mlp_norm:
+        steps.append(Step(r"h'=\operatorname{Norm}_3(x)\quad\text{(the block's input, not the stream after the attention)}", "hm",
+                          sub(part, r.mlp_norm, x="x"), value="mlp_norm_output"))
+        mlp_in, mlp_arg = "hm", "h'"
+    else:
+        mlp_in, mlp_arg = attn_in, attn_in
+    words = r"\quad\text{(the same input as the attention)}" if mlp_in == attn_in else ""
+    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg}){words}", "dm",
+                      child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.mlp_post_norm:
+        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
+    steps.append(Step(r"y=x+\Delta_{\mathrm{attn}}+\Delta_{\mathrm{ffn}}\quad\text{(both sublayers added at once)}", "y",
+                      lambda e: e["x"] + e["da"] + e["dm"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
+                        "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm},
+              "the block's children by role")
+    if mlp_in == attn_in and r.attention_norm:
+        part.note("shared_norm", r.attention_norm, "the MLP reads the attention's normed input")
     return Chain(steps, inputs, "y", output_element=0)
 
 
@@ -128,7 +189,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     logits_scaling = getattr(cfg, "logits_scaling", None)
     tiny_logits_scaling = getattr(part.ctx.tiny_config, "logits_scaling", None)
 
-    def build(scale: str) -> Chain:
+    def build(scale: str, logits_place: str = "after_head") -> Chain:
         steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
         x0 = "e"
         if roles.position_embedding:
@@ -156,6 +217,10 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                           "xL", all_blocks, summary=True))
         steps[-1].sub = "blocks"
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
+        if roles.head and logits_place == "before_head":  # the stream is divided before the head reads it (MiniCPM)
+            steps.append(Step(rf"\hat x\leftarrow\hat x/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling, before the head)}}", "xn",
+                              lambda e: e["xn"] / tiny_logits_scaling, summary=True))
+            part.note("logits_scaling", logits_scaling, "the config's logits_scaling, applied to the stream the head reads")
         if roles.head:
             steps.append(Step(r"z=\hat x\,W_{\mathrm{out}}^{\top}", "z", sub(part, roles.head, x="xn"), value="lm_head_output", summary=True))
             cap = getattr(cfg, "final_logit_softcapping", None)
@@ -163,7 +228,13 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 tiny_cap = part.ctx.tiny_config.final_logit_softcapping
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
                 part.note("logit_softcap", cap, "the config's final_logit_softcapping")
-            if logits_scaling not in (None, 1, 1.0):
+            logit_scale = getattr(cfg, "logit_scale", None)
+            if logit_scale not in (None, 1, 1.0):  # the head's logits multiplied by a constant (Cohere)
+                tiny_logit_scale = part.ctx.tiny_config.logit_scale
+                steps.append(Step(rf"z\leftarrow{T.num(float(logit_scale))}\,z\quad\text{{(the config's logit\_scale)}}", "z",
+                                  lambda e: e["z"] * tiny_logit_scale, value="logits", summary=True))
+                part.note("logit_scale", logit_scale, "the config's logit_scale")
+            if logits_scaling not in (None, 1, 1.0) and logits_place == "after_head":
                 steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
                                   lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
                 part.note("logits_scaling", logits_scaling, "the config's logits_scaling")
@@ -172,5 +243,10 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     variants = {"none": lambda: build("none"), "sqrt_width": lambda: build("sqrt_width")}
     if multiplier not in (None, 1, 1.0):
         variants = {"config_embedding_multiplier": lambda: build("config_embedding_multiplier"), **variants}
-    return part.choose("embedding_scale", variants)
+    if logits_scaling in (None, 1, 1.0) or not roles.head:
+        return part.choose("embedding_scale", variants)
+    # Where the model divides by logits_scaling: what the head returns (Granite) or what it reads (MiniCPM).
+    before = {name: (lambda name=name: build(name, "before_head")) for name in variants}
+    return part.choose("logits_scale_place", {"after_head": lambda: part.choose("embedding_scale", variants),
+                                              "before_head": lambda: part.choose("embedding_scale", before)})
 
