@@ -29,6 +29,7 @@ FP8_BLOCK = 128  # one F32 scale per 128 × 128 block of a matrix (DeepSeek-V3's
 FOUR_BIT_GROUP = 32  # one 8-bit power-of-two scale per 32 values (MXFP4, as gpt-oss stores its experts)
 SLIDING_TYPES = ("sliding_attention",)
 FULL_TYPES = (None, "full_attention")
+FIXED_STATES = ("state", "linear")  # block kinds whose cache is a state of fixed size, not values per position
 
 
 @dataclass
@@ -70,6 +71,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     qk, v = sizes["qk_head_dim"], sizes["head_dim"]
     if roles.linear_attention:
         return linear_block_terms(block, roles, config, family)
+    if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
+        return _no_attention_terms(block, roles, config)
     if attention_type not in SLIDING_TYPES + FULL_TYPES:
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
@@ -152,6 +155,66 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
 def linear_state_values(value_heads: int, key_dim: int, value_dim: int) -> int:
     """Values of a linear-attention layer's recurrent state: one key × value matrix per value head."""
     return value_heads * key_dim * value_dim
+
+
+def ssm_state_values(conv_channels: int, kernel: int, heads: int, head_dim: int, state_size: int) -> int:
+    """Values a Mamba-2 layer's cache holds for one sequence, whatever its length: the convolution's
+    last ``kernel`` inputs of every channel and each head's head_dim × state_size recurrent state."""
+    return conv_channels * kernel + heads * head_dim * state_size
+
+
+def _no_attention_terms(block, roles, config) -> BlockTerms:
+    """A block with no attention: nothing grows with the context. A state-space mixer keeps a state of
+    fixed size (held as one "position" that never grows: cap 1); an MLP block keeps nothing."""
+    matrices, routed = _matrix_values(block, roles, getattr(config, "num_experts_per_tok", None))
+    fixed = 2 * matrices
+    flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}"
+    if roles.ssm is None:
+        return BlockTerms("none", None, 0, None, "no cache: the block has no attention and no state", None, None,
+                          fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
+    import torch
+
+    mixer = getattr(block, roles.ssm)
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
+    fixed = 2 * matrices
+    if getattr(mixer, "A_log", None) is None:  # a gated short convolution: its state is the kernel's last inputs
+        values = channels * kernel
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} channels × {kernel} positions "
+                         f"(the convolution's last inputs) = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+    if mixer.A_log.dim() == 2:  # the first Mamba (Jamba's): a state of state_size numbers per channel
+        inner, state = mixer.A_log.shape
+        values = channels * kernel + inner * state
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                         f"+ {grouped(inner)} channels × state {grouped(state)} = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; the state's update and read-out are element-wise products and sums, which "
+                         "torch.utils.flop_counter leaves out as it leaves out norms; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+    heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
+    head_dim = inner // heads
+    state = (channels - inner) // (2 * mixer.n_groups)
+    values = ssm_state_values(channels, kernel, heads, head_dim, state)
+    cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                     f"+ {heads} heads × {grouped(head_dim)} × state {grouped(state)} = {grouped(values)} values per sequence")
+    conv_flops = 2 * 2 * channels * kernel
+    read_flops = 2 * heads * head_dim * state
+    fixed += conv_flops + read_flops
+    flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                     f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                     f"+ reading the state 2 × {heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; nothing grows with the context")
+    return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
 
 
 def latent_cache_values(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
@@ -313,8 +376,14 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     if "linear" in attention:
         parts.append("a linear-attention block holds a fixed-size recurrent state and its convolution's last inputs, "
                      "the same at any context (counted as one position of that size)")
+    if "state" in attention:
+        parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and each head's "
+                     "recurrent state, however long the context")
+    if "none" in attention:
+        parts.append("a block with neither attention nor state keeps nothing")
     if "full" in attention:
-        parts.append("every other block keeps every position" if parts else "every block keeps every position")
+        other = "every other attention block" if attention & {"state", "none"} else "every other block"
+        parts.append(f"{other} keeps every position" if parts else "every block keeps every position")
     return "; ".join(parts) + "."
 
 
@@ -371,11 +440,14 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
 
 
 def cache_layer_values(layer) -> int:
-    """Values one layer of transformers' cache holds: keys and values, or a linear-attention layer's
-    convolution and recurrent states."""
-    if hasattr(layer, "keys"):
+    """Values one layer of transformers' cache holds: keys and values, or a state-space layer's
+    convolution and recurrent states, or nothing (a layer without attention or state)."""
+    if getattr(layer, "keys", None) is not None:
         return int(layer.keys.numel() + layer.values.numel())
-    states = [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
+    def listed(held):
+        return list(held.values()) if isinstance(held, dict) else list(held or [])
+
+    states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
     return int(sum(s.numel() for s in states if s is not None))
 
 
@@ -531,7 +603,8 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
     static/cost.js computes the same figures in the browser when the reader moves the controls."""
     size = cost["cache"]["dtypes"][dtype]
     kinds = cost["cache"]["kinds"]
-    per_token = sum(k["count"] * k["values"] for k in kinds) * size
+    growing = [k for k in kinds if k["attention"] not in FIXED_STATES]  # a fixed state does not grow per position
+    per_token = sum(k["count"] * k["values"] for k in growing) * size
     held = cache_values_at(kinds, context) * size * batch
     rows = []
     for k, f in zip(kinds, cost["flops"]["kinds"]):
@@ -542,7 +615,7 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
                      "flops": k["count"] * (f["fixed"] + f["per_key"] * keys)})
     out = {
         "per_token": per_token,
-        "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in kinds) + f" values × {size} bytes ({dtype})",
+        "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in growing) + f" values × {size} bytes ({dtype})",
         "cache": held,
         "cache_formula": " + ".join(
             f"{k['count']} × {grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"

@@ -130,10 +130,21 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
         groups.setdefault((_structure(block), attention_type, i in unrotated), []).append(i)
     kinds_of_mlp = {_has_experts(blocks[idx[0]]) for idx in groups.values()}
     kinds_of_attention = {key[1] for key in groups}
+    from atlas.standard import block_roles
+
     kinds_of_positions = {key[2] for key in groups}
     kinds = []
     for (_, attention_type, no_positions), indices in groups.items():
         mixture = _has_experts(blocks[indices[0]])
+        roles = block_roles(blocks[indices[0]])
+        if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
+            # a hybrid with state-space mixers or one-mixer blocks: each kind is named by what its block runs
+            if roles.sublayers == 1:
+                label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
+            else:
+                label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
+            kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
+            continue
         words = []
         if len(kinds_of_positions) > 1:
             words.append("no-position" if no_positions else "rotary")
@@ -146,6 +157,11 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
     return sorted(kinds, key=lambda k: k.indices[0])
 
 
+def _mixer_word(block, roles) -> str:
+    """A fixed-state mixer by what it holds: a selective scan (a decay of its own) or a short convolution alone."""
+    from atlas.standard import is_ssm
+
+    return "state-space" if is_ssm(getattr(block, roles.ssm)) else "short-convolution"
 def kinds_of_blocks(blocks, config) -> list[BlockKind]:
     """The block kinds of a model built from ``config``: by structure, attention type and positions."""
     from atlas.features import blocks_without_rotary

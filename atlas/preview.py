@@ -62,6 +62,10 @@ def tiny_values(config) -> dict[str, Any]:
     if layer_types:
         # One whole period of the attention pattern (5 local then 1 global on Gemma 3), at least 3 blocks.
         period = _period(list(layer_types))
+        if period > len(layer_types) // 2 and period > 3:
+            # a pattern that does not repeat (a hybrid's hand-placed attention blocks): the shortest
+            # start of it that has every kind of block
+            period = next(n for n in range(1, period + 1) if set(layer_types[:n]) == set(layer_types))
         values["num_hidden_layers"] = max(period, values["num_hidden_layers"])
         values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
     no_rope = getattr(config, "no_rope_layers", None)
@@ -76,6 +80,7 @@ def tiny_values(config) -> dict[str, Any]:
     if mlp_kinds and len(mlp_kinds) == config.num_hidden_layers:
         # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
         values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
+    values.update(tiny_ssm_values(config))
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
@@ -111,6 +116,32 @@ def tiny_linear_attention(config) -> dict[str, Any]:
     for key in ("linear_key_head_dim", "linear_value_head_dim", "linear_head_dim"):
         if getattr(config, key, None):
             values[key] = TINY_LINEAR_HEAD_DIM
+
+
+# A state-space mixer's sizes at the preview (each config key a family may use): 8 heads of 8 channels in
+# 2 groups, a state of 16 per channel, chunks shorter than the prompt so that the chunked scan carries
+# its state across chunk boundaries.
+TINY_SSM = {
+    "mamba_num_heads": 8, "mamba_n_heads": 8,
+    "mamba_head_dim": 8, "mamba_d_head": 8,
+    "ssm_state_size": 16, "mamba_d_state": 16,
+    "n_groups": 2, "mamba_n_groups": 2,
+    "chunk_size": 8, "mamba_chunk_size": 8,
+    "mamba_d_ssm": 64,
+    "mamba_dt_rank": 8,  # the first Mamba's low-rank time step (Jamba)
+}
+
+
+def tiny_ssm_values(config) -> dict[str, Any]:
+    from atlas.standard import ssm_sizes
+
+    if not ssm_sizes(config):
+        return {}
+    values = {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
+    expand = getattr(config, "mamba_expand", None)
+    if isinstance(expand, int) and "mamba_d_head" in values and "mamba_d_ssm" not in values:
+        # the inner width is tied to the width (Granite 4.0-H: mamba_expand × hidden_size = heads × head_dim)
+        values["mamba_d_head"] = expand * TINY["hidden_size"] // values["mamba_n_heads"]
     return values
 
 
@@ -124,7 +155,16 @@ def tiny_config(family, pinned_config):
         if derived not in values:
             raw.pop(derived, None)
     raw.update(values)
-    return type(pinned_config)(**raw)
+    # a value the class derives from others (Falcon-H1's and Jamba's block types: a property without a
+    # setter, reached directly or through attribute_map) cannot be given: the fields it derives from are
+    # given instead, and the tiny config derives it again
+    cls = type(pinned_config)
+    for key in list(raw):
+        target = getattr(cls, "attribute_map", {}).get(key, key)
+        attribute = getattr(cls, target, None)
+        if isinstance(attribute, property) and attribute.fset is None:
+            raw.pop(key)
+    return cls(**raw)
 
 
 def prompt_tokens(prompt: str = PROMPT) -> tuple[list[int], list[str]]:
@@ -295,16 +335,20 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         })
 
     L = t.layers
+    # which sublayers each block runs: (attention, MLP, state-space mixer); the attention-then-MLP identities
+    # hold on the blocks that run those two (every block, but in a hybrid)
+    runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in blocks}
+    both = [i for i in blocks if runs[i] == (True, True, False)]
     scaled = residual_scale(config)
     if scaled is None:
-        identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", list(blocks),
+        identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,
                  lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
     else:  # each sublayer's output is scaled before it is added (Granite's residual_multiplier)
         s, words = scaled
-        identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", list(blocks),
+        identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", both,
                  lambda i: _max_abs(L[i].input + s * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output))
-    sequential = [i for i in blocks if i not in t.parallel]
-    parallel_words = None if sequential else ("every block is parallel: the attention and the MLP both read the block's input, "
+    sequential = [i for i in both if i not in t.parallel]
+    parallel_words = None if sequential or not both else ("every block is parallel: the attention and the MLP both read the block's input, "
                                               "so no stream exists between them to measure")
     if scaled is None:
         identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
@@ -312,6 +356,19 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     else:
         identity("attention_add", f"layers[i].input + {words} * self_attn.attention_output == layer_mid", sequential,
                  lambda i: _max_abs(L[i].input + s * L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)
+    # blocks of one sublayer (a hybrid's Mamba, attention or MLP blocks): the input plus that sublayer's output;
+    # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
+    for ident, statement, pattern, value in (
+        ("ssm_mlp_block_sum", "layers[i].input + ssm.ssm_output + mlp.mlp_output == layer_output", (False, True, True),
+         lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
+        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].input + L[i].ssm.ssm_output),
+        ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
+         lambda i: L[i].input + L[i].self_attn.attention_output),
+        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].input + L[i].mlp.mlp_output),
+    ):
+        where = [i for i in blocks if runs[i] == pattern]
+        if where:
+            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -333,8 +390,8 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     elif moe:
         skipped.append({"id": "expert_weights_sum", "statement": "mlp.expert_weights sum to a fixed total at every token",
                         "why": "the router does not renormalize the chosen weights (norm_topk_prob is off)"})
-    # softmax attention's identities, at the blocks that have it (a linear-attention block has no scores)
-    softmax_blocks = [i for i in blocks if t.resolution.at("attention_probabilities", i).read is not None]
+    # softmax attention's identities, at the blocks that have it (a linear-attention or state-space block has no scores)
+    softmax_blocks = [i for i in blocks if runs[i][0] and t.resolution.at("attention_probabilities", i).read is not None]
     identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", softmax_blocks,
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,

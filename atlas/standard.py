@@ -47,6 +47,9 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "LinearGates": ("batch", "seq", "linear_value_heads"),
     "LinearChannelGates": ("batch", "seq", "linear_value_heads", "linear_key_head_dim"),
     "RecurrentState": ("batch", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"),
+    # a state-space mixer's inner width (heads × head size) and its one input projection
+    "SSMInner": ("batch", "seq", "ssm_inner_size"),
+    "SSMProjections": ("batch", "seq", "ssm_projection_size"),
     "scalar": (),
 }
 
@@ -79,6 +82,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "num_experts": experts,
         "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
         **linear_attention_sizes(config),
+        **ssm_sizes(config),
     }
 
 
@@ -94,6 +98,41 @@ def linear_attention_sizes(config) -> dict[str, int]:
     values = (key_heads, getattr(config, "linear_num_value_heads", None) or key_heads, key_dim,
               getattr(config, "linear_value_head_dim", None) or key_dim)
     return dict(zip(LINEAR_ATTENTION_SIZES, values))
+
+
+
+
+# The keys configuration classes give a Mamba-2 mixer's sizes under (Nemotron-H's first, then
+# Granite 4.0-H's and Falcon-H1's).
+SSM_HEADS_KEYS = ("mamba_num_heads", "mamba_n_heads")
+SSM_HEAD_DIM_KEYS = ("mamba_head_dim", "mamba_d_head")
+SSM_STATE_KEYS = ("ssm_state_size", "mamba_d_state")
+SSM_GROUPS_KEYS = ("n_groups", "mamba_n_groups")
+SSM_INNER_KEYS = ("mamba_d_ssm",)
+
+
+def _first(config, keys: tuple[str, ...]):
+    return next((getattr(config, k) for k in keys if isinstance(getattr(config, k, None), int)), None)
+
+
+SSM_SIZE_KEYS = ("ssm_inner_size", "ssm_projection_size")  # the sizes below, present only on a model with such a mixer
+
+
+def ssm_sizes(config) -> dict[str, int]:
+    """A state-space mixer's sizes where the config gives them (nothing on a model without one): the
+    inner width the heads span, and the one input projection's width (gate, the convolved x, B and C,
+    one time step per head)."""
+    heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
+    if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
+        return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}
+    expand = getattr(config, "mamba_expand", None)
+    if not heads and isinstance(expand, int) and state:  # the first Mamba (Jamba's): x and the gate z, each expand × width
+        return {"ssm_inner_size": expand * config.hidden_size, "ssm_projection_size": 2 * expand * config.hidden_size}
+    if not (heads and head_dim and state):
+        return {}
+    inner = _first(config, SSM_INNER_KEYS) or heads * head_dim
+    groups = _first(config, SSM_GROUPS_KEYS) or 1
+    return {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * groups * state + heads}
 def _falcon_style_kv_heads(config) -> int | None:
     """Key/value heads where the config says multi_query (one key and one value head for every query
     head) or gives num_kv_heads under the newer grouped layout, as FalconConfig does; None elsewhere."""
@@ -108,6 +147,14 @@ def _intermediate_size(config) -> int | None:
     size = getattr(config, "intermediate_size", None)
     if size is None and hasattr(config, "n_inner"):  # GPT-2's config: None means four times the width
         size = config.n_inner or 4 * config.hidden_size
+    if size and getattr(config, "block_auto_adjust_ff_dim", False):
+        # LFM2's feed-forward: two thirds of the configured width, times block_ffn_dim_multiplier, rounded up
+        # to a multiple of block_multiple_of (as Lfm2MLP sizes itself)
+        size = int(2 * size / 3)
+        multiplier, multiple = getattr(config, "block_ffn_dim_multiplier", None), getattr(config, "block_multiple_of", 1)
+        if multiplier is not None:
+            size = int(multiplier * size)
+            size = multiple * ((size + multiple - 1) // multiple)
     if size is None and getattr(config, "ffn_hidden_size", None):  # Falcon's name for it
         size = config.ffn_hidden_size
     if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
@@ -117,7 +164,9 @@ def _intermediate_size(config) -> int | None:
 
 # --- the vocabulary --------------------------------------------------------------------------------
 
-HOSTS = ("model", "layers[i]", "layers[i].self_attn", "layers[i].mlp")
+HOSTS = ("model", "layers[i]", "layers[i].self_attn", "layers[i].mlp", "layers[i].ssm")
+# Hosts whose values are all extensions: listed only on a model that has one of them.
+EXTENSION_HOSTS = ("layers[i].ssm",)
 
 
 @dataclass(frozen=True)
@@ -178,6 +227,14 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("expert_outputs", "layers[i].mlp", "ExpertOutputs", "Each routing slot's expert output, already multiplied by its weight", mixture=True),
     StandardValue("routed_output", "layers[i].mlp", "Residual", "The routed experts' weighted sum", mixture=True),
     StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
+    # a state-space (Mamba-2) mixer, in blocks that have one
+    StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
+    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space (or short-convolution) mixer is called on", extension=True),
+    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection, its parts side by side (a Mamba-2 mixer: the gate, the convolution's inputs x, B and C, a time step per head; a short convolution: B, C and x)", extension=True),
+    StandardValue("ssm_scan_output", "layers[i].ssm", "SSMInner", "Each head's read-out of its recurrent state plus the skip D·x, before the gate", extension=True),
+    StandardValue("ssm_gate", "layers[i].ssm", "SSMInner", "The gate z: what the scan's output is multiplied by after a SiLU", extension=True),
+    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "The gated and normalized heads as the output projection receives them", extension=True),
+    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space (or short-convolution) mixer's contribution to the residual stream", extension=True),
 )
 
 BY_NAME = {v.name: v for v in VOCABULARY}
@@ -326,6 +383,21 @@ class BlockRoles:
     linear_attention: bool = False
     # ... whose decay is one per key channel rather than one per head (see has_channel_decay)
     channel_decay: bool = False
+    # a state-space mixer (Mamba-2) and its norm; inside it, relative to it: the input projection, the
+    # gated norm and the output projection
+    ssm: str | None = None
+    ssm_norm: str | None = None
+    ssm_in_proj: str | None = None
+    ssm_gated_norm: str | None = None
+    ssm_out_proj: str | None = None
+    # a shared expert beside the mixture, as the block's own child (Granite 4.0-H's shared_mlp): the
+    # block adds its output to the mixture's
+    block_shared: str | None = None
+
+    @property
+    def sublayers(self) -> int:
+        """How many mixers the block runs (attention, MLP, state-space mixer)."""
+        return sum(x is not None for x in (self.attention, self.mlp, self.ssm))
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
@@ -380,9 +452,58 @@ def _path_of(model, target) -> str | None:
     return next((path for path, m in model.named_modules() if m is target), None)
 
 
-def block_roles(block) -> BlockRoles:
+def _tensor_names(module) -> set[str]:
+    return {n for n, _ in module.named_parameters(recurse=False)}
+
+
+def is_ssm(module) -> bool:
+    """A selective state-space mixer, by structure: a depthwise causal convolution among its children
+    and a learned per-head decay (``A_log``) and skip (``D``) of its own."""
+    import torch
+
+    convs = [m for m in module.children() if isinstance(m, torch.nn.Conv1d)]
+    return bool(convs) and convs[0].groups == convs[0].in_channels and {"A_log", "D"} <= _tensor_names(module)
+
+
+def is_short_conv(module) -> bool:
+    """A gated short convolution (LFM2's), by structure: a depthwise causal convolution between an input
+    and an output projection, and no decay of its own (so no recurrent state beyond the kernel's inputs)."""
+    import torch
+
+    children = dict(module.named_children())
+    convs = [m for m in children.values() if isinstance(m, torch.nn.Conv1d)]
+    return (bool(convs) and convs[0].groups == convs[0].in_channels and {"in_proj", "out_proj"} <= set(children)
+            and "A_log" not in _tensor_names(module))
+
+
+def _is_attention(module) -> bool:
+    children = dict(module.named_children())
+    return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children
+
+
+def _is_mlp(module) -> bool:
+    children = dict(module.named_children())
+    return any(n in children for n in DOWN_PROJ_NAMES + EXPERTS_NAMES)
+
+
+def _mixers(block) -> tuple[str | None, str | None, str | None]:
+    """(attention, MLP, state-space mixer) child names: by the names families share, and where a child
+    has another name (Nemotron-H's ``mixer``), by what it holds."""
     attention = _child(block, ATTENTION_NAMES) or _child(block, LINEAR_ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
+    ssm = next((n for n, m in block.named_children() if is_ssm(m) or is_short_conv(m)), None)
+    for name, module in block.named_children():
+        if name == ssm or _is_norm(module):
+            continue
+        if attention is None and _is_attention(module):
+            attention = name
+        elif mlp is None and name != attention and name not in SHARED_EXPERT_NAMES and _is_mlp(module):
+            mlp = name
+    return attention, mlp, ssm
+
+
+def block_roles(block) -> BlockRoles:
+    attention, mlp, ssm = _mixers(block)
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
     # then it is the attention's post-norm (Gemma 2/3, OLMo 2).
@@ -392,10 +513,21 @@ def block_roles(block) -> BlockRoles:
     attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)
     mlp_norm = next((n for n in MLP_NORM_NAMES if n in dict(block.named_children()) and n not in post_norms), None)
     mlp_norm = mlp_norm or (norms[1] if len(norms) > 1 else None)
+    ssm_norm = None
+    if ssm and attention is None:  # the state-space mixer takes the attention's place: its norm too
+        ssm_norm, attention_norm = attention_norm, None
+    elif attention is None and mlp is not None and mlp_norm is None:  # a block that is one MLP
+        mlp_norm, attention_norm = attention_norm, None
     attn_module = getattr(block, attention) if attention else None
     mlp_module = getattr(block, mlp) if mlp else None
+    ssm_module = getattr(block, ssm) if ssm else None
     experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
     router = _child(mlp_module, ROUTER_NAMES) if experts else None
+    # the norm over the heads' outputs, as wide as what the output projection reads (Jamba's time-step, B and C
+    # norms are narrower, and its mixer gates without a norm)
+    out_proj = getattr(ssm_module, _child(ssm_module, OUTPUT_PROJ_NAMES) or "", None) if ssm_module is not None else None
+    gated_norm = next((n for n, m in ssm_module.named_children() if _is_norm(m) and out_proj is not None
+                       and getattr(m, "weight", None) is not None and m.weight.shape[0] == out_proj.weight.shape[1]), None) if ssm_module is not None else None
     return BlockRoles(
         attention=attention,
         mlp=mlp,
@@ -413,6 +545,12 @@ def block_roles(block) -> BlockRoles:
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         linear_attention=is_linear_attention(attn_module),
         channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
+        ssm=ssm,
+        ssm_norm=ssm_norm,
+        ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
+        ssm_gated_norm=gated_norm,
+        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES) if ssm_module is not None else None,
+        block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
     )
@@ -508,7 +646,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     block = f"{roles.block_list}.{index}"
     attn = _join(block, b.attention) if b.attention else None
     mlp = _join(block, b.mlp) if b.mlp else (block if b.mlp_inline else None)  # an inline MLP: the block hosts it
-    host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp}
+    ssm = _join(block, b.ssm) if b.ssm else None
+    host_paths = {"layers[i]": block, "layers[i].self_attn": attn, "layers[i].mlp": mlp, "layers[i].ssm": ssm}
 
     mixture_words = (f"block {index}'s MLP ({b.mlp_class}) is not a mixture of experts" if b.mlp_class or not b.mlp_inline
                      else f"block {index}'s MLP (layers of the block itself) is not a mixture of experts")
@@ -523,8 +662,11 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("attention_norm_output", Read("output", b.attention_norm) if b.attention_norm else None,
          f"block {index} has no norm before its attention")
     # The stream after the attention add enters the MLP's norm, or the MLP itself where there is none.
-    rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
-         f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")
+    if b.sublayers == 1:
+        rule("layer_mid", None, f"block {index} runs one sublayer: the stream has no midpoint")
+    else:
+        rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
+             f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")
     rule("mlp_norm_output", Read("output", b.mlp_norm) if b.mlp_norm else None, f"block {index} has no norm before its MLP")
     rule("mlp_input", Read("input", b.mlp, element=0) if b.mlp else None, f"block {index} has no MLP")
     for name, element in (("attention_queries", 1), ("attention_keys", 2), ("attention_values", 3)):
@@ -580,8 +722,16 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("shared_expert_output", Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
+    rule("shared_expert_output", Read("output", b.block_shared, from_block=True) if b.block_shared else
+         Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")
+    rule("ssm_norm_output", Read("output", b.ssm_norm) if b.ssm_norm else None, f"block {index} has no norm before a state-space mixer")
+    rule("ssm_input", Read("input", "", element=0))
+    rule("ssm_projections", Read("output", b.ssm_in_proj) if b.ssm_in_proj else None, f"block {index}'s state-space mixer has no input projection")
+    rule("ssm_scan_output", Read("input", b.ssm_gated_norm, element=0) if b.ssm_gated_norm else None, f"block {index}'s state-space mixer has no gated norm")
+    rule("ssm_gate", Read("input", b.ssm_gated_norm, element=1) if b.ssm_gated_norm else None, f"block {index}'s state-space mixer has no gated norm")
+    rule("ssm_premix", Read("input", b.ssm_out_proj, element=0) if b.ssm_out_proj else None, f"block {index}'s state-space mixer has no output projection")
+    rule("ssm_output", Read("output", "", element=0))
 
     placements = []
     for value in VOCABULARY:
@@ -597,7 +747,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             read = override if _join(base, override.module) in roles.modules else None
             missing = (missing or f"block {index} has no module {override.module}") if read is None else None
         if host is None:
-            read, missing = None, f"block {index} has no {value.host.rpartition('.')[2]}"
+            words = {"ssm": "state-space mixer"}.get(value.host.rpartition('.')[2], value.host.rpartition('.')[2])
+            read, missing = None, f"block {index} has no {words}"
         if read is None:
             placements.append(Placement(value, None, None, missing))
             continue
@@ -696,7 +847,7 @@ def support_facts(
         if host == "layers[i]":
             path = f"{roles.block_list}.{{i}}"
         elif host != "model":
-            role = "attention" if host.endswith("self_attn") else "mlp"
+            role = {"layers[i].self_attn": "attention", "layers[i].ssm": "ssm"}.get(host, "mlp")
             child = next((getattr(b, role) for b in roles.blocks if getattr(b, role)), None)
             path = f"{roles.block_list}.{{i}}" + (f".{child}" if child else "")  # an inline MLP: the block
         for value in VOCABULARY:
@@ -733,6 +884,8 @@ def support_facts(
                 "blocks": present,
                 "missing": missing,
             })
+        if host in EXTENSION_HOSTS and not values:
+            continue
         hosts.append({"host": host, "path": path, "class": classes.get(host, ""), "values": values})
     return {"hosts": hosts, "layouts": {name: list(dims) for name, dims in LAYOUTS.items()}, "sizes": dict(sizes)}
 
@@ -743,7 +896,7 @@ def host_classes(model, resolution: Resolution) -> dict[str, str]:
     found: dict[str, list[str]] = {"model": [type(model).__name__]}
     for i, b in enumerate(roles.blocks):
         block = model.get_submodule(f"{roles.block_list}.{i}")
-        for host, child in (("layers[i]", ""), ("layers[i].self_attn", b.attention), ("layers[i].mlp", b.mlp)):
+        for host, child in (("layers[i]", ""), ("layers[i].self_attn", b.attention), ("layers[i].mlp", b.mlp), ("layers[i].ssm", b.ssm)):
             if child is None:
                 continue
             name = type(block.get_submodule(child) if child else block).__name__
@@ -759,7 +912,8 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
     for i, placements in enumerate(resolution.blocks):
         block = f"{roles.block_list}.{i}"
         b = roles.blocks[i]
-        paths = {"layers[i]": block, "layers[i].self_attn": _join(block, b.attention), "layers[i].mlp": _join(block, b.mlp)}
+        paths = {"layers[i]": block, "layers[i].self_attn": _join(block, b.attention), "layers[i].mlp": _join(block, b.mlp),
+                 "layers[i].ssm": _join(block, b.ssm)}
         for p in placements:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)

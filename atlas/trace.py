@@ -59,6 +59,7 @@ class Block(Host):
         super().__init__(trace, "layers[i]", index)
         self.self_attn = Host(trace, "layers[i].self_attn", index)
         self.mlp = Host(trace, "layers[i].mlp", index)
+        self.ssm = Host(trace, "layers[i].ssm", index)
 
 
 class Trace(Host):

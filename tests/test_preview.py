@@ -67,6 +67,15 @@ def _file_name(name, key):
     return getattr(transformers_class(families.load(name), "config_class"), "attribute_map", {}).get(key, key)
 
 
+# A hybrid's blocks by what they run, (attention, MLP, state-space mixer): the identity of each pattern.
+HYBRID_IDENTITIES = {
+    (False, False, True): "ssm_block_sum",
+    (True, False, False): "attention_block_sum",
+    (False, True, False): "mlp_block_sum",
+    (False, True, True): "ssm_mlp_block_sum",
+}
+
+
 def mlp_reads_the_attention(run) -> bool:
     """Whether block 0's MLP receives anything the block's attention computed, found by ablation: the
     MLP's input is recorded, the run repeated with the attention's output zeroed, and the two compared.
@@ -76,7 +85,11 @@ def mlp_reads_the_attention(run) -> bool:
     from atlas.standard import find_roles
 
     roles = find_roles(run.model, run.config.num_hidden_layers)
-    block, b = run.model.get_submodule(f"{roles.block_list}.0"), roles.blocks[0]
+    # the first block that runs an attention and an MLP (a hybrid's first blocks may run neither)
+    first = next((i for i, b in enumerate(roles.blocks) if b.attention and (b.mlp or b.mlp_inline)), None)
+    if first is None:
+        return True  # no block runs the two, so none runs them side by side
+    block, b = run.model.get_submodule(f"{roles.block_list}.{first}"), roles.blocks[first]
     attention, mlp = block.get_submodule(b.attention), block.get_submodule(b.mlp or b.mlp_inline[0])  # OPT: the block's fc1
     seen = []
     record = mlp.register_forward_pre_hook(lambda m, args, kwargs: seen.append((args[0] if args else next(iter(kwargs.values()))).clone()),
@@ -94,15 +107,23 @@ def mlp_reads_the_attention(run) -> bool:
     return not torch.equal(seen[0], seen[1])
 
 
-def expected_identities(name, parallel: bool = False):
+def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False):
     """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
-    block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test."""
+    block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test; ``runs``
+    (block -> which sublayers it runs, as the run captured them) adds a hybrid's identities."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
     mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
+    if runs is not None:
+        patterns = set(runs.values())
+        every |= {ident for pattern, ident in HYBRID_IDENTITIES.items() if pattern in patterns}
+        if (True, True, False) not in patterns:
+            skipped |= {"block_sum", "attention_add"}  # no block runs an attention then an MLP
     if not mixture:
         skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
+        if norm_topk:  # a class that renormalizes its routers (Nemotron-H's), built with no mixture block
+            skipped.add("expert_weights_sum")
     elif not c.get("norm_topk_prob", c.get(_file_name(name, "norm_topk_prob"))):
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
@@ -145,14 +166,17 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
 
     # a learned position table: an embedding table of the model other than the token embeddings (GPT-2, OPT)
     learned_positions = any(isinstance(m, torch.nn.Embedding) and m is not run.model.get_input_embeddings() for m in run.model.modules())
+    runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in range(n)}
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
     # every block from the first sparse one is a mixture where the config names routed experts (a
     # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
     mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
+    if mixture and c.get("expert_layer_period"):  # Jamba: a mixture every expert_layer_period blocks, from the offset
+        mixture_blocks = [i for i in range(n) if i % c["expert_layer_period"] == c["expert_layer_offset"]]
     # softmax attention's identities hold where a block has softmax attention: not on linear-attention blocks
     types = getattr(run.config, "layer_types", None) or [None] * n
-    softmax_blocks = [i for i in range(n) if types[i] != "linear_attention"]
+    softmax_blocks = [i for i in range(n) if types[i] != "linear_attention" and runs[i][0]]
     shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts")
                   or any(c.get("num_shared_expert") or []))  # Hunyuan: one count per layer
     target = c.get("routed_scaling_factor") or 1.0
@@ -172,11 +196,21 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
         "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0) - own.hidden_states[0],
         "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
+        "ssm_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
+        "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,
+        "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
+        "ssm_mlp_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
-             "attention_rows": softmax_blocks, "attention_softmax": softmax_blocks, "embeddings": None, "logits": None}
+             "embeddings": None, "logits": None}
+    # a hybrid's identities hold where their blocks are; on a model whose every block runs an attention then
+    # an MLP these are every block, as before
+    where |= {ident: [i for i in range(n) if runs[i] == pattern] for pattern, ident in HYBRID_IDENTITIES.items()}
+    where |= {ident: [i for i in range(n) if runs[i] == (True, True, False)] for ident in ("block_sum", "attention_add")}
+    where |= {ident: softmax_blocks for ident in ("attention_rows", "attention_softmax")}
 
-    measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run))
+    measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run), runs=runs,
+                                            norm_topk=bool(getattr(run.config, "norm_topk_prob", False)))
     assert {i["id"] for i in facts["identities"]} == measured
     assert {i["id"] for i in facts["not_applicable"]} == skipped
     assert all(i["why"] for i in facts["not_applicable"])

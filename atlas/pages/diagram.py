@@ -24,6 +24,14 @@ def _box(x, y, w, h, label, sub, part, link, cls):
 PART_VALUES = {"pre_attn": "attention_norm_output", "attn": "attention_output", "pre_ffn": "mlp_norm_output", "ffn": "mlp_output"}
 
 
+# A block of one mixer: the values its norm and its mixer produce, by the mixer's role.
+SINGLE_VALUES = {
+    "ssm": {"pre_mixer": "ssm_norm_output", "mixer": "ssm_output"},
+    "attention": {"pre_mixer": "attention_norm_output", "mixer": "attention_output"},
+    "mlp": {"pre_mixer": "mlp_norm_output", "mixer": "mlp_output"},
+}
+
+
 ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
 
 
@@ -62,7 +70,20 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     parallel = fact(tree, "residual") == "parallel"
     shared_norm = fact(tree, "shared_norm") if parallel else None
     attn_row = attn_out = None
-    for pre, main, post, add_part in (("pre_attn", "attn", "post_attn", "layer_mid"), ("pre_ffn", "ffn", "post_ffn", "layer_output")):
+    rows = (("pre_attn", "attn", "post_attn", "layer_mid"), ("pre_ffn", "ffn", "post_ffn", "layer_output"))
+    if a.get("single"):  # a block of one mixer: one branch, one add
+        rows = (("pre_mixer", "mixer", "post_mixer", "layer_output"),)
+        a = {**a, "post_mixer": None}
+        slot_values = SINGLE_VALUES[a["single"]]
+
+        def part_of(slot: str, name: str) -> str | None:  # noqa: F811 (the block's one norm hosts the mixer's own value)
+            return slot_values.get(slot)
+    elif a.get("ssm"):  # a state-space mixer in the attention's place: its norm and output are its own values
+
+        def part_of(slot: str, name: str) -> str | None:  # noqa: F811
+            own = {"pre_attn": "ssm_norm_output", "attn": "ssm_output"}.get(slot)
+            return own or by_module.get(name) or PART_VALUES.get(slot)
+    for pre, main, post, add_part in rows:
         row = y
         x = 52
         if main == "ffn" and shared_norm and attn_row is not None:
@@ -124,7 +145,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             sub = title_of(node)
             if role(node) == "gated_mlp":
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
-            if main == "attn" and attention_type:
+            if main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention") and not a.get("ssm"):
                 sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
             if main == "attn" and f"{kind_id}.{name}" in unrotated:
                 sub = f"{sub} · no positions"
@@ -133,7 +154,9 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             if inline:  # an MLP whose layers are the block's own (OPT): named by its layers, linked to the first
                 label = " → ".join(n for n in (inline.get("up"), inline.get("activation"), inline.get("down")) if n)
                 sub = "MLP: layers of the block itself"
-            boxes.append(_box(MAIN_X, row, MAIN_W, 40, label, sub, part_of(main, name), link(name), "attn" if main == "attn" else "mlp"))
+            cls = ("ssm" if a.get("single") == "ssm" or (main == "attn" and a.get("ssm")) else
+                   "attn" if main == "attn" or a.get("single") == "attention" else "mlp")
+            boxes.append(_box(MAIN_X, row, MAIN_W, 40, label, sub, part_of(main, name), link(name), cls))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
             node = kids[a[post]]

@@ -148,6 +148,13 @@ def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any]
         out.append(item(facts, False, f"{parent['class']} builds {what} as {shown} with these arguments.", parent["class"], "__init__", [f"self.{attr}"]))
         is_called = proof is not None and not is_block
         text = f"self.{attr}(" if is_called else f"self.{attr}"
+        named = any(sources.lines_containing(facts["excerpts"][parent["class"]][p], text) for p in runs(facts, parent["class"]))
+        if not is_called and not is_block and not named:
+            # built and counted, but the running code never names it (Mamba-2's act: the forward applies
+            # the activation by name as a function): say so, without claiming a read that is not there
+            out.append(item(facts, False, f"{parent['class']}'s forward never uses {shown}: the module is built, "
+                            "and counted, but not run on the forward pass.", parent["class"], "forward", []))
+            return [e for e in out if e]
         part = holding(facts, parent["class"], text)
         verb = "calls" if is_called or is_block else "reads"
         where = "'s forward" if part == "forward" else f".{part}, which its forward calls,"

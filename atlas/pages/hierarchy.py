@@ -103,9 +103,9 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         children = node["children"]
         if r == "block":
             a = anatomy(node)
-            order = ["pre_attn", "attn", "post_attn", "pre_ffn", "ffn", "post_ffn"]
-            slots = {a[k]: k for k in order if a[k]}
-            rank = {a[k]: i for i, k in enumerate(order) if a[k]}
+            order = ["pre_attn", "attn", "post_attn", "pre_ffn", "ffn", "post_ffn", "pre_mixer", "mixer"]
+            slots = {a[k]: k for k in order if a.get(k)}
+            rank = {a[k]: i for i, k in enumerate(order) if a.get(k)}
             children = sorted(children, key=lambda c: rank.get(c["name"], len(order)))
         child_role = r
         if r == "block" and any(role(c) == "moe" for c in node["children"]):

@@ -48,9 +48,13 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
     each (before it, after it, or both), as the block's proof ran them."""
     norms = fact(block, "norms", {})
     parts = fact(block, "sublayers", {})
+    if "before the mixer" in norms:  # a block of one mixer (a hybrid's state-space, attention or MLP block)
+        which = next(k for k in ("ssm", "attention", "mlp") if parts.get(k))
+        return {"attn": None, "ffn": None, "pre_attn": None, "post_attn": None, "pre_ffn": None, "post_ffn": None,
+                "mixer": parts[which], "pre_mixer": norms["before the mixer"], "single": which}
     inline = fact(block, "inline_mlp") or {}  # an MLP whose layers are the block's own: its up projection stands for it
     return {
-        "attn": parts.get("attention"), "ffn": parts.get("mlp") or inline.get("up"),
+        "attn": parts.get("attention") or parts.get("ssm"), "ffn": parts.get("mlp") or inline.get("up"), "ssm": parts.get("ssm"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
         # a parallel block (both sublayers read the block's input and are added at once), as measured

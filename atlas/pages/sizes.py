@@ -12,6 +12,8 @@ class Sizes:
         self.raw = facts["config"]["raw"]
         self.std = facts["config"]["standardized"]
         self.sizes = facts["support"]["sizes"]  # the layouts' sizes: num_experts, top_k ...
+        # a learned position table the model reads (GPT-2's): positions enter the stream before block 0
+        self.learned_positions = any(v["name"] == "position_embeddings" and v["read"] for h in facts["support"]["hosts"] for v in h["values"])
 
     def get(self, key: str, default: Any = None) -> Any:
         if key in self.std and self.std[key] is not None:

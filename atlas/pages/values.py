@@ -75,7 +75,7 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             "read_at": v["read_at"], "condition": v["condition"], "producers": made, "previews": shown,
             "producer_id": made[0]["id"] if made else None,
             "receiver_id": at if handed is not None else None, "input_id": handed,
-            "consumers": consumers(name, first_anatomy), "blocks": v["blocks"],
+            "consumers": consumers(name, _anatomy_of(facts, v) or first_anatomy), "blocks": v["blocks"],
             "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
         }
         # the producers' code is the direct evidence of where the value comes from; where it is read at
@@ -109,10 +109,28 @@ def _input_page(facts: dict[str, Any], nodes: dict[str, dict[str, Any]], v: dict
     return page if page in nodes else None
 
 
+def _anatomy_of(facts: dict[str, Any], v: dict[str, Any]) -> dict[str, Any] | None:
+    """The anatomy of the first block kind that has the value (a hybrid's kinds differ)."""
+    if not v.get("blocks"):
+        return None
+    kind = facts["blocks"][v["blocks"][0]]
+    tree = next((k["tree"] for k in facts["accounting"]["block_kinds"] if k["kind"] == kind), None)
+    return anatomy(tree) if tree else None
+
+
 def consumers(name: str, a: dict[str, str | None]) -> list[str]:
     """Where a value goes next, in the block as its anatomy has it (norms before, after or around each part)."""
+    if a.get("single"):  # a block of one mixer
+        one = {
+            "layer_input": [f"{a['pre_mixer'] or a['mixer']} (the mixer's branch)", "the add (the residual path)"],
+            "attention_norm_output": [str(a["mixer"])], "mlp_norm_output": [str(a["mixer"])], "ssm_norm_output": [str(a["mixer"])],
+            "attention_output": ["the add"], "mlp_output": ["the add"], "ssm_output": ["the add"],
+        }
+        return one.get(name) or CONSUMERS.get(name, [])
     block = {
-        "layer_input": [f"{a['pre_attn'] or a['attn']} (the attention branch)", "the first add (the residual path)"],
+        "layer_input": [f"{a['pre_attn'] or a['attn']} ({'the state-space branch' if a.get('ssm') else 'the attention branch'})", "the first add (the residual path)"],
+        "ssm_norm_output": [str(a["attn"])],
+        "ssm_output": [a["post_attn"] or "the first add"],
         "attention_norm_output": [str(a["attn"])],
         "attention_output": [a["post_attn"] or "the first add"],
         "layer_mid": [f"{a['pre_ffn'] or a['ffn']} (the MLP branch)", "the second add (the residual path)"],
@@ -141,6 +159,11 @@ CONSUMERS = {
     "expert_indices": ["the experts, which run only the chosen ones"],
     "routed_output": ["the mixture's sum with the shared expert"],
     "shared_expert_output": ["the mixture's sum with the routed experts"],
+    "ssm_input": ["the mixer's input projection"],
+    "ssm_projections": ["the split into the gate, the convolution's inputs and the time steps"],
+    "ssm_scan_output": ["the gated norm"],
+    "ssm_gate": ["the gated norm, through a SiLU"],
+    "ssm_premix": ["the mixer's output projection"],
     "attention_probabilities": ["the mix of the values"],
     "attention_scores": ["the softmax"],
 }

@@ -41,6 +41,10 @@ TITLES = {
 
 
 ROLE_TITLES = {
+    "mamba2": "Mamba-2 state-space mixer",
+    "gated_norm": "Gated RMSNorm",
+    "depthwise_conv": "Depthwise causal convolution",
+    "short_conv": "Gated short convolution",
     "latent_attention": "Latent attention",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
@@ -54,7 +58,7 @@ ROLE_TITLES = {
 }
 
 
-SLOT_TITLES = {"pre_attn": "Attention {norm}", "post_attn": "Post-attention {norm}", "pre_ffn": "{mlp} {norm}", "post_ffn": "Post-{mlp} {norm}"}
+SLOT_TITLES = {"pre_mixer": "Pre-mixer {norm}", "pre_attn": "Attention {norm}", "post_attn": "Post-attention {norm}", "pre_ffn": "{mlp} {norm}", "post_ffn": "Post-{mlp} {norm}"}
 
 
 def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | None = None) -> str:
@@ -229,6 +233,28 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             if not fact(up, "bias"):  # no biases and no gate (Apertus)
                 return f"An ungated two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])}, through {act}, then back to {grouped(d)}, no biases."
             return f"A two-layer MLP: {grouped(d)} → {grouped(in_out(up)[1])} with a bias, through {act}, then back to {grouped(d)} with a bias."
+    if r == "mamba2":
+        st = fact(node, "state", {})
+        return (f"A selective state-space mixer: {st.get('heads')} heads of {st.get('head_dim')} channels, each carrying a "
+                f"{st.get('head_dim')} × {st.get('state_size')} state from position to position; the state decays by exp(ΔA) and "
+                f"takes in Δ·x·Bᵀ, C reads it out, with B and C shared by {st.get('groups')} groups of heads.")
+    if r == "gated_norm":
+        return (f"Multiplies its input by SiLU of the gate, then divides each of {fact(node, 'groups')} groups of channels by its "
+                "root mean square and multiplies by a learned gain per channel.")
+    if r == "short_conv":
+        kernel = next((t["shape"][-1] for c in node["children"] for t in c["tensors"] if len(t["shape"]) == 3), None)
+        return (f"A gated short convolution: one projection gives B, C and x; B·x is convolved along the positions, each channel "
+                f"over its last {kernel} inputs, C gates the result and an output projection mixes the channels.")
+    if r == "depthwise_conv":
+        return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
+    if r == "block" and anatomy(node).get("single"):
+        a = anatomy(node)
+        mixer = lowercase_title(title_of(kids[a["mixer"]]))
+        norm = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain"}.get(
+            fact(kids[a["pre_mixer"]], "norm") if a["pre_mixer"] else None, "no norm")
+        scale = fact(node, "residual_scale")
+        added = "scales its output by the config's residual_multiplier and adds it back" if scale == "config_residual_multiplier" else "adds its output back"
+        return f"Runs one mixer, the {mixer}, after {norm}, and {added} to the residual stream."
     if r == "block":
         a = anatomy(node)
         attn, mlp = kids.get(a["attn"] or ""), kids.get(a["ffn"] or "")
@@ -280,7 +306,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         parts.append(f"{share}, {heads.get('head_dim')} wide")
         layout = fact(node, "rotary_layout")
         parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
-                     "rotary positions on queries and keys" if layout else "no positions inside: they enter the stream before the first block")
+                     "rotary positions on queries and keys" if layout else
+                     "no positions inside: they enter the stream before the first block" if s.learned_positions else
+                     "no positions at all: the model has no position embedding")
     if fact(node, "output_gate"):
         parts.append("each head's output scaled by the sigmoid of a gate the query projection also produces")
     window = fact(node, "window")

@@ -129,7 +129,7 @@ PAIRS_TEX = r"\operatorname{rot}(x)_{2j}=-x_{2j+1},\ \operatorname{rot}(x)_{2j+1
 
 
 # The attention's query and key norms, by the names modules give them.
-QK_NORM_NAMES = (("q_norm", "k_norm"), ("query_layernorm", "key_layernorm"))
+QK_NORM_NAMES = (("q_norm", "k_norm"), ("query_layernorm", "key_layernorm"), ("q_layernorm", "k_layernorm"))  # by name: OLMo, Hunyuan, LFM2
 
 
 def _rotary_given(part: Part) -> bool:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, linear, mixture, stack
+from atlas.proof import attention, library, linear, mixture, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.standard import is_linear_attention
+from atlas.standard import is_linear_attention, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -47,12 +47,17 @@ def kind_of(part: Part) -> str:
         return "linear"
     if linear.is_depthwise_conv(m):
         return "depthwise_conv"
-    if linear.is_gated_norm(m):
-        return "gated_norm"
+    if linear.is_gated_norm(m) or (not children and set(own) == {"weight"} and own["weight"].dim() == 1 and part.path in part.ctx.calls
+                                   and isinstance(part.argument("gate", 1), torch.Tensor)):
+        return "gated_norm"  # a gain vector called with a second tensor, the gate
     if linear.is_decay_gate(m):
         return "decay_gate"
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
+    if is_ssm(m):
+        return "mamba1" if m.A_log.dim() == 2 else "mamba2"  # a decay per channel and state entry: the first Mamba
+    if is_short_conv(m):
+        return "short_conv"
     if is_linear_attention(m):
         return "linear_attention"
     if "kv_a_proj_with_mqa" in children:
@@ -69,7 +74,8 @@ def kind_of(part: Part) -> str:
         return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
     if "experts" in children:
         return "mixture"
-    if children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children:
+    if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
+            or {"input_linear", "output_linear"} <= children or {"w1", "w2", "w3"} <= children):
         return "dense_mlp"
     if not children and set(own) == {"alpha_p", "alpha_n"}:  # an activation with two learned numbers (xIELU)
         return "activation"
@@ -96,9 +102,14 @@ BUILDERS = {
     "mixture": mixture.mixture,
     "block": stack.block,
     "linear_attention": linear.linear_attention,
-    "gated_norm": linear.gated_norm,
-    "depthwise_conv": linear.depthwise_conv,
+    "gated_norm": lambda part: part.choose("gated_norm_order", {  # two orders of the same parts, measured
+        "norm_then_gate": lambda: linear.gated_norm(part), "gate_then_grouped_norm": lambda: ssm.gated_norm(part)}),
+    "depthwise_conv": lambda part: part.choose("convolution_padding", {
+        "causal": lambda: linear.depthwise_conv(part), "both_sides_first_outputs_kept": lambda: ssm.depthwise_conv(part)}),
     "decay_gate": linear.decay_gate,
+    "mamba2": ssm.mamba2,
+    "mamba1": ssm.mamba1,
+    "short_conv": ssm.short_conv,
 }
 
 

@@ -206,6 +206,7 @@ ACTIVATIONS = {
     "gelu_tanh": (r"a=\tfrac12 g\big(1+\tanh\big(\sqrt{2/\pi}\,(g+0.044715\,g^3)\big)\big)", _gelu_tanh),
     "gelu": (r"a=g\,\Phi(g)=\tfrac12 g\big(1+\operatorname{erf}(g/\sqrt2)\big)", _gelu_erf),
     "relu": (r"a=\max(g,0)", lambda g: g.clamp(min=0)),
+    "relu2": (r"a=\max(g,0)^2", lambda g: g.clamp(min=0) ** 2),
 }
 
 
@@ -232,7 +233,7 @@ def activation_name(part: Part) -> str:
 
 
 ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}",
-             "xielu": r"\operatorname{xIELU}"}
+             "xielu": r"\operatorname{xIELU}", "relu2": r"\operatorname{ReLU}^2"}
 
 
 def xielu(part: Part) -> Chain:
@@ -261,7 +262,9 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     """gate/up/down (gated), a fused gate-up projection (gated), or up/down with biases (two-layer)."""
     d = part.ctx.full_config.hidden_size
     names = set(dict(part.tiny.named_children()))
-    act_child = next((n for n in ("act_fn", "act", "activation_fn") if n in names), None)
+    act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation") if n in names), None)
+    if {"w1", "w2", "w3"} <= names and act_child is None:
+        return _gated_w123(part, d, out)
     act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
     steps: list[Step] = []
     if {"gate_proj", "up_proj", "down_proj"} <= names:
@@ -271,14 +274,15 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
             Step(rf"u=x W_u^{{\top}}{T.maps(d, inner)}", "u", sub(part, "up_proj")),
         ]
         down = "down_proj"
-    elif {"gate_up_proj", "down_proj"} <= names:
-        inner = linear_dims(part.full.gate_up_proj)[1] // 2
+    elif {"gate_up_proj", "down_proj"} <= names or {"input_linear", "output_linear"} <= names:
+        fused = "gate_up_proj" if "gate_up_proj" in names else "input_linear"  # Granite names the fused pair input_linear
+        inner = linear_dims(getattr(part.full, fused))[1] // 2
         steps += [
-            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, "gate_up_proj")),
+            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, fused)),
             Step(rf"g=[g;\,u]_{{:,\,1..{T.num(inner)}}},\quad u=[g;\,u]_{{:,\,{T.num(inner)}+1..2\cdot{T.num(inner)}}}", ("g", "u"),
                  lambda e: e["gu"].chunk(2, dim=-1)),
         ]
-        down = "down_proj"
+        down = "down_proj" if fused == "gate_up_proj" else "output_linear"
     else:
         up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
         down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
@@ -299,3 +303,23 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     ]
     part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
     return Chain([s for s in steps if s.fn is not None], [X], "y")
+
+
+def _gated_w123(part: Part, d: int, out: str) -> Chain:
+    """A gated MLP named w1 (gate), w3 (up), w2 (down) whose forward applies the activation as a function
+    (LFM2's): which activation is measured, as for an activation module."""
+    inner = linear_dims(part.full.w1)[1]
+
+    def build(name: str):
+        tex_, f = ACTIVATIONS[name]
+        act = ACT_NAMES.get(name, name)
+        return lambda: Chain([
+            Step(rf"g=x W_1^{{\top}}{T.maps(d, inner)}", "g", sub(part, "w1")),
+            Step(rf"u=x W_3^{{\top}}{T.maps(d, inner)}", "u", sub(part, "w3")),
+            Step(rf"a={act}(g)", "a", lambda e: f(e["g"]), value="mlp_activation", summary=True),
+            Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
+            Step(rf"{out}=h W_2^{{\top}}{T.maps(inner, d)}", "y", sub(part, "w2", x="h"), value="mlp_output", summary=True),
+        ], [X], "y")
+
+    part.note("mlp", "gated", "the module's children: w1 (gate), w3 (up), w2 (down)")
+    return part.choose("activation", {name: build(name) for name in ACTIVATIONS})

@@ -17,6 +17,9 @@ def block(part: Part) -> Chain:
     depth = getattr(part.ctx.full_config, "scale_depth", None)
     if factor in (None, 1, 1.0) and depth is not None:
         return part.choose("residual_scale", {"config_scale_depth": lambda: _depth_scaled_block(part, depth), "none": lambda: _block(part, None)})
+    r = block_roles(part.tiny)
+    if factor in (None, 1, 1.0) and (r.ssm or not (r.attention and r.mlp)):
+        return _block(part, None)  # a hybrid's block: one mixer, or a state-space mixer before the MLP; nothing runs side by side
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
         # block's input and both are added at once): measured on the run, never told by a name.
@@ -37,22 +40,28 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
     """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add
     (``tiny_factor`` on the preview run and ``times`` its TeX, where they are not the config's residual_multiplier)."""
     r = block_roles(part.tiny)
+    if r.sublayers == 1:
+        return _one_sublayer(part, r, factor)
     if tiny_factor is None:
         tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
     if times is None:
         times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
-    attn = part.child(r.attention)
+    # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
+    first, first_norm = (r.attention, r.attention_norm) if r.attention else (r.ssm, r.ssm_norm)
+    first_values = ("attention_norm_output", "attention_output") if r.attention else ("ssm_norm_output", "ssm_output")
+    first_label = r"\operatorname{Attn}" if r.attention else r"\operatorname{SSM}"
+    attn = part.child(first)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
         inputs.append(rotary_input(attn.argument("position_embeddings")))
-    if r.attention_norm:
-        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
-    attn_in = "h" if r.attention_norm else "x"
+    if first_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first_norm), value=first_values[0], summary=True))
+    attn_in = "h" if first_norm else "x"
     call = {"x": attn_in, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
-                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}={first_label}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
+                      child_output(part, first, **call), value=None if r.attention_post_norm else first_values[1], summary=True))
     if r.attention_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
     steps.append(Step(rf"x'=x+{times}\Delta_{{\mathrm{{attn}}}}", "xm", lambda e: e["x"] + tiny_factor * e["da"], value="layer_mid", summary=True))
@@ -65,11 +74,15 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
     else:
         steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
                           child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+    if r.block_shared:  # a shared expert beside the mixture, run by the block on the same input
+        steps.append(Step(rf"\Delta_{{\mathrm{{shared}}}}=\operatorname{{Shared}}({mlp_arg})", "ds", sub(part, r.block_shared, x=mlp_in),
+                          value="shared_expert_output", summary=True))
+        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{shared}}", "dm", lambda e: e["dm"] + e["ds"], summary=True))
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
-    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
-    part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, **({"ssm": r.ssm} if r.ssm else {})}, "the block's children by role")
+    part.note("norms", {"before attention": first_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
     if r.mlp is None and r.mlp_inline:
         part.note("inline_mlp", {"up": r.mlp_inline[0], "down": r.mlp_inline[1], "activation": r.mlp_inline[2]},
@@ -95,6 +108,33 @@ def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
     steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=a\,W_2^{{\top}}+b_2{T.maps(inner, d)}\quad\text{{(the block's {down_tex})}}", "dm",
                       sub(part, down, x="a"), value="mlp_output", summary=True))
     return steps
+
+
+def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
+    """A block that runs one mixer (a hybrid's state-space, attention or MLP block): its norm, the
+    mixer, and one add."""
+    tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
+    times = rf"{T.num(float(factor))}\," if factor is not None else ""
+    if r.ssm:
+        child, norm, names, label = r.ssm, r.ssm_norm, ("ssm_norm_output", "ssm_output"), r"\operatorname{SSM}"
+    elif r.attention:
+        child, norm, names, label = r.attention, r.attention_norm, ("attention_norm_output", "attention_output"), r"\operatorname{Attn}"
+    else:
+        child, norm, names, label = r.mlp, r.mlp_norm, ("mlp_norm_output", "mlp_output"), r"\operatorname{FFN}"
+    inputs = [X]
+    rotary = part.child(child).argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(rotary_input(part.child(child).argument("position_embeddings")))
+    steps: list[Step] = []
+    if norm:
+        steps.append(Step(r"h=\operatorname{Norm}(x)", "h", sub(part, norm), value=names[0], summary=True))
+    arg = "h" if norm else "x"
+    call = {"x": arg, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta={label}({arg}{',' + T.c('R') if rotary else ''})", "d", child_output(part, child, **call), value=names[1], summary=True))
+    steps.append(Step(rf"y=x+{times}\Delta", "y", lambda e: e["x"] + tiny_factor * e["d"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "ssm": r.ssm}, "the block's children by role")
+    part.note("norms", {"before the mixer": norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
 
 
 def _parallel_block(part: Part) -> Chain:
