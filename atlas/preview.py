@@ -116,6 +116,7 @@ def tiny_linear_attention(config) -> dict[str, Any]:
     for key in ("linear_key_head_dim", "linear_value_head_dim", "linear_head_dim"):
         if getattr(config, key, None):
             values[key] = TINY_LINEAR_HEAD_DIM
+    return values
 
 
 # A state-space mixer's sizes at the preview (each config key a family may use): 8 heads of 8 channels in

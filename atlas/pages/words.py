@@ -48,8 +48,6 @@ ROLE_TITLES = {
     "latent_attention": "Latent attention",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
-    "gated_norm": "Gated RMSNorm",
-    "depthwise_conv": "Short causal convolution",
     "decay_gate": "Forget gate (decay per channel)",
     "moe": "Mixture of experts",
     "gated_mlp": "Gated MLP",
