@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from atlas import families
@@ -22,6 +23,7 @@ from atlas.errors import AtlasError
 # transformers' advice to its users (a rope setting renamed, an activation's numerics) is not the build's
 # to pass on: whatever a page needs is checked, and a build prints only progress and its one error line.
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+warnings.filterwarnings("ignore", module=r"transformers(\.|$)")  # its deprecation notices, likewise
 
 
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:

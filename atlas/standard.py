@@ -396,8 +396,9 @@ class BlockRoles:
 
     @property
     def sublayers(self) -> int:
-        """How many mixers the block runs (attention, MLP, state-space mixer)."""
-        return sum(x is not None for x in (self.attention, self.mlp, self.ssm))
+        """How many mixers the block runs (attention, MLP, state-space mixer); an MLP whose layers the
+        block holds itself (OPT's fc1, fc2) is one."""
+        return sum(x is not None for x in (self.attention, self.mlp or self.mlp_inline, self.ssm))
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
