@@ -144,8 +144,9 @@ def _check_config_source(where, pinned, config) -> None:
         raise AtlasError(where, "config_source", "must be an object with status, from and guessed")
     if source.get("status") not in CONFIG_STATUSES:
         raise AtlasError(where, "config_source.status", f"must be one of {', '.join(CONFIG_STATUSES)}, not {source.get('status')!r}")
-    if not isinstance(source.get("from"), str) or not source["from"].strip():
-        raise AtlasError(where, "config_source.from", "must say in a sentence where the file comes from")
+    said = source.get("from")
+    if not isinstance(said, str) or not said.strip() or not said.strip()[0].isupper() or not said.strip().endswith("."):
+        raise AtlasError(where, "config_source.from", "must say in a sentence (a capital first, a full stop last) where the file comes from")
     guessed = source.get("guessed", {})
     if not isinstance(guessed, dict) or not all(isinstance(v, str) and v.strip() for v in guessed.values()):
         raise AtlasError(where, "config_source.guessed", "must map each guessed key of config.json to why it is a guess")

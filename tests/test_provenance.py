@@ -80,3 +80,11 @@ def test_an_override_without_its_reason_is_refused():
     stray = family.but(override_reasons={"rope_theta": "why", "vocab_size": "why"})
     with pytest.raises(AtlasError, match=r"override_reasons\['vocab_size'\]: gives a reason for a key config_overrides does not change"):
         check_family(stray)
+
+
+def test_where_the_file_comes_from_is_a_sentence():
+    checkpoint = _with({"config_source": {"status": "copy", "from": "a copy in some repository"}})
+    with pytest.raises(AtlasError) as caught:
+        check_pinned(checkpoint)
+    assert str(caught.value) == ("atlas/checkpoints/allenai/OLMo-2-1124-7B/checkpoint.json: config_source.from: must say in a sentence "
+                                 "(a capital first, a full stop last) where the file comes from")
