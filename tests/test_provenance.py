@@ -56,7 +56,7 @@ def _with(pinned_changes, name="olmo2"):
 
 
 def test_a_guess_that_names_no_key_of_the_file_is_refused():
-    checkpoint = _with({"config_source": {"status": "copy", "from": "somewhere", "guessed": {"rope_scaling.factorr": "typo"}}})
+    checkpoint = _with({"config_source": {"status": "copy", "from": "Somewhere.", "guessed": {"rope_scaling.factorr": "typo"}}})
     with pytest.raises(AtlasError) as caught:
         check_pinned(checkpoint)
     assert str(caught.value) == ("atlas/checkpoints/allenai/OLMo-2-1124-7B/checkpoint.json: config_source.guessed['rope_scaling.factorr']: "
