@@ -173,11 +173,7 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
                 b.reshape(B, T_, thv), a.reshape(B, T_, thv))
 
     def conv(e):
-        c = torch.cat((e["q"], e["k"], e["v"]), dim=-1)
-        c = causal_conv(c, e.w("conv1d.weight"))
-        if tm.conv1d.bias is not None:
-            c = c + e.w("conv1d.bias")
-        c = c * c.sigmoid()
+        c = _convolved_qkv(e, tm)
         B, T_ = c.shape[:2]
         q, k, v = c.split([thk * tdk, thk * tdk, thv * tdv], dim=-1)
         return q.view(B, T_, thk, tdk), k.view(B, T_, thk, tdk), v.view(B, T_, thv, tdv)
@@ -287,11 +283,7 @@ def kimi_delta_attention(part: Part) -> Chain:
     Q, Kk, V = T.q("q"), T.k("k"), T.v("v")
 
     def conv(e):
-        c = torch.cat((e["q"], e["k"], e["v"]), dim=-1)
-        c = causal_conv(c, e.w("conv1d.weight"))
-        if tm.conv1d.bias is not None:
-            c = c + e.w("conv1d.bias")
-        c = c * c.sigmoid()
+        c = _convolved_qkv(e, tm)
         B, T_ = c.shape[:2]
         return tuple(x.reshape(B, T_, th, td) for x in c.split([th * td] * 3, dim=-1))
 
@@ -342,3 +334,13 @@ def linear_attention(part: Part) -> Chain:
     if {"q_proj", "k_proj", "v_proj", "forget_gate", "b_proj", "g_a_proj", "g_b_proj", "o_norm", "o_proj"} <= names:
         return kimi_delta_attention(part)
     return gated_delta_net(part)
+
+
+def _convolved_qkv(e, tiny_mixer):
+    """q, k and v side by side through the mixer's causal depthwise convolution (and its bias), then SiLU."""
+    import torch
+
+    c = causal_conv(torch.cat((e["q"], e["k"], e["v"]), dim=-1), e.w("conv1d.weight"))
+    if tiny_mixer.conv1d.bias is not None:
+        c = c + e.w("conv1d.bias")
+    return c * c.sigmoid()
