@@ -145,8 +145,10 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             sub = title_of(node)
             if role(node) == "gated_mlp":
                 sub = f"{sub} · {grouped(gated_inner(node))} wide"
-            if main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention") and not a.get("ssm"):
-                sub = f"{sub} · {ATTENTION_TYPES.get(attention_type, attention_type.replace('_', ' '))}"
+            kind_word = ATTENTION_TYPES.get(attention_type, (attention_type or "").replace("_", " "))
+            if (main in ("attn", "mixer") and attention_type and a.get("single") in (None, "attention") and not a.get("ssm")
+                    and kind_word.lower() not in sub.lower()):  # "Linear attention · linear" says it twice
+                sub = f"{sub} · {kind_word}"
             if main == "attn" and f"{kind_id}.{name}" in unrotated:
                 sub = f"{sub} · no positions"
             label = name
