@@ -19,6 +19,7 @@ from atlas.config_words import (
     _plural,
     _switch,
     _value_words,
+    activation_words,
     explains,
     settings_words,
 )
@@ -605,3 +606,365 @@ _switch("mtp_use_dedicated_embeddings", "The multi-token-prediction blocks have 
 def _undefined_setting(key, v, c):
     return (f"A setting of the checkpoint's original code, {_value_words(v)}, that transformers' configuration class "
             "does not define; this file says nothing more of what it did there")
+
+
+# --- convolution and state-space blocks ------------------------------------------------------------
+
+def _same_as(c: _Config, n: int | float, other: str) -> str:
+    """How a recorded value compares with the key transformers reads for the same thing, where the config has it."""
+    theirs = c.raw.get(other)
+    if theirs is None or isinstance(theirs, bool) or not isinstance(theirs, (int, float)):
+        return ""
+    if theirs == n:
+        return f", the same as {other}"
+    return f"; {other} gives {_num(theirs)}"
+
+
+def _adjusted_ff_width(c: _Config) -> int | None:
+    """The MLP width after the two-thirds, multiplier and rounding adjustment, where the config has every part."""
+    width = c.raw.get("block_ff_dim", c.raw.get("intermediate_size"))
+    multiple = c.raw.get("block_multiple_of")
+    if not isinstance(width, int) or isinstance(width, bool) or not isinstance(multiple, int) or multiple <= 0:
+        return None
+    w = int(2 * width / 3)
+    factor = c.raw.get("block_ffn_dim_multiplier")
+    if factor is not None:
+        w = int(c.number("block_ffn_dim_multiplier", factor) * w)
+        w = multiple * ((w + multiple - 1) // multiple)
+    return w
+
+
+@explains("block_auto_adjust_ff_dim")
+def _auto_adjust_ff(key, v, c):
+    if not c.flag("block_auto_adjust_ff_dim"):
+        return "The MLP's hidden width is used as given, with no adjustment"
+    words = ("The MLP's hidden width is recomputed from the given one: two thirds of it, times "
+             "block_ffn_dim_multiplier, rounded up to a multiple of block_multiple_of")
+    w = _adjusted_ff_width(c)
+    if w is not None:
+        words += f", here {grouped(w)}"
+    return words
+
+
+@explains("block_ff_dim")
+def _block_ff_dim(key, v, c):
+    n = c.count("block_ff_dim")
+    words = f"The MLP's hidden width as given, {grouped(n)}; it takes the place of intermediate_size"
+    if c.raw.get("block_auto_adjust_ff_dim") is True:
+        w = _adjusted_ff_width(c)
+        words += "; block_auto_adjust_ff_dim is on, so the MLP is built " + (
+            f"{grouped(w)} wide" if w is not None else "at an adjusted width")
+    return words
+
+
+def _after_adjust(words: str, c: _Config) -> str:
+    if c.raw.get("block_auto_adjust_ff_dim") is False:
+        return words + "; block_auto_adjust_ff_dim is off, so this has no effect"
+    return words
+
+
+@explains("block_ffn_dim_multiplier", unset=True)
+def _ffn_multiplier(key, v, c):
+    if v is None:
+        return _after_adjust("Left unset: the adjusted MLP width is two thirds of the given one, with no further "
+                             "multiplier or rounding", c)
+    return _after_adjust(f"The adjusted MLP width is multiplied by {_num(c.number(key))} before it is rounded", c)
+
+
+@explains("block_multiple_of")
+def _block_multiple_of(key, v, c):
+    return _after_adjust(f"The adjusted MLP width is rounded up to a multiple of {grouped(c.count(key))}", c)
+
+
+@explains("block_dim")
+def _block_dim(key, v, c):
+    n = c.count("block_dim")
+    return f"The blocks' width as the original code records it, {grouped(n)}{_same_as(c, n, 'hidden_size')}"
+
+
+@explains("conv_dim", "conv_dim_out")
+def _conv_dim(key, v, c):
+    n = c.count(key)
+    side = "input" if key == "conv_dim" else "output"
+    return (f"The width of the convolution blocks' {side} as the original code records it, "
+            f"{grouped(n)}{_same_as(c, n, 'hidden_size')}")
+
+
+@explains("block_norm_eps")
+def _block_norm_eps(key, v, c):
+    eps = c.number("block_norm_eps")
+    return f"The epsilon of the blocks' norms as the original code records it, {_num(eps)}{_same_as(c, eps, 'norm_eps')}"
+
+
+@explains("norm_eps")
+def _norm_eps(key, v, c):
+    return f"The epsilon added inside every norm of the model: {_num(c.number('norm_eps'))}"
+
+
+@explains("block_mlp_init_scale", "block_out_init_scale")
+def _init_scale(key, v, c):
+    part = "the MLP's" if key == "block_mlp_init_scale" else "the blocks' output projections'"
+    return (f"A scale on {part} random initial weights in the original code, {_num(c.number(key))}; "
+            "trained weights replace them, so it changes nothing in the model")
+
+
+_switch("block_use_xavier_init",
+        "The original code draws the blocks' initial weights with Xavier initialization; trained weights replace them",
+        "The original code does not use Xavier initialization for the blocks; trained weights replace them anyway")
+_switch("conv_use_xavier_init",
+        "The original code draws the convolution blocks' initial weights with Xavier initialization; trained weights "
+        "replace them",
+        "The original code does not use Xavier initialization for the convolution blocks; trained weights replace "
+        "them anyway")
+_switch("block_use_swiglu",
+        "The original code's switch for a gated MLP in which the SiLU of a gate projection multiplies an up "
+        "projection (SwiGLU): on",
+        "The original code's switch for a gated MLP in which the SiLU of a gate projection multiplies an up "
+        "projection (SwiGLU): off")
+_switch("use_pos_enc", "The original code's switch for position encoding: on",
+        "The original code's switch for position encoding: off")
+_switch("conv_bias", "The convolution blocks' projections and convolution add a learned bias",
+        "The convolution blocks' projections and convolution have no bias")
+
+
+@explains("conv_L_cache")
+def _conv_cache(key, v, c):
+    n = c.count("conv_L_cache")
+    return (f"The convolution blocks run a causal convolution {grouped(n)} positions wide over each channel; in "
+            f"generation each keeps its last {_plural(n, 'input')} in the cache")
+
+
+@explains("num_heads")
+def _num_heads(key, v, c):
+    n = c.count("num_heads")
+    return f"{_plural(n, 'attention head')} per attention block{_same_as(c, n, 'num_attention_heads')}"
+
+
+def _indices(v: Any, c: _Config, key: str) -> list[int]:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+        c.fail(key, "must be a list of block numbers")
+    return v
+
+
+@explains("full_attn_idxs", unset=True)
+def _full_attn_idxs(key, v, c):
+    layers = c.get_count("num_hidden_layers")
+    if v is None:
+        return "Left unset: every block uses full attention, unless layer_types says otherwise"
+    idx = _indices(v, c, key)
+    words = f"The blocks that use full attention, counting from 0: {', '.join(map(str, idx))}"
+    if layers is not None:
+        n = len({i for i in idx if i < layers})
+        words += f"; {n} of the {layers} blocks, the other {layers - n} are convolution blocks"
+    if isinstance(c.raw.get("layer_types"), list):
+        words += "; layer_types is given here, and it decides"
+    return words
+
+
+def _periodic(c: _Config, period_key: str, offset_key: str) -> list[int] | None:
+    """The block numbers i (from 0) with i modulo the period equal to the offset, where the config has all three."""
+    layers, period, offset = (c.get_count(k) for k in ("num_hidden_layers", period_key, offset_key))
+    if layers is None or not period or offset is None:
+        return None
+    return [i for i in range(layers) if i % period == offset]
+
+
+def _period_words(key: str, c: _Config, kind: str, other: str) -> str:
+    period_key, offset_key = (key, key.replace("period", "offset")) if key.endswith("period") else (
+        key.replace("offset", "period"), key)
+    n = c.count(key)
+    if key == period_key:
+        words = f"{kind[0].upper() + kind[1:]} recurs every {_plural(n, 'block')}: block i (from 0) is one where i modulo {n} equals {offset_key}"
+    else:
+        words = f"{kind[0].upper() + kind[1:]} starts at block {n} (from 0) and recurs every {period_key} blocks after it"
+    chosen = _periodic(c, period_key, offset_key)
+    if chosen is not None:
+        layers = c.get_count("num_hidden_layers")
+        words += (f"; here blocks {', '.join(map(str, chosen))} ({len(chosen)} of the {layers}), "
+                  f"and the other {layers - len(chosen)} {other}")
+    return words
+
+
+@explains("attn_layer_period", "attn_layer_offset")
+def _attn_period(key, v, c):
+    return _period_words(key, c, "an attention block", "are state-space blocks")
+
+
+@explains("expert_layer_period", "expert_layer_offset")
+def _expert_period(key, v, c):
+    return _period_words(key, c, "a mixture-of-experts MLP", "keep a dense MLP")
+
+
+_switch("use_mamba_kernels",
+        "A switch for fused state-space kernels, on: it chooses how the state-space blocks are computed, not what "
+        "they compute, so it changes nothing in the model",
+        "A switch for fused state-space kernels, off: it chooses how the state-space blocks are computed, not what "
+        "they compute, so it changes nothing in the model")
+_switch("mamba_conv_bias", "The state-space blocks' causal convolution adds a learned bias",
+        "The state-space blocks' causal convolution has no bias")
+_switch("use_conv_bias", "The state-space blocks' causal convolution adds a learned bias",
+        "The state-space blocks' causal convolution has no bias")
+_switch("mamba_proj_bias", "The state-space blocks' input and output projections add a learned bias",
+        "The state-space blocks' input and output projections have no bias")
+_switch("residual_in_fp32", "The residual stream is kept in 32-bit floats, whatever the weights' precision",
+        "The residual stream is kept in the weights' own precision")
+_switch("rescale_prenorm_residual",
+        "The random initialization scales the blocks' output projections down by depth; trained weights replace "
+        "them, so it changes nothing in the model",
+        "The random initialization does not scale the blocks' output projections by depth; trained weights replace "
+        "them anyway")
+
+
+@explains("mamba_d_conv", "conv_kernel")
+def _ssm_conv(key, v, c):
+    return (f"The state-space blocks run a causal convolution {grouped(c.count(key))} positions wide over each "
+            "channel before the scan")
+
+
+@explains("mamba_d_state", "ssm_state_size")
+def _ssm_state(key, v, c):
+    return (f"The state-space blocks' recurrent state keeps {grouped(c.count(key))} values for each channel of "
+            "their inner width")
+
+
+@explains("mamba_expand")
+def _ssm_expand(key, v, c):
+    e = c.number("mamba_expand")
+    width = c.get_count("hidden_size")
+    words = f"The state-space blocks work at {_num(e)} times the stream's width inside"
+    if width:
+        words += f": {grouped(width)} becomes {_num(e * width)}"
+    return words
+
+
+@explains("mamba_dt_rank")
+def _dt_rank(key, v, c):
+    if v == "auto":
+        width = c.get_count("hidden_size")
+        n = f"hidden_size/16 rounded up ({grouped(math.ceil(width / 16))})" if width else "hidden_size/16 rounded up"
+    else:
+        n = grouped(c.count(key))
+    return (f"The state-space blocks compute their step size through a bottleneck {n} wide: projected down to "
+            "it, then up to every channel")
+
+
+@explains("time_step_rank")
+def _time_step_rank(key, v, c):
+    if v == "auto":
+        width = c.get_count("hidden_size")
+        n = f"hidden_size/16 rounded up ({grouped(math.ceil(width / 16))})" if width else "hidden_size/16 rounded up"
+    else:
+        n = grouped(c.count(key))
+    return f"The width of a low-rank projection for the state-space blocks' step size: {n}"
+
+
+@explains("mamba_chunk_size", "chunk_size")
+def _ssm_chunk(key, v, c):
+    return (f"The state-space blocks' scan runs over the sequence in chunks of {_plural(c.count(key), 'position')}; "
+            "it changes how the result is computed, not the result")
+
+
+def _ssm_heads(c: _Config) -> int | None:
+    return c.get_count("mamba_n_heads") or c.get_count("mamba_num_heads")
+
+
+@explains("mamba_n_heads", "mamba_num_heads")
+def _ssm_heads_words(key, v, c):
+    return f"{_plural(c.count(key), 'head')} per state-space block, each with its own step size and decay"
+
+
+@explains("mamba_d_head", "mamba_head_dim")
+def _ssm_head_dim(key, v, c):
+    heads = _ssm_heads(c)
+    if v == "auto":
+        expand, width = c.raw.get("mamba_expand"), c.get_count("hidden_size")
+        words = "Each head of the state-space blocks is the inner width shared out over the heads"
+        if heads and width and isinstance(expand, (int, float)) and not isinstance(expand, bool):
+            words += f", {grouped(int(expand * width) // heads)} channels"
+        return words
+    d = c.count(key)
+    words = f"Each head of the state-space blocks is {_plural(d, 'channel')} wide"
+    if heads:
+        words += f"; {grouped(heads)} heads make an inner width of {grouped(heads * d)}"
+    return words
+
+
+@explains("mamba_n_groups", "n_groups")
+def _ssm_groups(key, v, c):
+    g = c.count(key)
+    words = (f"The state-space blocks' heads fall into {_plural(g, 'group')}; each group shares one map into and out "
+             "of the state (B and C) and is normalized on its own before the output projection")
+    heads = _ssm_heads(c)
+    if heads and g and heads % g == 0:
+        words += f", {_plural(heads // g, 'head')} per group"
+    return words
+
+
+@explains("mamba_hidden_act")
+def _ssm_act(key, v, c):
+    return f"The activation the state-space blocks apply after their convolution: {activation_words(c.text(key))}"
+
+
+@explains("mlp_hidden_act")
+def _mlp_act(key, v, c):
+    return f"The activation of the MLP blocks: {activation_words(c.text(key))}"
+
+
+@explains("num_logits_to_keep")
+def _logits_to_keep(key, v, c):
+    n = c.count("num_logits_to_keep")
+    if n == 0:
+        return "Generation computes logits for every position of the input (0)"
+    last = "last position" if n == 1 else f"last {grouped(n)} positions"
+    return f"Generation computes logits for the {last} of the input only, not for every position"
+
+
+@explains("time_step_min")
+def _dt_min(key, v, c):
+    return (f"The least step size of the state-space blocks, {_num(c.number(key))}: the random initialization "
+            "gives no smaller step, and where the model sets a floor on the step, this is it")
+
+
+@explains("time_step_max")
+def _dt_max(key, v, c):
+    return (f"The largest step size the random initialization of the state-space blocks gives, "
+            f"{_num(c.number(key))}; trained weights replace it, so it changes nothing in the model")
+
+
+@explains("time_step_floor")
+def _dt_floor(key, v, c):
+    return (f"The smallest step size the random initialization of the state-space blocks lets "
+            f"through, {_num(c.number(key))}; trained weights replace it, so it changes nothing in the model")
+
+
+@explains("time_step_limit")
+def _dt_limit(key, v, c):
+    if not isinstance(v, list) or len(v) != 2:
+        c.fail("time_step_limit", "must be a list of a lower and an upper limit")
+    low, high = (c.number("time_step_limit", x) for x in v)
+    top = "with no upper limit" if math.isinf(high) else f"and at most {_num(high)}"
+    return f"The range the state-space blocks' step size is clamped to: at least {_num(low)}, {top}"
+
+
+LAYER_CHARS = {"M": "state-space", "*": "attention", "-": "MLP", "E": "mixture-of-experts"}
+
+
+@explains("hybrid_override_pattern")
+def _hybrid_pattern(key, v, c):
+    pattern = c.text("hybrid_override_pattern")
+    counts = {ch: pattern.count(ch) for ch in dict.fromkeys(pattern)}
+    parts = [f"{n} {LAYER_CHARS[ch]} ({ch})" if ch in LAYER_CHARS else f'{n} of a kind the atlas has no words for ("{ch}")'
+             for ch, n in counts.items()]
+    words = (f"One character per block, {_plural(len(pattern), 'block')} in all: M a state-space block, * an "
+             f"attention block, - an MLP block, E a mixture-of-experts block; here {', '.join(parts)}")
+    layers = c.get_count("num_hidden_layers")
+    if layers is not None and layers != len(pattern):
+        words += f"; num_hidden_layers says {layers}, and the pattern decides"
+    return words
+
+
+@explains("normalization_function")
+def _normalization_function(key, v, c):
+    kind = c.text("normalization_function")
+    return (f'The original code\'s name for its norm, "{kind}": '
+            + NORM_TYPES.get(kind, "a kind the atlas has no words for"))
