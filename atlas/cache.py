@@ -54,6 +54,10 @@ def enable(on: bool) -> None:
     _enabled = on
 
 
+def enabled() -> bool:
+    return _enabled
+
+
 # --- what a family's facts are computed from -------------------------------------------------------
 
 

@@ -173,12 +173,12 @@ class LayoutPredictor:
         atlas.files.save_order needs to cut shards as the saving code did)."""
         model = self.build({})
         unique, _ = _unique_state(model, self.rules)
-        modules = dict(model.named_modules())
+        saved = _SavedNames(model, self.raw_config.get("quantization_config"), self.weight_dtype, self.rules)
         groups: list[list[str]] = []
         owner_of_last = None
         for key, tensor in unique.items():
-            owner = _owner_path(key, modules)
-            made = [t.name for t, _ in _file_tensors(model, {key: tensor}, self.raw_config.get("quantization_config"), self.weight_dtype, self.rules)]
+            owner = _owner_path(key, saved.modules)
+            made = [t.name for t, _ in saved.tensors({key: tensor})]
             if owner != owner_of_last:
                 groups.append([])
                 owner_of_last = owner
@@ -213,32 +213,82 @@ def _file_tensors(model, unique: dict[str, Any], quantization: Mapping[str, Any]
                   rules: StoredRules) -> list[tuple[StoredTensor, Any]]:
     """The stored tensors of these model tensors (names as stored, dtypes, shapes), each with the
     quantizer that made it (None where none did)."""
-    from transformers.core_model_loading import revert_weight_conversion
+    return _SavedNames(model, quantization, weight_dtype, rules).tensors(unique)
 
-    buffers = {
-        f"{path}.{name}" if path else name
-        for path, owner in model.named_modules()
-        for name, _ in owner.named_buffers(recurse=False)
-        if name not in owner._non_persistent_buffers_set
-    }
-    stored = revert_weight_conversion(model, unique)
-    modules = dict(model.named_modules())
-    quantized = _quantizer(quantization)
-    owners = _renamed_owners(model, unique, stored, modules) if quantized else {}
-    tensors = []
-    for key, tensor in stored.items():
-        shape = tuple(tensor.shape)
-        if key in buffers:
-            tensors.append((StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"), None))
-            continue
-        owner = owners[key] if key in owners else modules.get(_owner_path(key, modules))
-        if quantized and quantized.applies(owner, key, shape):
-            tensors += [(t, quantized) for t in quantized.tensors(key, shape)]
-        else:
-            tensors.append((StoredTensor(key, weight_dtype, shape, "parameter"), None))
-    if rules.prefix_removed:
-        tensors = [(dataclasses.replace(t, name=t.name.removeprefix(rules.prefix_removed)), q) for t, q in tensors]
-    return tensors
+
+class _SavedNames:
+    """How the saving code names and stores a model's tensors. What that needs from the model (its
+    modules, its persistent buffers, transformers' conversion mapping) is looked up once here: a layout
+    is also predicted one tensor at a time (to cut shards in state order, to describe a tensor's page),
+    and looking them up for each tensor was most of the time of collecting a family."""
+
+    def __init__(self, model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules):
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import PrefixChange
+
+        self.model, self.weight_dtype, self.rules = model, weight_dtype, rules
+        self.modules = dict(model.named_modules())
+        self.buffers = {
+            f"{path}.{name}" if path else name
+            for path, owner in self.modules.items()
+            for name, _ in owner.named_buffers(recurse=False)
+            if name not in owner._non_persistent_buffers_set
+        }
+        self.quantized = _quantizer(quantization)
+        # What revert_weight_conversion itself looks up for a model not loaded from files (which ours
+        # never are): the conversions, less any prefix change; none at all means names are kept as they are.
+        conversions = getattr(model, "_weight_conversions", None)
+        if conversions is None:
+            conversions = [c for c in get_model_conversion_mapping(model, add_legacy=False) if not isinstance(c, PrefixChange)]
+        self.conversions = conversions or None
+
+    def revert(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        """The names (and tensors) save_pretrained writes for these model tensors."""
+        from transformers.core_model_loading import revert_weight_conversion
+
+        if self.conversions is None:
+            return tensors
+        held = self.model.__dict__.get("_weight_conversions")
+        self.model._weight_conversions = self.conversions  # handed over: not looked up again
+        try:
+            return revert_weight_conversion(self.model, tensors)
+        finally:
+            self.model._weight_conversions = held
+
+    def tensors(self, unique: dict[str, Any]) -> list[tuple[StoredTensor, Any]]:
+        stored = self.revert(unique)
+        owners = self._renamed_owners(unique, stored) if self.quantized else {}
+        tensors = []
+        for key, tensor in stored.items():
+            shape = tuple(tensor.shape)
+            if key in self.buffers:
+                tensors.append((StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"), None))
+                continue
+            owner = owners[key] if key in owners else self.modules.get(_owner_path(key, self.modules))
+            if self.quantized and self.quantized.applies(owner, key, shape):
+                tensors += [(t, self.quantized) for t in self.quantized.tensors(key, shape)]
+            else:
+                tensors.append((StoredTensor(key, self.weight_dtype, shape, "parameter"), None))
+        if self.rules.prefix_removed:
+            tensors = [(dataclasses.replace(t, name=t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
+        return tensors
+
+    def _renamed_owners(self, unique: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+        """The module each stored name comes from, where the files name it otherwise than the model does
+        (MiniMax-M2's block_sparse_moe.experts.E.w1 for the model's mlp.experts): each such module's
+        tensors are converted back alone, and the names that come out are its. Only names the model
+        does not hold."""
+        if all(key in unique for key in stored):
+            return {}
+        by_module: dict[str, dict[str, Any]] = {}
+        for key, tensor in unique.items():
+            by_module.setdefault(key.rpartition(".")[0], {})[key] = tensor
+        owners = {}
+        for path, tensors in by_module.items():
+            for key in self.revert(tensors):
+                if key in stored and key not in unique:
+                    owners[key] = self.modules.get(path)
+        return owners
 
 
 def predicted_tensors(
@@ -261,14 +311,14 @@ def tensor_summary(model, keys: list[str], quantization: Mapping[str, Any] | Non
     each with dtype, shape, bytes, and for a quantization scale the tensor it scales and the block one
     scale covers; ``tied_to``, where the files hold a tied tensor once under another name."""
     unique, tied = _unique_state(model, rules)
+    saved = _SavedNames(model, quantization, weight_dtype, rules)
     out = {}
     for key in keys:
         if key not in unique:
             kept = tied.get(key)
             out[key] = {"stored": [], "tied_to": kept.removeprefix(rules.prefix_removed) if kept else None}
             continue
-        made = _file_tensors(model, {key: unique[key]}, quantization, weight_dtype, rules)
-        out[key] = {"stored": _grouped(made), "tied_to": None}
+        out[key] = {"stored": _grouped(saved.tensors({key: unique[key]})), "tied_to": None}
     return out
 
 
@@ -301,25 +351,6 @@ def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
             entry["block"] = list(q.scale_block)
         entries.append(entry)
     return entries
-
-
-def _renamed_owners(model, unique: dict[str, Any], stored: dict[str, Any], modules: Mapping[str, Any]) -> dict[str, Any]:
-    """The module each stored name comes from, where the files name it otherwise than the model does
-    (MiniMax-M2's block_sparse_moe.experts.E.w1 for the model's mlp.experts): each such module's tensors
-    are converted back alone, and the names that come out are its. Only names the model does not hold."""
-    from transformers.core_model_loading import revert_weight_conversion
-
-    if all(key in unique for key in stored):
-        return {}
-    by_module: dict[str, dict[str, Any]] = {}
-    for key, tensor in unique.items():
-        by_module.setdefault(key.rpartition(".")[0], {})[key] = tensor
-    owners = {}
-    for path, tensors in by_module.items():
-        for key in revert_weight_conversion(model, tensors):
-            if key in stored and key not in unique:
-                owners[key] = modules.get(path)
-    return owners
 
 
 def _owner_path(key: str, modules: Mapping[str, Any]) -> str:

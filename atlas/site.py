@@ -6,6 +6,7 @@ The site is built in a temporary folder beside the target and exchanged with it 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -46,12 +47,22 @@ def _dumps(value: Any, depth: int) -> str:
 
 def _numeric(value: Any) -> bool:
     """A number, or a (nested) list holding only numbers."""
-    if isinstance(value, list):
-        return all(_numeric(v) for v in value)
-    return isinstance(value, (int, float)) and not isinstance(value, bool) or value is None
+    if type(value) is list:  # exact types: facts are plain JSON values, and a bool is not a number here
+        return all(type(v) in _NUMBER_TYPES or (type(v) is list and _numeric(v)) for v in value)
+    return type(value) in _NUMBER_TYPES
+
+
+_NUMBER_TYPES = (int, float, type(None))
 
 
 def _environment() -> jinja2.Environment:
+    """One Jinja environment a process, so that each template is compiled once per build, not once per
+    family (with the facts cache on, the compiled templates are also kept between builds)."""
+    return _environment_with(cache.enabled())
+
+
+@functools.lru_cache(maxsize=2)
+def _environment_with(cache_enabled: bool) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -59,7 +70,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        bytecode_cache=cache.template_bytecode(),  # compiling the templates is most of a no-op rebuild's rendering
+        bytecode_cache=cache.template_bytecode() if cache_enabled else None,  # compiling the templates is most of a no-op rebuild's rendering
     )
     env.filters["grouped"] = grouped
     env.filters["month"] = _month
