@@ -1081,7 +1081,8 @@ def _shared_words() -> frozenset[str]:
     return frozenset(words)
 
 
-def _family_words(*classes) -> set[str]:
+@cache
+def _family_words(*classes) -> frozenset[str]:
     """Every word in the source files of the classes' modules and the sibling model files they import from."""
     import importlib.util
     import inspect
@@ -1100,7 +1101,7 @@ def _family_words(*classes) -> set[str]:
             found = importlib.util.find_spec(f"transformers.models.{package}.{module}")
             if found and found.origin:
                 todo.append(found.origin)
-    return words
+    return frozenset(words)
 
 
 # Keys that set the layers' own arithmetic. Only the model's modeling code implements that arithmetic,

@@ -283,6 +283,9 @@ class _SavedNames:
         by_module: dict[str, dict[str, Any]] = {}
         for key, tensor in unique.items():
             by_module.setdefault(key.rpartition(".")[0], {})[key] = tensor
+        # Only a module some of whose tensors the files name otherwise can be the source of a new name.
+        renamed = {key.rpartition(".")[0] for key in unique if key not in stored}
+        by_module = {path: tensors for path, tensors in by_module.items() if path in renamed}
         owners = {}
         for path, tensors in by_module.items():
             for key in self.revert(tensors):
