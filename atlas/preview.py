@@ -83,6 +83,8 @@ def tiny_values(config) -> dict[str, Any]:
     values.update(tiny_ssm_values(config))
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
+    if getattr(config, "attention_chunk_size", None):
+        values["attention_chunk_size"] = TINY_SLIDING_WINDOW  # likewise the chunks of chunked attention
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
     if experts_key and getattr(config, "num_experts_per_tok", None):
         # the same share of experts per token: top_k / experts stays the pinned ratio
