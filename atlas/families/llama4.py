@@ -2,8 +2,8 @@
 
 The checkpoint is a multimodal wrapper; the atlas describes its text model, and counts the vision
 encoder and projector apart. Every block is a mixture: a router picks one of the routed experts per
-token with a sigmoid score, that expert's SwiGLU output is scaled by the score, and a shared expert is
-added for every token. Attention is grouped-query. Three of every four blocks rotate queries and keys
+token and gives it the sigmoid of its logit as a score; the token's row is multiplied by that score
+before it enters the expert's SwiGLU (not after), and a shared expert is added for every token. Attention is grouped-query. Three of every four blocks rotate queries and keys
 and attend within fixed-size chunks of the sequence (a query sees only earlier positions of its own
 chunk), with an RMSNorm without weights on queries and keys; the fourth block uses no rotary angles at
 all and attends over the whole prefix, scaling its queries up with the position (temperature tuning)
