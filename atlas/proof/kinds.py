@@ -94,7 +94,6 @@ BUILDERS = {
     "dropout": library.dropout,
     "linear": library.linear,
     "norm": library.norm,
-    "weightless_norm": library.weightless_norm,
     "activation": library.activation,
     "dense_mlp": library.dense_mlp,
     "latent_attention": attention.latent_attention,
@@ -113,6 +112,7 @@ BUILDERS = {
     "mamba2": ssm.mamba2,
     "mamba1": ssm.mamba1,
     "short_conv": ssm.short_conv,
+    "weightless_norm": library.weightless_norm,
 }
 
 
