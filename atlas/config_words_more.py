@@ -968,3 +968,81 @@ def _normalization_function(key, v, c):
     kind = c.text("normalization_function")
     return (f'The original code\'s name for its norm, "{kind}": '
             + NORM_TYPES.get(kind, "a kind the atlas has no words for"))
+
+
+# --- Llama 4: chunked attention, the no-position blocks' query temperature, interleaved mixtures ------
+
+@explains("attention_chunk_size")
+def _attention_chunk_size(key, v, c):
+    n = c.count("attention_chunk_size")
+    words = (f"The blocks that rotate attend in chunks of {grouped(n)} positions: a query sees only the earlier "
+             "positions of its own chunk")
+    if isinstance(c.raw.get("no_rope_layers"), list) and not all(c.raw["no_rope_layers"]):
+        words += "; the blocks without rotary angles attend over every earlier position"
+    return words
+
+
+@explains("attn_temperature_tuning")
+def _attn_temperature_tuning(key, v, c):
+    if isinstance(v, bool):
+        state = "on" if v else "off"
+    elif isinstance(v, int):
+        state = f"given as the number {v}, not a switch"
+    else:
+        c.fail("attn_temperature_tuning", "must be true or false")
+    return (f"Whether the blocks without rotary angles scale their queries up along the context (attn_scale and "
+            f"floor_scale say by how much): {state}")
+
+
+@explains("floor_scale")
+def _floor_scale(key, v, c):
+    n = c.count("floor_scale")
+    return (f"The query temperature of the blocks without rotary angles steps up every {grouped(n)} positions: "
+            f"position t's queries are multiplied by 1 + attn_scale · ln(1 + ⌊(t + 1) / {grouped(n)}⌋)")
+
+
+@explains("attn_scale")
+def _attn_scale(key, v, c):
+    s = c.number("attn_scale")
+    return (f"How fast the query temperature of the blocks without rotary angles grows: the factor is 1 plus {_num(s)} "
+            "times the natural log of one more than the number of floor_scale steps passed")
+
+
+@explains("interleave_moe_layer_step")
+def _interleave_moe(key, v, c):
+    n = c.count("interleave_moe_layer_step")
+    words = "Every block is a mixture of experts" if n == 1 else f"Every {_ordinal(n)} block is a mixture of experts, the others dense"
+    if c.raw.get("moe_layers") is not None:
+        words += "; moe_layers is given here, and it decides"
+    return words
+
+
+@explains("moe_layers")
+def _moe_layers(key, v, c):
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        c.fail("moe_layers", "must be a list of block numbers")
+    layers = c.get_count("num_hidden_layers")
+    if layers is not None and sorted(v) == list(range(layers)):
+        return f"The blocks that are mixtures of experts: all {_plural(layers, 'block')}"
+    return f"The blocks that are mixtures of experts (counting from 0): {', '.join(map(str, v))}; the others have a dense MLP"
+
+
+@explains("intermediate_size_mlp")
+def _intermediate_size_mlp(key, v, c):
+    n = c.count("intermediate_size_mlp")
+    words = f"The hidden width of a dense block's MLP: {grouped(n)}"
+    layers, moe = c.get_count("num_hidden_layers"), c.raw.get("moe_layers")
+    if layers is not None and isinstance(moe, list) and sorted(moe) == list(range(layers)):
+        words += "; every block here is a mixture, so no block uses it"
+    return words
+
+
+
+# the image markers of Llama 4's multimodal wrapper
+from atlas.config_words import ROLE_VERBS, _token  # noqa: E402 - kept beside the keys they serve
+
+ROLE_VERBS["image-start"] = ("opens an image in the text", "open an image in the text")
+ROLE_VERBS["image-end"] = ("closes an image in the text", "close an image in the text")
+_token("boi_token_index", "image-start")
+_token("eoi_token_index", "image-end")
+_alias("image_token_index", "image_token_id")

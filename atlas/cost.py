@@ -28,6 +28,9 @@ CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
 FP8_BLOCK = 128  # one F32 scale per 128 × 128 block of a matrix (DeepSeek-V3's FP8 layout)
 FOUR_BIT_GROUP = 32  # one 8-bit power-of-two scale per 32 values (MXFP4, as gpt-oss stores its experts)
 SLIDING_TYPES = ("sliding_attention",)
+# chunked attention (Llama 4): a query reads only the earlier positions of its own chunk; transformers' cache
+# holds such a block as a sliding window of the chunk's length, so its cache and FLOPs follow the sliding rule
+CHUNKED_TYPES = ("chunked_attention",)
 FULL_TYPES = (None, "full_attention")
 FIXED_STATES = ("state", "linear")  # block kinds whose cache is a state of fixed size, not values per position
 
@@ -73,9 +76,13 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return linear_block_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
-    if attention_type not in SLIDING_TYPES + FULL_TYPES:
+    if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES:
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
+    chunk = getattr(config, "attention_chunk_size", None) if attention_type in CHUNKED_TYPES else None
+    if attention_type in CHUNKED_TYPES and not chunk:
+        raise AtlasError(family, "cost figures", "a chunked-attention block without an attention_chunk_size in the config")
+    window = window or chunk
     if attention_type in SLIDING_TYPES and not window:
         raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
     attention = getattr(block, roles.attention) if roles.attention else None
@@ -101,7 +108,10 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
                          if qk != v else f"2 × {kv_heads} key-value heads × head_dim {grouped(v)} = {grouped(cache_values)} values")
         expanded, expanded_formula = None, None
     cache_cap = window - 1 if window else None
-    if window:
+    if chunk:
+        cache_formula += (f"; at most {grouped(cache_cap)} positions: a chunked block (chunks of {grouped(chunk)}), which "
+                          "transformers' cache holds as a window of the chunk's length less the token being added")
+    elif window:
         cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
 
     top_k = getattr(config, "num_experts_per_tok", None)
@@ -114,8 +124,14 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
-    if window:
+    if chunk:
+        flops_formula += (f", at most {grouped(window)} keys (transformers scores the cached window; the mask keeps only "
+                          "the token's own chunk)")
+    elif window:
         flops_formula += f", at most {grouped(window)} keys"
+    if roles.dense_dispatch and routed:
+        flops_formula += (f"; every one of the {routed[1]} routed experts is counted whole: transformers runs each expert on "
+                          "every token, the experts not chosen on a zero row")
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
 
@@ -255,7 +271,8 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
             if id(p) in expert_ids:
                 per_expert_dims = p.dim() - 1 if p.shape[0] == n_experts and "Experts" in type(module).__name__ else p.dim()
                 if per_expert_dims >= 2:
-                    total += p.numel() * top_k // n_experts
+                    # dense dispatch (Llama 4): every expert multiplies every token's (scaled) row
+                    total += p.numel() if roles.dense_dispatch else p.numel() * top_k // n_experts
             elif p.dim() >= 2:
                 total += p.numel()
     return total, ((top_k, n_experts) if experts is not None else None)

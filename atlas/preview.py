@@ -83,6 +83,11 @@ def tiny_values(config) -> dict[str, Any]:
     values.update(tiny_ssm_values(config))
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
+    if getattr(config, "attention_chunk_size", None):
+        values["attention_chunk_size"] = TINY_SLIDING_WINDOW  # likewise the chunks of chunked attention
+    if getattr(config, "attn_temperature_tuning", None) and getattr(config, "floor_scale", None):
+        # the positions per step of the query temperature (Llama 4's NoPE blocks): short, so the temperature rises on the prompt
+        values["floor_scale"] = TINY_SLIDING_WINDOW // 2
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
     if experts_key and getattr(config, "num_experts_per_tok", None):
         # the same share of experts per token: top_k / experts stays the pinned ratio
@@ -378,9 +383,22 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     else:  # a mixture without a shared expert: the routed experts are the whole MLP output
         identity("mixture_sum", "mlp.routed_output == mlp.mlp_output (no shared expert)", moe,
                  lambda i: _max_abs(L[i].mlp.routed_output - L[i].mlp.mlp_output))
-    identity("expert_slots", "mlp.expert_outputs summed over the routing slots == mlp.routed_output", moe,
+    slotted = [i for i in moe if t.resolution.at("expert_outputs", i).read is not None]
+    dense = [i for i in moe if t.has("router_scores", i)]  # every expert runs on every token, its input scaled (Llama 4)
+    identity("expert_slots", "mlp.expert_outputs summed over the routing slots == mlp.routed_output", slotted,
              lambda i: _max_abs(L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output),
-             None if moe else "no block is a mixture of experts")
+             None if slotted else "no block is a mixture of experts" if not moe else
+             "the mixture has no routing slots: every expert runs on every token, its input scaled by the token's score for it")
+    if dense:
+        k = config.num_experts_per_tok
+
+        def dense_scores(i):
+            z = L[i].mlp.router_logits
+            top = z.topk(k, dim=-1)
+            expected = torch.zeros_like(z).scatter(-1, top.indices, top.values.sigmoid())
+            return _max_abs(L[i].mlp.router_scores - expected)
+
+        identity("router_scores", f"mlp.router_scores == sigmoid(mlp.router_logits) at each token's top {k}, 0 elsewhere", dense, dense_scores)
     factor = getattr(config, "routed_scaling_factor", None)
     if getattr(config, "norm_topk_prob", False):
         target = factor if factor is not None else 1.0
@@ -786,6 +804,9 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
                           if experts and get("norm_topk_prob") is not None else None),
         "scaling factor": f"a routed scaling factor of {get('routed_scaling_factor'):g}" if experts and get("routed_scaling_factor") else None,
         "window": f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window") else None,
+        "chunks": f"attention chunks of {get('attention_chunk_size'):,} positions" if get("attention_chunk_size") else None,
+        "query temperature": (f"a query temperature that steps up every {get('floor_scale'):,} positions (attn_scale {get('attn_scale'):g})"
+                              if get("attn_temperature_tuning") and get("floor_scale") and get("attn_scale") is not None else None),
         "rotary": f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope else None,
         "softcaps": ", ".join(softcaps) if softcaps else None,
         "vocabulary": f"a vocabulary of {s['vocab_size']:,}",

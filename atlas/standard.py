@@ -226,6 +226,8 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("expert_indices", "layers[i].mlp", "ExpertIndices", "Which expert each routing slot sends the token to", mixture=True),
     StandardValue("expert_outputs", "layers[i].mlp", "ExpertOutputs", "Each routing slot's expert output, already multiplied by its weight", mixture=True),
     StandardValue("routed_output", "layers[i].mlp", "Residual", "The routed experts' weighted sum", mixture=True),
+    # a mixture that sends every token to every expert, each expert's input scaled by the token's score for it (Llama 4)
+    StandardValue("router_scores", "layers[i].mlp", "RouterLogits", "Each routed expert's factor for the token, zero for the experts not chosen: the mixture scales every expert's input by it", mixture=True, extension=True),
     StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
     # a state-space (Mamba-2) mixer, in blocks that have one
     StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
@@ -269,6 +271,7 @@ class Read:
     element: int | None = None
     split_heads: bool = False
     flatten_tokens: bool = False  # the module sees batch × seq as one axis: unflatten it
+    sum_experts: bool = False  # the module returns one row per expert and token, expert by expert: summed over the experts
     from_block: bool = False  # ``module`` is relative to the block, not the host (a post-norm beside the attention)
 
     def words(self) -> str:
@@ -281,6 +284,8 @@ class Read:
                 text += f", element {self.element}"
             if self.split_heads:
                 text += ", split by head"
+            if self.sum_experts:
+                text += ", summed over the experts (it holds one row per expert and token)"
             if self.flatten_tokens:
                 text += ", rows unflattened to batch × seq"
             return text
@@ -393,6 +398,8 @@ class BlockRoles:
     # a shared expert beside the mixture, as the block's own child (Granite 4.0-H's shared_mlp): the
     # block adds its output to the mixture's
     block_shared: str | None = None
+    # the experts take every token, each expert's rows scaled beforehand by the token's score for it (see is_dense_dispatch)
+    dense_dispatch: bool = False
 
     @property
     def sublayers(self) -> int:
@@ -554,7 +561,22 @@ def block_roles(block) -> BlockRoles:
         block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
+        dense_dispatch=bool(experts) and is_dense_dispatch(getattr(mlp_module, experts)),
     )
+
+
+def is_dense_dispatch(experts) -> bool:
+    """Experts held as fused 3-D weights whose forward takes the tokens alone, no chosen experts nor
+    weights: every expert runs on every token's row, the mixture having scaled each expert's rows by
+    the token's score for it beforehand (Llama 4)."""
+    import inspect
+
+    own = dict(experts.named_parameters(recurse=False))
+    if "gate_up_proj" not in own or own["gate_up_proj"].dim() != 3:
+        return False
+    params = [p for p in inspect.signature(experts.forward).parameters.values()
+              if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return len(params) == 1
 
 
 def _inline_mlp(block) -> tuple[str, str, str | None] | None:
@@ -723,6 +745,19 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
+    rule("router_scores", None, mixture_words if not b.experts else
+         f"block {index}'s router hands the chosen experts' weights, not a score for every expert")
+    if b.dense_dispatch:
+        # the router returns (scores, logits); every expert runs on every token, its input scaled by the score
+        words = (f"block {index}'s mixture sends every token to every expert, its input scaled by the token's score "
+                 "for that expert (zero where not chosen): there are no routing slots")
+        rule("router_logits", Read("output", b.router, element=1, flatten_tokens=True))
+        rule("router_scores", Read("output", b.router, element=0, flatten_tokens=True))
+        for name in ("expert_indices", "expert_weights", "expert_outputs"):
+            rule(name, None, words)
+        rule("routed_output", Read("output", b.experts, flatten_tokens=True, sum_experts=True))
+        if not b.mlp_post_norm:  # the mixture returns its tokens as rows; the block reshapes them
+            rule("mlp_output", Read("output", "", element=0, flatten_tokens=True))
     rule("shared_expert_output", Read("output", b.block_shared, from_block=True) if b.block_shared else
          Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,
          mixture_words if not b.experts else f"block {index}'s mixture has no shared expert")

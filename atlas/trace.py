@@ -135,6 +135,8 @@ class _Capture:
         """The tensor in its layout: rows unflattened to (batch, seq), the last axis split by head."""
         if tensor is None or not hasattr(tensor, "shape"):
             return tensor
+        if read.sum_experts and self.batch_seq and tensor.shape[0] % (self.batch_seq[0] * self.batch_seq[1]) == 0:
+            tensor = tensor.unflatten(0, (-1, self.batch_seq[0] * self.batch_seq[1])).sum(0)
         if read.flatten_tokens and self.batch_seq and tensor.shape[0] == self.batch_seq[0] * self.batch_seq[1]:
             tensor = tensor.unflatten(0, self.batch_seq)
         if read.split_heads and module is not None:

@@ -107,7 +107,7 @@ def mlp_reads_the_attention(run) -> bool:
     return not torch.equal(seen[0], seen[1])
 
 
-def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False):
+def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False, dense=False):
     """(measured, not applicable) ids, from config.json and the family's declared exceptions; where every
     block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test; ``runs``
     (block -> which sublayers it runs, as the run captured them) adds a hybrid's identities."""
@@ -130,6 +130,9 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
         skipped.add("logits")  # the head's logits are softcapped
     if parallel:
         skipped.add("attention_add")  # layer_mid does not exist: the MLP reads the block's input
+    if dense:  # every expert runs on every token, its input scaled by its score (Llama 4): no routing slots
+        skipped.add("expert_slots")
+        every.add("router_scores")
     return every - skipped, skipped
 
 
@@ -179,6 +182,9 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     softmax_blocks = [i for i in range(n) if types[i] != "linear_attention" and runs[i][0]]
     shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts")
                   or any(c.get("num_shared_expert") or []))  # Hunyuan: one count per layer
+    # a score for every expert, zero where not chosen, scaling each expert's input (Llama 4's dense dispatch)
+    dense = any(t.has("router_scores", i) for i in range(n))
+    shared = shared or (dense and all(t.has("shared_expert_output", i) for i in mixture_blocks))
     target = c.get("routed_scaling_factor") or 1.0
     # Scales the released config sets (Granite, MiniCPM): each sublayer's output times a residual factor
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
@@ -192,6 +198,9 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "mixture_sum": lambda i: L[i].mlp.routed_output + (L[i].mlp.shared_expert_output if shared else 0) - L[i].mlp.mlp_output,
         "expert_slots": lambda i: L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output,
         "expert_weights_sum": lambda i: L[i].mlp.expert_weights.sum(dim=-1) - target,
+        "router_scores": lambda i: L[i].mlp.router_scores - torch.zeros_like(L[i].mlp.router_logits).scatter(
+            -1, L[i].mlp.router_logits.topk(c["num_experts_per_tok"], dim=-1).indices,
+            L[i].mlp.router_logits.topk(c["num_experts_per_tok"], dim=-1).values.sigmoid()),
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
         "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0) - own.hidden_states[0],
@@ -201,7 +210,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
         "ssm_mlp_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
     }
-    where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks,
+    where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks, "router_scores": mixture_blocks,
              "embeddings": None, "logits": None}
     # a hybrid's identities hold where their blocks are; on a model whose every block runs an attention then
     # an MLP these are every block, as before
@@ -210,7 +219,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     where |= {ident: softmax_blocks for ident in ("attention_rows", "attention_softmax")}
 
     measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run), runs=runs,
-                                            norm_topk=bool(getattr(run.config, "norm_topk_prob", False)))
+                                            norm_topk=bool(getattr(run.config, "norm_topk_prob", False)), dense=dense)
     assert {i["id"] for i in facts["identities"]} == measured
     assert {i["id"] for i in facts["not_applicable"]} == skipped
     assert all(i["why"] for i in facts["not_applicable"])

@@ -122,6 +122,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             gap = 6
             w = (inner_w - gap * (len(parallel) - 1)) // max(1, len(parallel))
             words = {"experts": (f"top-{rt['k']} of {rt['n']}", "routed_output"), shared: ("every token", "shared_expert_output")}
+            if fact(mlp, "dispatch") == "dense":  # every expert runs on every token, its input scaled by the score (Llama 4)
+                words["experts"] = (f"all {rt['n']} run", "routed_output")
             centers = []
             for n_, sub_name in enumerate(parallel):
                 x = inner_x + n_ * (w + gap)

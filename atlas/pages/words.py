@@ -26,6 +26,7 @@ TITLES = {
     "v_proj": "Value projection",
     "o_proj": "Output projection",
     "q_norm": "Query RMSNorm",
+    "qk_norm": "Query and key norm (no gain)",
     "k_norm": "Key RMSNorm",
     "gate_proj": "Gate projection",
     "up_proj": "Up projection",
@@ -45,6 +46,7 @@ ROLE_TITLES = {
     "gated_norm": "Gated RMSNorm",
     "depthwise_conv": "Depthwise causal convolution",
     "short_conv": "Gated short convolution",
+    "weightless_norm": "Norm without a gain",
     "latent_attention": "Latent attention",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
@@ -154,6 +156,10 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
             return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned gain and bias per feature."
         gain = "one plus a learned offset per feature (the stored gain is 1 + g)" if fact(node, "norm") == "rms_offset" else "a learned gain per feature"
         return f"Divides each {grouped(width)}-wide vector by its root mean square{eps}, then multiplies it by {gain}."
+    if r == "weightless_norm":
+        eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
+        by = "its root mean square" if fact(node, "norm") == "rms" else "its length"
+        return f"Divides each vector it is given by {by}{eps}, over its last axis; it holds no gain and no bias, so it has no parameters."
     if r == "embedding":
         if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
             return "A learned lookup table."
@@ -210,12 +216,19 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         inner = node["tensors"][-1]["shape"][-1] if node["tensors"] else None
         how = (f"gated MLPs of inner width {grouped(inner)} with biases, whose gate and up columns are interleaved, clamped and combined as (u + 1) · g σ(αg)"
                if fact(node, "experts") == "clamped_interleaved" else f"gated MLPs of inner width {grouped(inner)}")
+        if fact(node, "experts") == "gated_halves_every_expert":  # dense dispatch (Llama 4)
+            return (f"{grouped(rt['n'])} {how}, stored as fused 3-D tensors; every expert runs on every token's row, which the "
+                    "mixture has already multiplied by the token's score for that expert (zero for the experts not chosen).")
         return f"{grouped(rt['n'])} {how}, stored as fused 3-D tensors; each token runs only the {rt['k']} its router picked."
     if r == "moe":
         rt = routing(s, kids.get("gate") or kids.get("router"))
         shared = " and adds a shared expert that every token runs" if fact(node, "shared_expert") else ", with no shared expert"
         if fact(node, "shared_expert_gate"):
             shared += ", its output scaled per token by a sigmoid gate"
+        if fact(node, "dispatch") == "dense":  # every expert gets every token, its input scaled by the score (Llama 4)
+            return (f"Picks {rt['k']} of {grouped(rt['n'])} routed experts for each token and scales the token's input to each "
+                    f"expert by its score (zero for the others), not the expert's output; every expert runs and their outputs "
+                    f"are summed{shared}.")
         return f"Sends each token to {rt['k']} of {grouped(rt['n'])} routed experts and weights their outputs by the router{shared}."
     if r == "gated_mlp":
         inner = gated_inner(node)
@@ -309,8 +322,17 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
                      "no positions at all: the model has no position embedding")
     if fact(node, "output_gate"):
         parts.append("each head's output scaled by the sigmoid of a gate the query projection also produces")
-    window = fact(node, "window")
-    parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
+    if fact(node, "qk_norm"):
+        parts.append("queries and keys divided by their root mean square per head after the rotation, with no gain")
+    temperature = fact(node, "query_temperature")
+    if temperature:
+        parts.append(f"queries multiplied by 1 + {temperature['attn_scale']:g} · ln(1 + ⌊(t + 1) / {grouped(temperature['floor_scale'])}⌋) "
+                     "at position t, a temperature that rises along the context")
+    window, chunk = fact(node, "window"), fact(node, "chunk")
+    if isinstance(chunk, int):
+        parts.append(f"each query sees only the earlier positions of its own chunk of {grouped(chunk)}")
+    else:
+        parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):
         parts.append(f"scores soft-capped at {fact(node, 'softcap'):g}")
     if fact(node, "sinks"):
@@ -339,6 +361,8 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    "sigmoid_top_k_dense": ("keeps the top {k} logits and gives each kept expert the sigmoid of its logit as a score, every other "
+                            "expert a score of 0: a score for every expert, which the mixture multiplies each expert's input by"),
     "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
                     "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }

@@ -181,13 +181,20 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         steps.append(Step(rf"S_h\leftarrow{T.num(cap)}\tanh(S_h/{T.num(cap)})", "S", lambda e: tiny_cap * (e["S"] / tiny_cap).tanh()))
     window, tiny_window = _window(part, part.full), _window(part, part.tiny)
     M = T.c("M")
-    if window:
+    chunk, tiny_chunk = _chunk(part, part.ctx.full_config), _chunk(part, part.ctx.tiny_config)
+    if chunk:  # chunked attention (Llama 4's rotary blocks): a query sees the earlier positions of its own chunk
+        part.note("chunk", chunk, "the config's attention_chunk_size, for a block of attention type chunked_attention")
+        rule = (rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t\ \text{{and}}\ \lfloor s/{T.num(chunk)}\rfloor=\lfloor t/{T.num(chunk)}\rfloor,"
+                r"\ -\infty\ \text{otherwise (chunks of fixed length)}")
+        steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _chunk_mask(e["S"].shape[-1], tiny_chunk), value="attention_scores"))
+    elif window:
         part.note("window", window, "the module's sliding window")
         rule = rf"{M}_{{ts}}=0\ \text{{if}}\ t-{T.num(window)}<s\le t,\ -\infty\ \text{{otherwise}}"
     else:
         part.note("window", "none: every earlier position", "the module has no sliding window")
         rule = rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}"
-    steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
+    if not chunk:
+        steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         part.note("sinks", True, "the module holds one sink logit per head")
 
@@ -210,6 +217,57 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                           value="attention_premix", summary=True))
     n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
+
+
+def _chunk(part: Part, cfg) -> int | None:
+    """The chunk length of a chunked-attention block (the config's attention_chunk_size), else None."""
+    return getattr(cfg, "attention_chunk_size", None) if part.attention_type == "chunked_attention" else None
+
+
+def _chunk_mask(T_, chunk):
+    import torch
+
+    t = torch.arange(T_)
+    allowed = (t[None, :] <= t[:, None]) & (t[None, :] // chunk == t[:, None] // chunk)
+    return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
+
+
+def _shared_qk_norm(part: Part) -> str | None:
+    """A child norm without tensors that queries and keys share (Llama 4's qk_norm), by name."""
+    from atlas.proof.library import is_weightless_norm
+
+    return next((n for n, m in part.tiny.named_children() if n == "qk_norm" and is_weightless_norm(m)), None)
+
+
+def _temperature(part: Part):
+    """The query temperature a block without rotary angles applies (Llama 4): (attn_scale, floor_scale) at
+    the checkpoint's and the tiny sizes, where the module holds the switch on and both numbers."""
+    def settings(m):
+        if not getattr(m, "attn_temperature_tuning", False):
+            return None
+        scale, floor = getattr(m, "attn_scale", None), getattr(m, "floor_scale", None)
+        return (scale, floor) if isinstance(scale, (int, float)) and isinstance(floor, (int, float)) else None
+
+    full, tiny = settings(part.full), settings(part.tiny)
+    return (full, tiny) if full and tiny else None
+
+
+def _temperature_step(part: Part) -> Step:
+    """Each position's queries multiplied by 1 + attn_scale · ln(1 + ⌊(t + 1) / floor_scale⌋), t counted
+    from 0 at the sequence's first token: the further into the context, the sharper the softmax."""
+    import torch
+
+    (scale, floor), (tiny_scale, tiny_floor) = _temperature(part)
+    part.note("query_temperature", {"attn_scale": scale, "floor_scale": floor},
+              "the module's settings; applied where it turns no rotary angles")
+
+    def fn(e):
+        positions = torch.arange(e["Q"].shape[-2], dtype=torch.float64)
+        tau = 1 + tiny_scale * torch.log1p(torch.floor((positions + 1) / tiny_floor))
+        return e["Q"] * tau[:, None]
+
+    return Step(rf"{T.q('Q_{t,h}')}\leftarrow\big(1+{T.num(scale)}\,\ln(1+\lfloor (t+1)/{T.num(floor)}\rfloor)\big)\,{T.q('Q_{t,h}')}"
+                r"\quad\text{the query temperature: position }t\text{ counted from }0", "Q", fn, summary=True)
 
 
 def _per_head_split(qkv, heads: int, head_dim: int):
@@ -272,6 +330,13 @@ def attention(part: Part) -> Chain:
         # where the scale is applied: to the scores, or to the queries before them (OPT), as measured
         return part.choose("score_scale", {"on_scores": lambda: _attention(part, None),
                                            "on_queries": lambda: _attention(part, None, prescaled=True)})
+    if _complex_angles(part.argument("position_embeddings")):
+        # one complex factor per rotated pair (Llama 4): pairs turned in place, or the angles left unused
+        # (its NoPE blocks), measured; a shared weightless q/k norm follows the rotation
+        return part.choose("rotary_layout", {
+            "interleaved_pairs_complex": lambda: _attention(part, rotate_pairs_complex, PAIRS_TEX, norm_after_rotary=True),
+            "not_applied": lambda: _attention(part, None),
+        })
     # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
                                          "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
@@ -344,11 +409,24 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}"
                        + (r"\ \text{(after the rotation)}" if norm_after_rotary else ""),
                        ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}")] if norms and per_head else []
+    shared_norm = _shared_qk_norm(part)
+    if shared_norm:  # one norm without a gain for queries and keys alike, per head (Llama 4's qk_norm)
+        part.note("qk_norm", "one weightless norm for queries and keys, per head", "the module's child holds no tensor")
+        head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}({T.k('K_g')})\quad"
+                           rf"\text{{per head, over }}{T.num(d)}\text{{, no gain; after the rotation, which keeps each pair's length}}",
+                           ("Q", "K"), lambda e, f=sub(part, shared_norm, x="Q"), g=sub(part, shared_norm, x="K"): (f(e), g(e)), sub=f"{part.id}.{shared_norm}")]
     if not norm_after_rotary:
         steps += head_norms
     inputs = [X]
     if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
         part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")
+    elif _rotary_given(part) and _complex_angles(part.argument("position_embeddings")):
+        inputs.append(ROTARY_COMPLEX)
+        part.note("positions", "rotary, one complex factor per adjacent pair of dims", "the module is given complex factors")
+        R = T.c("R_{t,j}")
+        steps.append(Step(rf"({T.q('Q')}_{{t,h,2j}}+i\,{T.q('Q')}_{{t,h,2j+1}})\leftarrow {R}\,({T.q('Q')}_{{t,h,2j}}+i\,{T.q('Q')}_{{t,h,2j+1}}),"
+                          rf"\ \text{{likewise }}{T.k('K_{t,g}')};\ {R}=\cos\theta_{{t,j}}+i\sin\theta_{{t,j}},\ j=1..{T.num(d // 2)}",
+                          ("Q", "K"), lambda e: tuple(rotate_pairs_complex(e[n], e["R"][:, None]) for n in ("Q", "K")), summary=True))
     elif _rotary_given(part):
         inputs.append(ROTARY)
         turned = part.argument("position_embeddings")[0].shape[-1] * (2 if getattr(rotate, "per_pair", False) else 1)
@@ -362,6 +440,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
     if norm_after_rotary:
         steps += head_norms
+    if rotate is None and _temperature(part) is not None:
+        steps.append(_temperature_step(part))
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
     if group > 1:

@@ -81,6 +81,8 @@ def kind_of(part: Part) -> str:
         return "activation"
     if is_offset(m):
         return "offset"
+    if library.is_weightless_norm(m):
+        return "weightless_norm"  # no tensors, an epsilon: a norm without a gain (Llama 4's q and k norm)
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
@@ -110,6 +112,7 @@ BUILDERS = {
     "mamba2": ssm.mamba2,
     "mamba1": ssm.mamba1,
     "short_conv": ssm.short_conv,
+    "weightless_norm": library.weightless_norm,
 }
 
 

@@ -103,6 +103,48 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     return part.choose("norm", variants)
 
 
+def is_weightless_norm(module) -> bool:
+    """A module with no children and no tensors that holds an epsilon: a norm without a gain (Llama 4's
+    query and key norm)."""
+    if any(True for _ in module.children()) or any(True for _ in module.parameters(recurse=False)):
+        return False
+    if any(True for _ in module.buffers(recurse=False)):
+        return False
+    try:
+        _eps(module)
+    except LookupError:
+        return False
+    return True
+
+
+def weightless_norm(part: Part) -> Chain:
+    """x divided by its root mean square (or by its length), over the last axis; no gain, no bias."""
+    eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    x = part.argument("x", 0)
+    width = x.shape[-1] if x is not None else None
+    cfg = part.ctx.full_config
+    # the checkpoint's width: the tiny width scaled back where it is a head's (the attention's q and k norm)
+    if width is not None and getattr(part.ctx.tiny_config, "head_dim", None) == width and getattr(cfg, "head_dim", None):
+        width = cfg.head_dim
+    n = T.num(width) if width else "d"
+    part.note("eps", eps, "the module's epsilon")
+    part.note("gain", "none", "the module holds no tensor")
+
+    def rms() -> Chain:
+        return Chain([
+            Step(rf"\rho=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} x_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
+            Step(rf"y=x/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+        ], [X], "y")
+
+    def l2() -> Chain:
+        return Chain([
+            Step(r"\rho=\textstyle\sum_{j} x_j^2", "rho", lambda e: (e["x"] ** 2).sum(-1, keepdim=True)),
+            Step(rf"y=x/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+        ], [X], "y")
+
+    return part.choose("norm", {"rms": rms, "l2": l2})
+
+
 # --- linear maps, lookups, dropout, activations -----------------------------------------------------
 
 

@@ -156,12 +156,34 @@ def router(part: Part) -> Chain:
         "sigmoid": lambda: scored("sigmoid", False),
         "topk_softmax": topk_softmax,
     }
+    out = part.call.output
+    if isinstance(out, tuple) and len(out) == 2 and all(getattr(o, "shape", (0,))[-1] == n_rows(part) for o in out):
+        # a router returning two tensors of one column per expert: a score for every expert and the logits (Llama 4)
+        variants["sigmoid_top_k_dense"] = lambda: dense_scores(logits_step(), k, tiny_k)
     # SparseMixer's masked softmax needs its threshold setting: offered only where the router holds one.
     jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",))
     if jitter is not None:
         tiny_jitter = _setting(part, ("router_jitter_noise",), ("router_jitter_noise",), part.ctx.tiny_config)
         variants["sparsemixer"] = lambda: sparsemixer(logits_step(), jitter, tiny_jitter)
     return part.choose("routing", variants)
+
+
+def dense_scores(logits: Step, k: int, tiny_k: int) -> Chain:
+    """A score for every expert: the sigmoid of its logit where the logit is among the token's top k, 0
+    elsewhere (Llama 4's router, whose mixture scales each expert's input by it)."""
+    import torch
+
+    def scores(e):
+        z = e["z"]
+        top = z.topk(tiny_k, dim=-1)
+        return torch.zeros_like(z).scatter(-1, top.indices, top.values.sigmoid())
+
+    return Chain([
+        logits,
+        Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(z)", "E", lambda e: e["z"].topk(tiny_k, dim=-1).indices),
+        Step(r"S_i=\sigma(z_i)\ \ (i\in\mathcal{E}),\quad S_i=0\ \text{otherwise}\quad\text{a score for every expert}", "S", scores,
+             value="router_scores", summary=True),
+    ], [TOKENS], ("S", "z"), output_values=("router_scores", "router_logits"))
 
 
 def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
@@ -199,8 +221,54 @@ def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
     ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
 
+def dense_experts(part: Part) -> Chain:
+    """Every expert on its own block of rows (the mixture lays the tokens out once per expert, each copy
+    already scaled): a gated MLP on its slice of the fused 3-D weights; the rows come back expert by expert."""
+    d = part.ctx.full_config.hidden_size
+    gate_up = part.full.gate_up_proj
+    n = gate_up.shape[0]
+    stored_in_out = gate_up.shape[1] == d and part.full.down_proj.shape[2] == d
+    inner = (gate_up.shape[2] if stored_in_out else gate_up.shape[1]) // 2
+    has_act = "act_fn" in dict(part.tiny.named_children())
+    act = ACT_NAMES[activation_name(part.child("act_fn"))] if has_act else r"\operatorname{SiLU}"
+    Wt, Wd = ("W_{gu,e}", "W_{d,e}") if stored_in_out else (r"W_{gu,e}^{\top}", r"W_{d,e}^{\top}")
+    rows = Input("x", "X", "hidden_states", "every expert's rows, one block of all the tokens per expert, expert by expert")
+
+    def blocks(e):
+        experts = e.w("gate_up_proj").shape[0]
+        return e["x"].reshape(experts, -1, e["x"].shape[-1])
+
+    def project(e):
+        w = e.w("gate_up_proj")
+        return e["X"] @ w if stored_in_out else e["X"] @ w.transpose(1, 2)
+
+    def down(e):
+        w = e.w("down_proj")
+        h = e["a"] * e["u"]
+        return (h @ w if stored_in_out else h @ w.transpose(1, 2)).reshape(-1, e["x"].shape[-1])
+
+    def chain() -> Chain:
+        steps = [
+            Step(rf"X_e\ \text{{the }}e\text{{-th block of rows}},\ e=1..{T.num(n)}", "X", blocks),
+            Step(rf"[g;\,u]=X_e {Wt}{T.maps(d, T.times(2, inner))}\quad\text{{every expert }}e", "gu", project),
+            Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
+        ]
+        if has_act:
+            steps.append(Step(rf"a={act}(g)", "a", sub(part, "act_fn", x="g")))
+        steps.append(Step(rf"Y_e=(a\odot u)\,{Wd}{T.maps(inner, d)}\quad\text{{the rows come back expert by expert}}", "y", down, summary=True))
+        return Chain(steps, [rows], "y")
+
+    part.note("count", n, "the fused weights' first axis")
+    part.note("dispatch", "every expert on every token", "the experts' forward takes the rows alone: no chosen experts, no weights")
+    return part.choose("experts", {"gated_halves_every_expert": chain})
+
+
 def experts(part: Part) -> Chain:
     """Each routing slot's expert, a gated MLP on its own slice of the fused 3-D weights, weighted and summed."""
+    from atlas.standard import is_dense_dispatch
+
+    if is_dense_dispatch(part.tiny):
+        return dense_experts(part)
     d = part.ctx.full_config.hidden_size
     gate_up = part.full.gate_up_proj
     n = gate_up.shape[0]
@@ -281,7 +349,40 @@ def _has_bias(part: Part, child: str) -> bool:
     return getattr(part.tiny.get_submodule(child), "bias", None) is not None
 
 
+def dense_mixture(part: Part, route: str, shared: str | None) -> Chain:
+    """Dense dispatch (Llama 4): the router scores every expert (0 for those not chosen); each expert gets
+    every token, scaled by that score, and the experts' outputs are summed; a shared expert is added."""
+    n = part.full.experts.gate_up_proj.shape[0]
+    steps = [
+        Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
+        Step(r"(S,\,z)=\operatorname{Router}(x_{\mathrm{tok}})", ("S", "z"), sub(part, route, x="xt"),
+             value=("router_scores", "router_logits"), summary=True),
+        Step(rf"X_e=S_{{:,e}}\odot x_{{\mathrm{{tok}}}}\quad\text{{every expert }}e=1..{T.num(n)}\text{{ gets every token, scaled by its score (0 where not chosen)}}",
+             "X", lambda e: (e["S"].t()[:, :, None] * e["xt"][None]).reshape(-1, e["xt"].shape[-1]), summary=True),
+        Step(r"Y=\operatorname{Experts}(X)", "Y", sub(part, "experts", x="X")),
+        Step(r"y^{\mathrm{routed}}=\textstyle\sum_{e}Y_e", "yr", lambda e: e["Y"].reshape(e["S"].shape[1], -1, e["Y"].shape[-1]).sum(0),
+             value="routed_output", summary=True),
+    ]
+    if shared:
+        steps.append(Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x_{\mathrm{tok}})", "ys", sub(part, shared, x="xt"),
+                          value="shared_expert_output", summary=True))
+        steps.append(Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"] + e["ys"], value="mlp_output", summary=True))
+    else:
+        steps.append(Step(r"\Delta=y^{\mathrm{routed}}", "y", lambda e: e["yr"], value="mlp_output", summary=True))
+    part.note("dispatch", "every expert on every token, its input scaled by the token's score", "the experts' forward takes the rows alone")
+    part.note("shared_expert", bool(shared), "the mixture's children")
+    part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
+    return Chain(steps, [X], "y", output_element=0)
+
+
 def mixture(part: Part) -> Chain:
+    from atlas.standard import is_dense_dispatch
+
+    names = dict(part.tiny.named_children())
+    if "experts" in names and is_dense_dispatch(part.tiny.experts):
+        route = next(n for n in ("gate", "router") if n in names)
+        shared = next((n for n in ("shared_experts", "shared_expert", "shared_mlp") if n in names), None)
+        return part.choose("dispatch", {"dense": lambda: dense_mixture(part, route, shared)})
     names = dict(part.tiny.named_children())
     route = next(n for n in ("gate", "router") if n in names)
     shared = next((n for n in ("shared_experts", "shared_expert", "shared_mlp") if n in names), None)
