@@ -26,7 +26,7 @@ FAMILY = Family(
     vendor="Technology Innovation Institute",
     released="2025-05",
     summary=(
-        "Attention and a Mamba-2 mixer side by side in every block, summed on the same normed input, "
+        "Attention and a Mamba state-space mixer side by side in every block, summed on the same normed input, "
         "with maximal-update multipliers at every stage."
     ),
     tags=("Mamba-2", "Hybrid", "Parallel mixers", "Grouped-query attention", "RoPE", "SwiGLU", "Dense"),
