@@ -141,3 +141,13 @@ def test_falcon_h1_wrong_part_multipliers_are_refused(tiny_block):
     assert not result["reproduced"]
     swapped = _with_step(chain, "one constant per part", lambda e: e["p"] * e.w("mup_vector").flatten().flip(0))  # right constants, wrong parts
     assert not reproduce(mamba, swapped)["reproduced"]
+
+
+def test_falcon_h1_active_parameters_by_part(collected):
+    f, c = collected("falcon_h1").facts, released_config("falcon_h1")
+    rows = {r["part"]: r["values"] for r in f["cost"]["active"]["rows"]}
+    d, L = c["hidden_size"], c["num_hidden_layers"]
+    conv_channels = c["mamba_d_ssm"] + 2 * c["mamba_n_groups"] * c["mamba_d_state"]
+    mixer = d * (c["mamba_d_ssm"] + conv_channels + c["mamba_n_heads"]) + 5 * conv_channels + 3 * c["mamba_n_heads"] + c["mamba_d_ssm"] * d
+    assert rows["state-space mixers"] == L * mixer  # the Mamba mixers are their own part, not counted as norms
+    assert rows["norms"] == (2 * L + 1) * d
