@@ -151,3 +151,29 @@ def test_falcon_h1_active_parameters_by_part(collected):
     mixer = d * (c["mamba_d_ssm"] + conv_channels + c["mamba_n_heads"]) + 5 * conv_channels + 3 * c["mamba_n_heads"] + c["mamba_d_ssm"] * d
     assert rows["state-space mixers"] == L * mixer  # the Mamba mixers are their own part, not counted as norms
     assert rows["norms"] == (2 * L + 1) * d
+
+
+def test_falcon_h1_attention_in_multiplier_becomes_a_step_where_it_is_not_one():
+    """The checkpoint's attention_in_multiplier is 1, so its step is left out; a model where it is 1.7
+    gets the step, reproduces with it, and is refused without it."""
+    import copy
+
+    from atlas import families
+    from atlas.preview import build_preview_model, preview_run, run_model
+    from atlas.proof.core import Context, Part, reproduce
+    from atlas.proof.library import chain_of
+    from atlas.proof.prove import capture_calls
+
+    family = families.load("falcon_h1")
+    config = copy.deepcopy(preview_run("falcon_h1").config)
+    config.attention_in_multiplier = 1.7
+    run = run_model(family, build_preview_model(family, config))
+    ctx = Context(family, run.config, run.config, capture_calls(run.model, run.ids), run.eager, run.eager.resolution)
+    ctx.block_ids["blk"] = 0
+    module = run.model.model.layers[0]
+    part = Part("blk", "model.layers.0", module, module, ctx, 0, "hybrid")
+    chain = chain_of(part)
+    assert part.facts["mixer_multipliers"]["value"]["attention_in"] == 1.7
+    assert any("attention\\_in\\_multiplier" in s.tex for s in chain.steps)
+    assert reproduce(part, chain)["reproduced"]
+    assert not reproduce(part, _with_step(chain, "attention\\_in\\_multiplier", lambda e: e["h"]))["reproduced"]
