@@ -33,6 +33,9 @@ SLIDING_TYPES = ("sliding_attention",)
 CHUNKED_TYPES = ("chunked_attention",)
 FULL_TYPES = (None, "full_attention")
 FIXED_STATES = ("state", "linear")  # block kinds whose cache is a state of fixed size, not values per position
+# A block kind whose cache is both: keys and values per position, and beside them a state of fixed size
+# (Falcon-H1's attention and Mamba-2 side by side); its kind's "state" holds the fixed part.
+GROWING_AND_FIXED = ("full_and_state",)
 
 
 @dataclass
@@ -52,6 +55,7 @@ class BlockTerms:
     flops_formula: str
     matrices: int  # matrix values one token is multiplied by (routed experts: the top-k share)
     routed: tuple[int, int] | None  # (top_k, experts) of a mixture block
+    state_values: int = 0  # values of a fixed-size state held beside the per-position cache (GROWING_AND_FIXED)
 
 
 def _sizes(config) -> dict[str, Any]:
@@ -74,6 +78,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     qk, v = sizes["qk_head_dim"], sizes["head_dim"]
     if roles.linear_attention:
         return linear_block_terms(block, roles, config, family)
+    if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
+        return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
     if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES:
@@ -166,6 +172,42 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
                      "one, two outputs, and keeps the last); the state's decay, update and read-out are elementwise products and "
                      "sums, which torch's flop counter does not count, and do not grow with the context")
     return BlockTerms("linear", None, cache_values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def attention_and_state_terms(block, roles, config, family: str = "") -> BlockTerms:
+    """A block that runs softmax attention and a Mamba-2 mixer side by side (Falcon-H1): its cache holds
+    the attention's keys and values at every position and, beside them, the mixer's fixed-size state
+    (the convolution's last inputs and each head's recurrent state); a token's FLOPs are both mixers'
+    matrices, the convolution and the state's read-out, plus the attention over every earlier key."""
+    import torch
+
+    sizes = _sizes(config)
+    heads, kv_heads, qk, v = sizes["num_heads"], sizes["num_kv_heads"], sizes["qk_head_dim"], sizes["head_dim"]
+    mixer = getattr(block, roles.ssm)
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    if getattr(mixer, "A_log", None) is None or mixer.A_log.dim() != 1:
+        raise AtlasError(family, "cost figures", "attention beside a state-space mixer other than Mamba-2: no cache or FLOPs rule covers it")
+    state_heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
+    head_dim = inner // state_heads
+    state = (channels - inner) // (2 * mixer.n_groups)
+    state_values = ssm_state_values(channels, kernel, state_heads, head_dim, state)
+    cache_values = standard_cache_values(kv_heads, qk, v)
+    cache_formula = (f"attention: {kv_heads} key-value heads × (keys {grouped(qk)} + values {grouped(v)}) = {grouped(cache_values)} values per position; "
+                     f"beside it the Mamba-2 state, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                     f"+ {state_heads} heads × {grouped(head_dim)} × state {grouped(state)} = {grouped(state_values)} values per sequence")
+    matrices, routed = _matrix_values(block, roles, getattr(config, "num_experts_per_tok", None))
+    matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution, not as a matrix
+    conv_flops = 2 * 2 * channels * kernel
+    read_flops = 2 * state_heads * head_dim * state
+    fixed = 2 * matrices + conv_flops + read_flops
+    per_key = attention_flops_per_key(heads, qk, v)
+    flops_formula = (f"2 × {grouped(matrices)} matrix values (both mixers and the MLP) + the convolution 2 × 2 × {grouped(channels)} × {kernel} "
+                     f"+ reading the state 2 × {state_heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; "
+                     f"attention: 2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key")
+    return BlockTerms("full_and_state", None, cache_values, None, cache_formula, None, None, fixed, per_key, None, flops_formula,
+                      matrices, routed, state_values)
 
 
 def linear_state_values(value_heads: int, key_dim: int, value_dim: int) -> int:
@@ -319,7 +361,7 @@ def four_bit_matrix_bytes(shape: tuple[int, ...]) -> int:
 
 def cache_values_at(kinds: list[dict[str, Any]], context: int) -> int:
     """Values all blocks' caches hold after ``context`` positions (one sequence): facts["cost"]["cache"]["kinds"]."""
-    return sum(k["count"] * k["values"] * (min(context, k["cap"]) if k["cap"] else context) for k in kinds)
+    return sum(k["count"] * (k["values"] * (min(context, k["cap"]) if k["cap"] else context) + k.get("state", 0)) for k in kinds)
 
 
 def flops_at(flops: dict[str, Any], context: int) -> int:
@@ -346,7 +388,8 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
         kinds.append({
             "kind": k["id"], "label": k["label"], "count": k["count"], "attention": t.attention, "window": t.window,
             "cache": {"values": t.cache_values, "cap": t.cache_cap, "formula": t.cache_formula,
-                      "expanded": t.expanded_values, "expanded_formula": t.expanded_formula},
+                      "expanded": t.expanded_values, "expanded_formula": t.expanded_formula,
+                      **({"state": t.state_values} if t.state_values else {})},
             "flops": {"fixed": t.flops_fixed, "per_key": t.flops_per_key, "keys_cap": t.keys_cap, "formula": t.flops_formula},
             "routed": list(t.routed) if t.routed else None,
         })
@@ -396,6 +439,9 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     if "state" in attention:
         parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and each head's "
                      "recurrent state, however long the context")
+    if "full_and_state" in attention:
+        parts.append("a block that runs attention and a state-space mixer side by side keeps both: the attention's keys and "
+                     "values at every position, and the mixer's fixed-size state beside them")
     if "none" in attention:
         parts.append("a block with neither attention nor state keeps nothing")
     if "full" in attention:
@@ -433,10 +479,13 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
         how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
                "measured: the keys and values transformers' cache holds for the block")
+        if t.state_values:
+            how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt + {grouped(t.state_values)} "
+                   "values of fixed state; measured: the keys, values and states transformers' cache holds for the block")
         if t.attention == "linear":
             how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
                    f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
-        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions, "measured": held[i], "how": how})
+        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions + t.state_values, "measured": held[i], "how": how})
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
@@ -459,13 +508,14 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
 def cache_layer_values(layer) -> int:
     """Values one layer of transformers' cache holds: keys and values, or a state-space layer's
     convolution and recurrent states, or nothing (a layer without attention or state)."""
-    if getattr(layer, "keys", None) is not None:
-        return int(layer.keys.numel() + layer.values.numel())
     def listed(held):
         return list(held.values()) if isinstance(held, dict) else list(held or [])
 
     states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
-    return int(sum(s.numel() for s in states if s is not None))
+    held = int(sum(s.numel() for s in states if s is not None))  # a layer holding both (Falcon-H1's) counts both
+    if getattr(layer, "keys", None) is not None:
+        return int(layer.keys.numel() + layer.values.numel()) + held
+    return held
 
 
 def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:
@@ -553,6 +603,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         mlp = getattr(block, roles.mlp) if roles.mlp else None
         owner = {}
         for role, module in (("attention", getattr(block, roles.attention) if roles.attention else None),
+                             ("state-space mixers", getattr(block, roles.ssm) if roles.ssm else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
                              ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
@@ -602,7 +653,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     }
 
 
-ACTIVE_PARTS = ("embeddings", "attention", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+ACTIVE_PARTS = ("embeddings", "attention", "state-space mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
 
 
 # --- the page's figures ------------------------------------------------------------------------------
@@ -628,14 +679,15 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
         positions = min(context, k["cap"]) if k["cap"] else context
         keys = min(context, f["keys_cap"]) if f["keys_cap"] else context
         rows.append({"kind": k["label"], "count": k["count"], "attention": k["attention"], "positions": positions,
-                     "cache_bytes": k["count"] * k["values"] * positions * size * batch,
+                     "cache_bytes": k["count"] * (k["values"] * positions + k.get("state", 0)) * size * batch,
                      "flops": k["count"] * (f["fixed"] + f["per_key"] * keys)})
     out = {
         "per_token": per_token,
         "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in growing) + f" values × {size} bytes ({dtype})",
         "cache": held,
         "cache_formula": " + ".join(
-            f"{k['count']} × {grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"
+            f"{k['count']} × {'(' if k.get('state') else ''}{grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"
+            + (f" + {grouped(k['state'])})" if k.get("state") else "")
             for k in kinds) + f" values × {size} bytes × batch {batch}",
         "flops": flops_at(cost["flops"], context),
         "flops_formula": f"head {grouped(cost['flops']['head']['flops'])} + " + " + ".join(

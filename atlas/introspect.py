@@ -139,7 +139,9 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
         roles = block_roles(blocks[indices[0]])
         if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
             # a hybrid with state-space mixers or one-mixer blocks: each kind is named by what its block runs
-            if roles.sublayers == 1:
+            if roles.attention and roles.ssm and not roles.linear_attention:  # both mixers side by side (Falcon-H1)
+                label = f"attention and {_mixer_word(blocks[indices[0]], roles)} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
+            elif roles.sublayers == 1:
                 label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
             else:
                 label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"

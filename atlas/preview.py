@@ -375,6 +375,14 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         where = [i for i in blocks if runs[i] == pattern]
         if where:
             identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
+    # attention and a state-space mixer side by side (Falcon-H1): each output times the config's constant, both added at once
+    two = [i for i in blocks if runs[i] == (True, True, True)]
+    if two:
+        s_out, a_out = _scale(config, "ssm_out_multiplier") or 1.0, _scale(config, "attention_out_multiplier") or 1.0
+        words = (f"layers[i].input + ssm_out_multiplier ({s_out:g}) × ssm.ssm_output + attention_out_multiplier ({a_out:g}) × "
+                 "self_attn.attention_output + mlp.mlp_output == layer_output")
+        identity("two_mixers_block_sum", words, two, lambda i: _max_abs(
+            L[i].input + s_out * L[i].ssm.ssm_output + a_out * L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
     shared = [i for i in moe if t.has("shared_expert_output", i)]
     if shared or not moe:
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
@@ -432,6 +440,10 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         # the head reads the final norm's output as it is, so the model divides what the head returns
         identity("logits", f"lm_head_output / logits_scaling ({divisor:g}) == logits", None,
                  lambda _: _max_abs(t.lm_head_output / divisor - t.logits))
+    elif _scale(config, "lm_head_multiplier") is not None and not softcap:  # the head's logits times a constant (Falcon-H1)
+        head_multiplier = _scale(config, "lm_head_multiplier")
+        identity("logits", f"logits == lm_head_multiplier ({head_multiplier:g}) × lm_head_output", None,
+                 lambda _: _max_abs(t.logits - head_multiplier * t.lm_head_output))
     elif scale not in (None, 1, 1.0) and not softcap:  # the head's logits times a constant (Cohere)
         identity("logits", f"logits == logit_scale ({scale:g}) × lm_head_output", None,
                  lambda _: _max_abs(t.logits - scale * t.lm_head_output))

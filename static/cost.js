@@ -24,7 +24,7 @@
       var positions = capped(context, k.cap), keys = capped(context, fk[i].keys_cap);
       if (k.attention !== "state" && k.attention !== "linear") perToken += k.count * k.values * size;  // a fixed state does not grow per position
       expanded += k.count * (k.expanded || k.values) * size;
-      var kindCache = k.count * k.values * positions * size * batch, kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys);
+      var kindCache = k.count * (k.values * positions + (k.state || 0)) * size * batch, kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys);
       held += kindCache;
       flops += kindFlops;
       rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops });
@@ -35,7 +35,7 @@
       expanded_per_token: expanded,
       expanded_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
       cache: held,
-      cache_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.values) + " × " + capWords(context, k.cap); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
+      cache_formula: kinds.map(function (k) { return k.count + " × " + (k.state ? "(" : "") + grouped(k.values) + " × " + capWords(context, k.cap) + (k.state ? " + " + grouped(k.state) + ")" : ""); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
       flops: flops,
       flops_formula: "head " + grouped(cost.flops.head.flops) + " + " + fk.map(function (f) { return f.count + " × (" + grouped(f.fixed) + " + " + grouped(f.per_key) + " × " + capWords(context, f.keys_cap) + ")"; }).join(" + "),
       rows: rows

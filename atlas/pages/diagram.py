@@ -78,6 +78,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
 
         def part_of(slot: str, name: str) -> str | None:  # noqa: F811 (the block's one norm hosts the mixer's own value)
             return slot_values.get(slot)
+    elif a.get("two"):  # attention and a state-space mixer side by side: each part keeps its own value
+        pass
     elif a.get("ssm"):  # a state-space mixer in the attention's place: its norm and output are its own values
 
         def part_of(slot: str, name: str) -> str | None:  # noqa: F811
@@ -101,6 +103,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         name = a[main]
         if name is None:
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, "—", "no module", None, None, "mlp"))
+        elif main == "attn" and a.get("two"):
+            bottom = _two_mixers(tree, a, row, boxes, lines, sums, link)
         elif main == "ffn" and role(kids[name]) == "moe":
             # The router on top; under it the routed experts and the shared expert side by side (they
             # run on the same input, in parallel), their outputs summed into the mixture's output.
@@ -202,6 +206,30 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
             + [("add", i, (a["y"], a["x"])) for i, a in enumerate(adds)], key=lambda piece: piece[2])],
     }
+
+
+def _two_mixers(tree: dict[str, Any], a: dict[str, Any], row: int, boxes: list, lines: list, sums: list, link) -> int:
+    """Attention and a state-space mixer side by side on one row (Falcon-H1): the normed stream enters
+    the attention from the left and reaches the state-space mixer over the top; each output, times its
+    constant, runs down into one sum, which joins the stream at the add below. Returns the row's bottom."""
+    gap = 6
+    w = (MAIN_W - gap) // 2
+    scales = fact(tree, "mixer_multipliers", {})
+    halves = ((a["attn"], "attn", "attention_output", scales.get("attention_out")), (a["ssm"], "ssm", "ssm_output", scales.get("ssm_out")))
+    centers = []
+    for n, (name, cls, value, scale) in enumerate(halves):
+        x = MAIN_X + n * (w + gap)
+        sub = f"out × {scale:.4g}" if scale not in (None, 1, 1.0) else ("attention" if cls == "attn" else "state space")
+        boxes.append(_box(x, row, w, 40, name, sub, value, link(name), cls))
+        centers.append(x + w // 2)
+    # the normed stream over the top into the second mixer
+    lines += [(MAIN_X - 8, row + 20, MAIN_X - 8, row - 8), (MAIN_X - 8, row - 8, centers[1], row - 8), (centers[1], row - 8, centers[1], row)]
+    y_sum = row + 40 + 16
+    for c in centers:
+        lines.append((c, row + 40, c, y_sum - 7 if c == MID else y_sum))
+    lines += [(centers[0], y_sum, MID - 7, y_sum), (centers[1], y_sum, MID + 7, y_sum)]
+    sums.append({"x": MID, "y": y_sum, "r": 7, "part": None})
+    return y_sum + 7
 
 
 def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

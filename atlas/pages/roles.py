@@ -59,6 +59,8 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
         # a parallel block (both sublayers read the block's input and are added at once), as measured
         "parallel": "parallel" if fact(block, "residual") == "parallel" else None,
+        # attention and a state-space mixer side by side on one normed stream (Falcon-H1), as the proof ran them
+        "two": bool(parts.get("attention") and parts.get("ssm") and fact(block, "mixer_multipliers")),
     }
 
 

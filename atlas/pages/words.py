@@ -180,6 +180,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return f"{base}: {grouped(dims[0])} → {grouped(dims[1])} features, {bias}{stored}."
     if r == "dropout":
         return "Dropout: zeroes random features while training; at inference it passes its input through unchanged."
+    if r == "activation" and node["class"] == "Identity" and not node["tensors"]:  # torch's placeholder for a layer left out
+        return "Passes its input through unchanged: torch's Identity, built where a layer is switched off."
     if r == "activation":
         act = ACTIVATION_WORDS.get(fact(node, "activation"), "An activation function")
         learned = [t["name"] for t in node["tensors"] if t["role"] == "parameter"]
@@ -248,7 +250,9 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         st = fact(node, "state", {})
         return (f"A selective state-space mixer: {st.get('heads')} heads of {st.get('head_dim')} channels, each carrying a "
                 f"{st.get('head_dim')} × {st.get('state_size')} state from position to position; the state decays by exp(ΔA) and "
-                f"takes in Δ·x·Bᵀ, C reads it out, with B and C shared by {st.get('groups')} groups of heads.")
+                f"takes in Δ·x·Bᵀ, C reads it out, " + (f"with B and C shared by {st.get('groups')} groups of heads." if st.get("groups") != 1
+                                                        else "with one B and one C shared by every head.")
+                + (" Its input is scaled first, and its input projection part by part." if fact(node, "part_multipliers") else ""))
     if r == "gated_norm":
         return (f"Multiplies its input by SiLU of the gate, then divides each of {fact(node, 'groups')} groups of channels by its "
                 "root mean square and multiplies by a learned gain per channel.")
@@ -266,6 +270,14 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         scale = fact(node, "residual_scale")
         added = "scales its output by the config's residual_multiplier and adds it back" if scale == "config_residual_multiplier" else "adds its output back"
         return f"Runs one mixer, the {mixer}, after {norm}, and {added} to the residual stream."
+    if r == "block" and anatomy(node).get("two"):  # attention and a state-space mixer side by side (Falcon-H1)
+        a = anatomy(node)
+        scales = fact(node, "mixer_multipliers", {})
+        mlp = kids.get(a["ffn"] or "")
+        return (f"Runs the {lowercase_title(title_of(kids[a['attn']]))} and the {lowercase_title(title_of(kids[a['ssm']]))} side by side on "
+                f"one RMSNorm of the stream, multiplies their outputs by {scales.get('attention_out', 1):.4g} and {scales.get('ssm_out', 1):.4g}, "
+                f"adds both to the residual stream in one sum, then applies the {lowercase_title(title_of(mlp)) if mlp else 'MLP'} "
+                "after its own RMSNorm and adds it back.")
     if r == "block":
         a = anatomy(node)
         attn, mlp = kids.get(a["attn"] or ""), kids.get(a["ffn"] or "")

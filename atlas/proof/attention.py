@@ -381,6 +381,11 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                               lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
+    key_scale, tiny_key_scale = _attr(part.full, "key_multiplier"), _attr(part.tiny, "key_multiplier")
+    if key_scale is not None and (key_scale != 1 or tiny_key_scale != 1):  # keys times a constant the module holds (Falcon-H1)
+        part.note("key_multiplier", key_scale, "the module's key_multiplier, applied to the keys before the rotation")
+        steps.append(Step(rf"{K}\leftarrow{T.num(float(key_scale))}\,{K}\quad\text{{(the module's key\_multiplier)}}", "K",
+                          lambda e: tiny_key_scale * e["K"], summary=True))
     if prescaled:
         scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
         steps.append(Step(rf"{Q}\leftarrow{T.num(scale)}\,{Q}\quad\text{{(scaled before the scores)}}", "Q", lambda e: tiny_scale * e["Q"]))

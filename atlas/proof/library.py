@@ -338,13 +338,33 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
             steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
         return Chain(steps, [X], "y")
+    gate_scale, down_scale = _mlp_multipliers(part)
+    if gate_scale:  # the gate's pre-activation times a constant the module holds (Falcon-H1's mlp_multipliers[0])
+        steps.append(Step(rf"g\leftarrow{T.num(gate_scale[0])}\,g\quad\text{{(the module's gate\_multiplier)}}", "g",
+                          lambda e, m=gate_scale[1]: m * e["g"], summary=True))
     steps += [
         Step(rf"a={act}(g)", "a", sub(part, act_child, x="g") if act_child else None, value="mlp_activation", summary=True),
         Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
-        Step(rf"{out}=h W_d^{{\top}}{T.maps(inner, d)}", "y", sub(part, down, x="h"), value="mlp_output", summary=True),
+        Step(rf"{out}=h W_d^{{\top}}{T.maps(inner, d)}", "y", sub(part, down, x="h"), value=None if down_scale else "mlp_output", summary=True),
     ]
+    if down_scale:  # the down projection's output times a constant the module holds (Falcon-H1's mlp_multipliers[1])
+        steps.append(Step(rf"{out}\leftarrow{T.num(down_scale[0])}\,{out}\quad\text{{(the module's down\_multiplier)}}", "y",
+                          lambda e, m=down_scale[1]: m * e["y"], value="mlp_output", summary=True))
+        part.note("multipliers", {"gate": gate_scale[0] if gate_scale else 1.0, "down": down_scale[0]}, "the module's gate_multiplier and down_multiplier")
     part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
     return Chain([s for s in steps if s.fn is not None], [X], "y")
+
+
+def _mlp_multipliers(part: Part):
+    """The constants a gated MLP module holds for its gate's pre-activation and its down projection's
+    output (Falcon-H1): ((checkpoint value, tiny value) or None, the same for the down side); None
+    where the module holds none or it is 1."""
+    def pair(name):
+        full, tiny = getattr(part.full, name, None), getattr(part.tiny, name, None)
+        ok = isinstance(full, (int, float)) and not isinstance(full, bool) and isinstance(tiny, (int, float))
+        return (float(full), float(tiny)) if ok and not (full == 1 and tiny == 1) else None
+
+    return pair("gate_multiplier"), pair("down_multiplier")
 
 
 def _gated_w123(part: Part, d: int, out: str) -> Chain:

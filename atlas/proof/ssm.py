@@ -91,8 +91,10 @@ def mamba2(part: Part) -> Chain:
         bounds = rf"{T.num(low)}" + (rf",\,{T.num(high)}" if high < math.inf else r",\,\infty")
         clamp = rf",\ \text{{clamped to }}[{bounds}]"
     act = r"\operatorname{SiLU}"
-    steps = [
-        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(d, 2 * di + 2 * G * N + H)}", "p", sub(part, "in_proj"), value="ssm_projections", summary=True),
+    steps = _input_scale_steps(part, di, G * N, H, (t_di, t_G * t_N, t_H))
+    steps += [
+        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(d, 2 * di + 2 * G * N + H)}", "p", sub(part, "in_proj", x="x"), value="ssm_projections", summary=True),
+        *_part_scale_steps(part, di, G * N, H, (t_di, t_G * t_N, t_H)),
         Step(rf"[z;\,u;\,\delta]=p,\quad z\in\mathbb{{R}}^{{{T.num(di)}}},\ u\in\mathbb{{R}}^{{{T.num(cd)}}},\ \delta\in\mathbb{{R}}^{{{T.num(H)}}}",
              ("z", "xbc", "delta"), split_projection, value=("ssm_gate", None, None)),
         Step(rf"c_t={act}\Big(\textstyle\sum_{{k=0}}^{{{K - 1}}} w_{{k}}\odot u_{{t-{K - 1}+k}}{'+b' if conv_bias else ''}\Big)"
@@ -106,13 +108,59 @@ def mamba2(part: Part) -> Chain:
         Step(rf"S^{{h}}_t=e^{{\Delta^{{h}}_t A^{{h}}}}S^{{h}}_{{t-1}}+\Delta^{{h}}_t\,x^{{h}}_t\,(B^{{g(h)}}_t)^{{\top}},\quad "
              rf"y^{{h}}_t=S^{{h}}_t\,C^{{g(h)}}_t+D^{{h}}x^{{h}}_t,\quad S^{{h}}\in\mathbb{{R}}^{{{T.num(P)}\times{T.num(N)}}},\ S^{{h}}_{{-1}}=0",
              "y", scan, value="ssm_scan_output", summary=True),
-        Step(rf"\hat y=\operatorname{{GatedNorm}}(y,z)", "yn", sub(part, gated, x="y", z="z"), value="ssm_premix", summary=True),
+        Step(rf"\hat y=\operatorname{{GatedNorm}}(y,z)", "yn", sub(part, gated, x="y", z="z"), value="ssm_premix", summary=True) if gated else
+        Step(r"\hat y=y\odot\operatorname{SiLU}(z)\quad\text{(no norm: the gate alone)}", "yn", lambda e: e["y"] * (e["z"] * e["z"].sigmoid()),
+             value="ssm_premix", summary=True),
         Step(rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(di, d)}", "out", sub(part, "out_proj", x="yn"), value="ssm_output", summary=True),
     ]
     part.note("state", {"heads": H, "head_dim": P, "state_size": N, "groups": G}, "the mixer's tensors")
     part.note("time_step_limit", f"from {low:g} to {high:g}" if high < math.inf else f"at least {low:g}, no upper bound",
               "the module's time_step_limit")
     return Chain(steps, [X], "out")
+
+
+def _scalar(module, name: str) -> float | None:
+    v = getattr(module, name, None)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _input_scale_steps(part: Part, di: int, gn: int, H: int, tiny: tuple) -> list[Step]:
+    """The mixer's input times a constant it holds (Falcon-H1's ssm_in_multiplier), where it is not 1."""
+    full, small = _scalar(part.full, "ssm_in_multiplier"), _scalar(part.tiny, "ssm_in_multiplier")
+    if full is None or (full == 1 and small == 1):
+        return []
+    part.note("input_multiplier", full, "the module's ssm_in_multiplier")
+    return [Step(rf"x\leftarrow{T.num(full)}\,x\quad\text{{(the module's ssm\_in\_multiplier)}}", "x", lambda e: small * e["x"], summary=True)]
+
+
+MUP_PARTS = ("z", "x", "B", "C", r"\delta")
+
+
+def _part_scale_steps(part: Part, di: int, gn: int, H: int, tiny: tuple) -> list[Step]:
+    """Each of the input projection's five parts (z, x, B, C, the time steps) times its own constant:
+    where the mixer holds a buffer as wide as the projection (Falcon-H1's mup_vector), the constants are
+    the config's ssm_multipliers laid over the parts' widths, and the proof checks that they reproduce it."""
+    import torch
+
+    width = 2 * di + 2 * gn + H
+    buffers = {n: b for n, b in part.tiny.named_buffers(recurse=False) if b.numel() == sum(2 * t for t in tiny[:2]) + tiny[2]}
+    full_factors = getattr(part.ctx.full_config, "ssm_multipliers", None)
+    tiny_factors = getattr(part.ctx.tiny_config, "ssm_multipliers", None)
+    if not buffers or not full_factors or len(full_factors) != 5:
+        return []
+    t_di, t_gn, t_H = tiny
+
+    def scale(e):
+        widths = (t_di, t_di, t_gn, t_gn, t_H)
+        vector = torch.cat([torch.full((w,), float(f), dtype=e["p"].dtype) for w, f in zip(widths, tiny_factors)])
+        return e["p"] * vector
+
+    widths = (di, di, gn, gn, H)
+    parts = r",\ ".join(rf"{n}:{T.num(float(f))}" for n, f in zip(MUP_PARTS, full_factors))
+    part.note("part_multipliers", {"buffer": next(iter(buffers)), "parts": dict(zip(("z", "x", "B", "C", "dt"), map(float, full_factors))),
+                                   "widths": dict(zip(("z", "x", "B", "C", "dt"), widths))},
+              "the config's ssm_multipliers over the projection's parts; checked against the module on the preview run")
+    return [Step(rf"p\leftarrow p\odot m,\quad m\in\mathbb{{R}}^{{{T.num(width)}}}\ \text{{one constant per part }}({parts})", "p", scale, summary=True)]
 
 
 def gated_norm(part: Part) -> Chain:

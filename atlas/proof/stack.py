@@ -18,6 +18,8 @@ def block(part: Part) -> Chain:
     if factor in (None, 1, 1.0) and depth is not None:
         return part.choose("residual_scale", {"config_scale_depth": lambda: _depth_scaled_block(part, depth), "none": lambda: _block(part, None)})
     r = block_roles(part.tiny)
+    if r.ssm and r.attention and not r.linear_attention:  # attention and a state-space mixer side by side (Falcon-H1)
+        return _two_mixers_block(part, r)
     if factor in (None, 1, 1.0) and (r.ssm or not (r.attention and r.mlp)):
         return _block(part, None)  # a hybrid's block: one mixer, or a state-space mixer before the MLP; nothing runs side by side
     if factor in (None, 1, 1.0):
@@ -181,6 +183,56 @@ def _parallel_block(part: Part) -> Chain:
     return Chain(steps, inputs, "y", output_element=0)
 
 
+def _block_scale(part: Part, name: str) -> tuple[float, float] | None:
+    """A constant the block module holds under ``name`` ((checkpoint, tiny)), None where it holds none or 1."""
+    full, tiny = getattr(part.full, name, None), getattr(part.tiny, name, None)
+    if not isinstance(full, (int, float)) or isinstance(full, bool) or not isinstance(tiny, (int, float)):
+        return None
+    return None if full == 1 and tiny == 1 else (float(full), float(tiny))
+
+
+def _two_mixers_block(part: Part, r) -> Chain:
+    """Attention and a state-space mixer side by side (Falcon-H1): both read the one normed stream
+    (the attention after a constant the block holds), each output times its own constant, the two summed
+    and added to the stream at once; then the MLP through its own norm, added as usual."""
+    steps: list[Step] = []
+    inputs = [X]
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    if rotary:
+        inputs.append(rotary_input(attn.argument("position_embeddings")))
+    a_in, a_out, s_out = (_block_scale(part, n) for n in ("attention_in_multiplier", "attn_out_multiplier", "ssm_out_multiplier"))
+    if r.attention_norm:
+        steps.append(Step(r"h=\operatorname{Norm}_1(x)\quad\text{(one norm for both mixers)}", "h", sub(part, r.attention_norm),
+                          value="attention_norm_output", summary=True))
+    h = "h" if r.attention_norm else "x"
+    steps.append(Step(rf"\Delta_{{\mathrm{{ssm}}}}=\operatorname{{SSM}}({h})", "ds", child_output(part, r.ssm, x=h), value="ssm_output", summary=True))
+    attn_in = h
+    if a_in:
+        steps.append(Step(rf"h_{{\mathrm{{attn}}}}={T.num(a_in[0])}\,{h}\quad\text{{(the block's attention\_in\_multiplier)}}", "ha",
+                          lambda e: a_in[1] * e[h]))
+        attn_in = "ha"
+    shown = r"h_{\mathrm{attn}}" if a_in else h
+    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
+    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({shown}{',' + T.c('R') if rotary else ''})\quad\text{{(the same normed stream)}}", "da",
+                      child_output(part, r.attention, **call), value="attention_output", summary=True))
+    s_tex = rf"{T.num(s_out[0])}\," if s_out else ""
+    a_tex = rf"{T.num(a_out[0])}\," if a_out else ""
+    steps.append(Step(rf"x'=x+{s_tex}\Delta_{{\mathrm{{ssm}}}}+{a_tex}\Delta_{{\mathrm{{attn}}}}\quad\text{{(both mixers added at once)}}", "xm",
+                      lambda e: e["x"] + (s_out[1] if s_out else 1.0) * e["ds"] + (a_out[1] if a_out else 1.0) * e["da"], value="layer_mid", summary=True))
+    if r.mlp_norm:
+        steps.append(Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
+    mlp_in, mlp_arg = ("hm", "h'") if r.mlp_norm else ("xm", "x'")
+    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm", child_output(part, r.mlp, x=mlp_in), value="mlp_output", summary=True))
+    steps.append(Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "ssm": r.ssm, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "before the state-space mixer": r.attention_norm, "before MLP": r.mlp_norm},
+              "the block's children by role: one norm feeds both mixers")
+    part.note("mixer_multipliers", {"attention_in": a_in[0] if a_in else 1.0, "attention_out": a_out[0] if a_out else 1.0,
+                                    "ssm_out": s_out[0] if s_out else 1.0}, "the block's own constants")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
 def _positions_from_mask(part: Part, path: str) -> bool:
     """Whether the position table's own proof reads the attention mask (OPT) rather than positions."""
     from atlas.proof.library import chain_of
@@ -276,6 +328,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 tiny_cap = part.ctx.tiny_config.final_logit_softcapping
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
                 part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+            head_multiplier = getattr(cfg, "lm_head_multiplier", None)
+            if isinstance(head_multiplier, (int, float)) and head_multiplier != 1:  # the head's logits times a constant (Falcon-H1)
+                tiny_head_multiplier = part.ctx.tiny_config.lm_head_multiplier
+                steps.append(Step(rf"z\leftarrow{T.num(float(head_multiplier))}\,z\quad\text{{(the config's lm\_head\_multiplier)}}", "z",
+                                  lambda e: e["z"] * tiny_head_multiplier, value="logits", summary=True))
+                part.note("lm_head_multiplier", head_multiplier, "the config's lm_head_multiplier")
             logit_scale = getattr(cfg, "logit_scale", None)
             if logit_scale not in (None, 1, 1.0):  # the head's logits multiplied by a constant (Cohere)
                 tiny_logit_scale = part.ctx.tiny_config.logit_scale
