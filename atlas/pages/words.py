@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, fact, gated_inner, in_out, norm_word, role
+from atlas.pages.roles import anatomy, fact, gated_inner, in_out, kids_of, norm_word, role
 from atlas.pages.sizes import Sizes, routing
 
 
@@ -53,6 +53,9 @@ ROLE_TITLES = {
     "gated_mlp": "Gated MLP",
     "router": "Router",
     "experts": "Routed experts",
+    "stacked_experts": "Routed experts (stacked)",
+    "expert_glu": "Expert gated MLP",
+    "norm_attention_norm": "Norm, attention, norm",
 }
 
 
@@ -146,7 +149,7 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     its steps), with the checkpoint's numbers."""
     r = role(node)
     d = s.get("hidden_size")
-    kids = {c["name"]: c for c in node["children"]}
+    kids = kids_of(node)
     if r in ("rmsnorm", "layernorm"):
         width = node["tensors"][0]["shape"][0] if node["tensors"] else d
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
