@@ -8,14 +8,20 @@ keys and values with one fused projection and clamps every entry of that project
 [-clip_qkv, clip_qkv] before the heads are split and rotated, a guard against the large activations
 that destabilised training. Grouped-query attention shares each key-value head among several query
 heads. In place of a dense MLP each block has a router (a bias-free linear map to one logit per
-expert) and sixteen SwiGLU experts, whose weights are kept as three matrices each holding every
-expert stacked along the rows. A token takes the softmax of its logits, keeps the four largest, and
-divides them by their p-norm (p = moe_normalize_expert_weights, 1 in the released config, so the
-four weights sum to one). There is no shared expert, and the output head is not tied to the
+expert) and many narrow SwiGLU experts, whose weights are kept as three matrices each holding every
+expert stacked along the rows. A token takes the softmax of its logits, keeps the moe_top_k largest,
+and divides them by their p-norm, p being moe_normalize_expert_weights (at its default of one the
+chosen weights sum to one). There is no shared expert, and the output head is not tied to the
 embedding.
 """
 
+import json
+from pathlib import Path
+
 from atlas.family import Family
+
+# The released values the overrides below repeat at the top level, read from the pinned file itself.
+_RELEASED = json.loads((Path(__file__).resolve().parent.parent / "checkpoints/databricks/dbrx-base/config.json").read_text())
 
 TINY_CLIP = 2.0
 
@@ -55,33 +61,34 @@ FAMILY = Family(
     vendor="Databricks",
     released="2024-03",
     summary=(
-        "Grouped-query attention whose fused query-key-value projection is clamped to ±8, then a fine-grained "
-        "mixture: the top 4 of 16 SwiGLU experts per token, weighted by their softmax scores renormalised."
+        "Grouped-query attention whose fused query-key-value projection is clamped to a fixed bound, then a "
+        "fine-grained mixture of SwiGLU experts, a few per token, weighted by their softmax scores renormalised."
     ),
     tags=("Mixture of experts", "Softmax top-k routing", "Grouped-query attention", "QKV clipping", "LayerNorm without bias"),
     checkpoint="databricks/dbrx-base",
     model_class="DbrxForCausalLM",
     config_class="DbrxConfig",
     config_overrides={
-        "rope_parameters": {"rope_type": "default", "rope_theta": 500000},
-        "num_local_experts": 16,
-        "num_experts_per_tok": 4,
+        "rope_parameters": {"rope_type": "default", "rope_theta": _RELEASED["attn_config"]["rope_theta"]},
+        "num_local_experts": _RELEASED["ffn_config"]["moe_num_experts"],
+        "num_experts_per_tok": _RELEASED["ffn_config"]["moe_top_k"],
     },
     override_reasons={
         "num_local_experts": (
-            "a top-level copy of ffn_config's moe_num_experts (16), which DbrxConfig keeps and the model never reads: "
+            "a top-level copy of ffn_config's moe_num_experts, which DbrxConfig keeps and the model never reads: "
             "the atlas finds a mixture's expert count at the top level of the config, for the value layouts, the "
             "preview's share of experts and the per-token counts; the model is built from ffn_config alone"
         ),
         "num_experts_per_tok": (
-            "a top-level copy of ffn_config's moe_top_k (4), which DbrxConfig keeps and the model never reads: the "
+            "a top-level copy of ffn_config's moe_top_k, which DbrxConfig keeps and the model never reads: the "
             "atlas reads the experts a token uses at the top level, for the active parameters, the FLOPs and the "
             "preview's share of experts; the model routes by ffn_config alone"
         ),
         "rope_parameters": (
-            "the file gives the rotary base inside attn_config (rope_theta 500,000), where transformers' DbrxConfig "
+            "the file gives the rotary base inside attn_config (its rope_theta), where transformers' DbrxConfig "
             "stores it but never reads it: the rotary embedding reads the top-level rope_parameters, which the file "
-            "lacks, and would fall back to a base of 10,000; the override hands the rotary embedding the file's own base"
+            "lacks, and would fall back to transformers' default base; the override hands the rotary embedding the "
+            "file's own base"
         ),
     },
     preview=tiny,

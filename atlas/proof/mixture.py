@@ -277,7 +277,7 @@ def _routing_steps(part: Part) -> list[Step]:
     tiny_p = _setting(part, ("moe_normalize_expert_weights",), (), part.ctx.tiny_config)
     n = _router_rows(part.full.get_submodule(next(r for r in ("gate", "router") if part.has(r))))
     head = [
-        Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["z"].softmax(-1), summary=True),
+        Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["logits"].softmax(-1), summary=True),
         Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(s)", "E", lambda e: e["s"].topk(tiny_k, dim=-1).indices, value="expert_indices", summary=True),
     ]
 
@@ -300,7 +300,7 @@ def _routing_steps(part: Part) -> list[Step]:
 
         rules = (["pnorm"] if p is not None else []) + ["sum", "none"]
         return [rule for rule in rules
-                if _routes_like(part, Chain([Step(r"z", "z", lambda e: e["z_in"]), *head, *weights(rule)], [], ("G", "E")))]
+                if _routes_like(part, Chain([Step(r"z", "logits", lambda e: e["z_in"]), *head, *weights(rule)], [], ("G", "E")))]
 
     found = measured()
     rule = found[0] if found else ("pnorm" if p is not None else "sum")
@@ -363,7 +363,8 @@ def mixture(part: Part) -> Chain:
 
     if chain_of(part.child(route)).output == "z":
         # the router gives logits only: the mixture's own forward turns them into the routing (DBRX)
-        steps += [Step(r"z=\operatorname{Router}(x)", "z", sub(part, route), value="router_logits", summary=True)]
+        # (named "logits", not "z": the pages title a child whose result is "z" as the model's head)
+        steps += [Step(r"z=\operatorname{Router}(x)", "logits", sub(part, route), value="router_logits", summary=True)]
         steps += _routing_steps(part)
     else:
         steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + ")", ("z", "G", "E"), sub(part, route),
@@ -435,7 +436,7 @@ def expert_glu(part: Part) -> Chain:
 
     params = [p for p in inspect.signature(part.tiny.forward).parameters if p != "self"]
     handed = params[1:4]  # the three slices, in the order the forward takes them
-    inputs = [X] + [Input(sym, s, arg, f"the slice of {name} for the expert the tokens were routed to ({T.num(inner)} rows)")
+    inputs = [Input("x", "x", params[0], "the tokens routed to this expert, one row each")] + [Input(sym, s, arg, f"the slice of {name} for the expert the tokens were routed to ({T.num(inner)} rows)")
                     for sym, s, arg, name in zip(("A", "B", "C"), ("W_1", "V_1", "W_2"), handed, names)]
     act = ACT_NAMES[activation_name(part.child(act_name))]
 
