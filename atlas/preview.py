@@ -382,7 +382,14 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].mlp.expert_outputs.sum(dim=2) - L[i].mlp.routed_output),
              None if moe else "no block is a mixture of experts")
     factor = getattr(config, "routed_scaling_factor", None)
-    if getattr(config, "norm_topk_prob", False):
+    ffn_sub = getattr(config, "ffn_config", None)
+    p_norm = getattr(ffn_sub, "moe_normalize_expert_weights", None) if ffn_sub is not None else None
+    if p_norm:  # the chosen weights divided by their p-norm (DBRX): a unit p-norm, which for p = 1 is a sum of one
+        identity("expert_weights_sum", f"mlp.expert_weights have a {p_norm:g}-norm of 1 at every token "
+                 f"(ffn_config.moe_normalize_expert_weights is {p_norm:g})", moe,
+                 lambda i: _max_abs(L[i].mlp.expert_weights.abs().pow(p_norm).sum(dim=-1).pow(1 / p_norm) - 1),
+                 None if moe else "no block is a mixture of experts")
+    elif getattr(config, "norm_topk_prob", False):
         target = factor if factor is not None else 1.0
         words = f"routed_scaling_factor ({factor})" if factor is not None else "1"
         identity("expert_weights_sum", f"mlp.expert_weights sum to {words} at every token", moe,
