@@ -358,6 +358,8 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    # a router that returns its logits alone (DBRX's): the mixture applies the rule
+    "logits only": "one logit each; the mixture it belongs to turns them into the routing (a softmax, the top {k} and their weights)",
     "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
                     "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }
