@@ -250,7 +250,6 @@ class _Capture:
 
         return traced_experts
 
-
     def own_experts_hook(self, module, args, kwargs, output):
         """Experts whose class runs its own loop without transformers' experts interface (DBRX): each
         routing slot's weighted output, by the class's own forward called one slot at a time."""
