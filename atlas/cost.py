@@ -91,7 +91,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     window = window or chunk
     if attention_type in SLIDING_TYPES and not window:
         raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
-    attention = getattr(block, roles.attention) if roles.attention else None
+    attention = block.get_submodule(roles.attention) if roles.attention else None
     expand = None
     if _latent(config):
         kind = "latent"
@@ -148,7 +148,7 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
     (one "position" of that size, never more), and a token's FLOPs do not grow with the context."""
     import torch
 
-    mixer = getattr(block, roles.attention)
+    mixer = block.get_submodule(roles.attention)
     conv = next(c for c in mixer.children() if isinstance(c, torch.nn.Conv1d))
     sizes = _sizes(config)
     heads, key_dim, value_dim = sizes["linear_value_heads"], sizes["linear_key_head_dim"], sizes["linear_value_head_dim"]
@@ -463,12 +463,22 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     types = layer_types(config) or [None] * len(blocks)
     terms = [block_terms(b, config, types[i], family) for i, b in enumerate(blocks)]
     prompt = run.ids.shape[1]
-    with torch.no_grad():
-        out = model(run.ids, use_cache=True)
-        cache = out.cache
-        held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
-        with FlopCounterMode(display=False) as counter:
-            model(run.ids[:, -1:], cache=cache, use_cache=True)
+    # Parameters that need no gradient while counting: a module handed slices of its parent's parameters
+    # (DBRX's experts.mlp gets views of w1, v1, w2 made under no_grad) would otherwise stop torch's
+    # module tracker, which looks for a gradient function on every input that asks for one.
+    needing = [p for p in model.parameters() if p.requires_grad]
+    for p in needing:
+        p.requires_grad_(False)
+    try:
+        with torch.no_grad():
+            out = model(run.ids, use_cache=True)
+            cache = out.cache
+            held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            with FlopCounterMode(display=False) as counter:
+                model(run.ids[:, -1:], cache=cache, use_cache=True)
+    finally:
+        for p in needing:
+            p.requires_grad_(True)
     counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
     root = type(model).__name__
     head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
@@ -602,7 +612,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         roles = block_roles(block)
         mlp = getattr(block, roles.mlp) if roles.mlp else None
         owner = {}
-        for role, module in (("attention", getattr(block, roles.attention) if roles.attention else None),
+        for role, module in (("attention", block.get_submodule(roles.attention) if roles.attention else None),
                              ("state-space mixers", getattr(block, roles.ssm) if roles.ssm else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),

@@ -37,7 +37,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     kinds = introspect.kinds_of_blocks(blocks, config)
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention_name = standard.block_roles(blocks[0]).attention
-    attention = getattr(blocks[0], attention_name) if attention_name else None
+    attention = blocks[0].get_submodule(attention_name) if attention_name else None
 
     layout, predictor = _predicted_layout(family, checkpoint, model, with_predictor=True)
     outside = params.outside_trees(model, block_path)

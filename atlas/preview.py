@@ -408,7 +408,14 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
 
         identity("router_scores", f"mlp.router_scores == sigmoid(mlp.router_logits) at each token's top {k}, 0 elsewhere", dense, dense_scores)
     factor = getattr(config, "routed_scaling_factor", None)
-    if getattr(config, "norm_topk_prob", False):
+    ffn_sub = getattr(config, "ffn_config", None)
+    p_norm = getattr(ffn_sub, "moe_normalize_expert_weights", None) if ffn_sub is not None else None
+    if p_norm:  # the chosen weights divided by their p-norm (DBRX): a unit p-norm, which for p = 1 is a sum of one
+        identity("expert_weights_sum", f"mlp.expert_weights have a {p_norm:g}-norm of 1 at every token "
+                 f"(ffn_config.moe_normalize_expert_weights is {p_norm:g})", moe,
+                 lambda i: _max_abs(L[i].mlp.expert_weights.abs().pow(p_norm).sum(dim=-1).pow(1 / p_norm) - 1),
+                 None if moe else "no block is a mixture of experts")
+    elif getattr(config, "norm_topk_prob", False):
         target = factor if factor is not None else 1.0
         words = f"routed_scaling_factor ({factor})" if factor is not None else "1"
         identity("expert_weights_sum", f"mlp.expert_weights sum to {words} at every token", moe,
@@ -788,6 +795,12 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     s = checkpoint_sizes(config)
     get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
     moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
+    # sizes a config keeps in sub-configs (DBRX's ffn_config and attn_config)
+    ffn_sub, attn_sub = get("ffn_config"), get("attn_config")
+    if moe_width is None and experts and ffn_sub is not None:
+        moe_width = getattr(ffn_sub, "ffn_hidden_size", None)
+    clip = get("clip_qkv") or (getattr(attn_sub, "clip_qkv", None) if attn_sub is not None else None)
+    p_norm = getattr(ffn_sub, "moe_normalize_expert_weights", None) if ffn_sub is not None and experts else None
     if isinstance(moe_width, list):  # one width per layer (Hunyuan): words for it only where every layer agrees
         moe_width = moe_width[0] if moe_width and len(set(moe_width)) == 1 else None
     mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
@@ -814,6 +827,8 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "expert groups": _groups_words(get("n_group"), get("topk_group")) if experts and get("n_group") else None,
         "renormalizing": (("the chosen weights renormalized" if get("norm_topk_prob") else "the chosen weights not renormalized")
                           if experts and get("norm_topk_prob") is not None else None),
+        "weight norm": f"the chosen weights divided by their {p_norm:g}-norm" if p_norm else None,
+        "QKV clip": f"the fused query-key-value projection clamped to ±{clip:g}" if clip else None,
         "scaling factor": f"a routed scaling factor of {get('routed_scaling_factor'):g}" if experts and get("routed_scaling_factor") else None,
         "window": f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window") else None,
         "chunks": f"attention chunks of {get('attention_chunk_size'):,} positions" if get("attention_chunk_size") else None,

@@ -412,6 +412,9 @@ class BlockRoles:
     # An MLP whose layers are the block's own children, with no MLP module around them (OPT's fc1,
     # fc2 and activation_fn): (up, down, activation), relative to the block; None elsewhere.
     mlp_inline: tuple[str, str, str | None] | None = None
+    # The child that holds the first norm, the attention, the first residual add and the second norm
+    # (DBRX's norm_attn_norm), returning the stream and its normed copy; None elsewhere.
+    wrapper: str | None = None
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
@@ -486,7 +489,22 @@ def is_short_conv(module) -> bool:
 
 def _is_attention(module) -> bool:
     children = dict(module.named_children())
-    return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children
+    return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children or "Wqkv" in children
+
+
+def attention_wrapper(block) -> str | None:
+    """A child of the block that holds the attention between two norms (DBRX's norm_attn_norm: norm,
+    attention, residual add, norm), with no tensors of its own: its name. The block's attention and
+    both pre-norms are then read inside it."""
+    for name, module in block.named_children():
+        if any(True for _ in module.parameters(recurse=False)):
+            continue
+        children = dict(module.named_children())
+        attention = _child(module, ATTENTION_NAMES) or next((n for n, m in children.items() if _is_attention(m)), None)
+        norms = [n for n, m in children.items() if _is_norm(m)]
+        if attention is not None and len(norms) == 2 and len(children) == 3:
+            return name
+    return None
 
 
 def _is_mlp(module) -> bool:
@@ -511,6 +529,9 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
 
 
 def block_roles(block) -> BlockRoles:
+    wrapper = attention_wrapper(block)
+    if wrapper is not None:
+        return _wrapped_roles(block, wrapper)
     attention, mlp, ssm = _mixers(block)
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
@@ -577,6 +598,36 @@ def is_dense_dispatch(experts) -> bool:
     params = [p for p in inspect.signature(experts.forward).parameters.values()
               if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     return len(params) == 1
+
+
+def _wrapped_roles(block, wrapper: str) -> BlockRoles:
+    """The roles of a block whose attention and pre-norms sit inside one child (see attention_wrapper):
+    the mixture or MLP is the block's own other child; the first norm is the attention's, the second the
+    MLP's. Paths are relative to the block, through the wrapper."""
+    inner = getattr(block, wrapper)
+    children = dict(inner.named_children())
+    attention = _child(inner, ATTENTION_NAMES) or next(n for n, m in children.items() if _is_attention(m))
+    first, second = [n for n, m in children.items() if _is_norm(m)]
+    outer = block_roles_of_children(block, exclude=wrapper)
+    attn_module = children[attention]
+    outer.attention = f"{wrapper}.{attention}"
+    outer.attention_norm = f"{wrapper}.{first}"
+    outer.mlp_norm = f"{wrapper}.{second}"
+    outer.output_proj = _child(attn_module, OUTPUT_PROJ_NAMES)
+    outer.attention_inline = attention_is_inline(attn_module)
+    outer.wrapper = wrapper
+    return outer
+
+
+def block_roles_of_children(block, exclude: str) -> BlockRoles:
+    """The generic roles of a block with one child left out (the wrapper, whose roles are read apart)."""
+    import torch
+
+    view = torch.nn.Module()
+    for name, module in block.named_children():
+        if name != exclude:
+            view.add_module(name, module)
+    return block_roles(view)
 
 
 def _inline_mlp(block) -> tuple[str, str, str | None] | None:

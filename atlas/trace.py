@@ -126,6 +126,7 @@ class _Capture:
         self.experts_index: dict[int, int] = {}  # id(experts module) -> block index
         self.linear_index: dict[int, int] = {}  # id(linear-attention mixer) -> block index
         self.mixing: int | None = None  # the block whose linear-attention mixer is running now
+        self.interfaced: set[int] = set()  # id(experts module) whose calls went through the experts interface
 
     def store(self, name: str, index: int | None, tensor) -> None:
         if tensor is not None:
@@ -231,6 +232,7 @@ class _Capture:
         from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS, batched_mm_experts_forward
 
         def traced_experts(module, hidden_states, top_k_index, top_k_weights, *args, **kwargs):
+            self.interfaced.add(id(module))
             eager = original in (None, "eager")
             own = inspect.unwrap(type(module).forward)  # the class's own loop over experts
             implementation = own if eager else ALL_EXPERTS_FUNCTIONS.get_interface(original, own)
@@ -249,6 +251,22 @@ class _Capture:
             return result
 
         return traced_experts
+
+    def own_experts_hook(self, module, args, kwargs, output):
+        """Experts whose class runs its own loop without transformers' experts interface (DBRX): each
+        routing slot's weighted output, by the class's own forward called one slot at a time."""
+        index = self.experts_index.get(id(module))
+        if index is None or id(module) in self.interfaced:
+            return
+        import torch
+
+        hidden_states = call_argument(module, args, kwargs, 0)
+        top_k_index, top_k_weights = call_argument(module, args, kwargs, 1), call_argument(module, args, kwargs, 2)
+        own = inspect.unwrap(type(module).forward)
+        slots = [own(module, hidden_states, top_k_index[:, k : k + 1], top_k_weights[:, k : k + 1]).reshape(-1, hidden_states.shape[-1])
+                 for k in range(top_k_index.shape[-1])]
+        stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
+        self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
 
 
 LINEAR_ARGS = ("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
@@ -412,6 +430,11 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
     for module, index in inline_scores:
         handles += _inline_score_hooks(capture, module, index)
+    if implementations["experts"] in (None, "eager"):
+        for index, block in enumerate(resolution.roles.blocks):
+            if block.experts:
+                experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}")
+                handles.append(experts.register_forward_hook(capture.own_experts_hook, with_kwargs=True))
     for path in sorted(reads):
         module = model.get_submodule(path)
         handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))

@@ -112,7 +112,10 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
     block is ``parallel`` (measured by ablation), no stream between the sublayers exists to test; ``runs``
     (block -> which sublayers it runs, as the run captured them) adds a hybrid's identities."""
     c, declared = released_config(name), dict(families.load(name).not_applicable)
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    ffn = c.get("ffn_config") or {}  # DBRX keeps its experts in a sub-config
+    mixture = any(c.get(k) or ffn.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    # DBRX divides the chosen weights by their p-norm, p = moe_normalize_expert_weights (DbrxFFNConfig's default: 1)
+    p_norm = ffn.get("moe_normalize_expert_weights", 1) if ffn.get("moe_num_experts") else None
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
     skipped = set(declared)
     if runs is not None:
@@ -124,7 +127,7 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
         skipped |= MIXTURE_IDENTITIES  # no block is a mixture of experts
         if norm_topk:  # a class that renormalizes its routers (Nemotron-H's), built with no mixture block
             skipped.add("expert_weights_sum")
-    elif not c.get("norm_topk_prob", c.get(_file_name(name, "norm_topk_prob"))):
+    elif not c.get("norm_topk_prob", c.get(_file_name(name, "norm_topk_prob"))) and not p_norm:
         skipped.add("expert_weights_sum")  # the router does not renormalize the chosen weights
     if c.get("final_logit_softcapping"):
         skipped.add("logits")  # the head's logits are softcapped
@@ -173,7 +176,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
     # every block from the first sparse one is a mixture where the config names routed experts (a
     # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
-    mixture = any(c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    mixture = any(c.get(k) or (c.get("ffn_config") or {}).get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
     mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
     if mixture and c.get("expert_layer_period"):  # Jamba: a mixture every expert_layer_period blocks, from the offset
         mixture_blocks = [i for i in range(n) if i % c["expert_layer_period"] == c["expert_layer_offset"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, fact, gated_inner, role, slug, norm_word
+from atlas.pages.roles import anatomy, fact, gated_inner, kids_of, role, slug, norm_word
 from atlas.pages.sizes import Sizes, routing
 from atlas.pages.words import title_of
 
@@ -44,7 +44,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                   unrotated: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
-    kids = {c["name"]: c for c in tree["children"]}
+    kids = kids_of(tree)
     kid = slug(kind_id)
     a = anatomy(tree)
     boxes, lines, adds, sums = [], [], [], []

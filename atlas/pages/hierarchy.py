@@ -8,7 +8,7 @@ from typing import Any
 
 from atlas.numbers import grouped
 from atlas.pages.evidence import called, evidence, holding, item, tensor_evidence, uses
-from atlas.pages.roles import anatomy, role, slug
+from atlas.pages.roles import anatomy, fact, role, slug
 from atlas.pages.shapes import io, named_dims
 from atlas.pages.sizes import Sizes
 from atlas.pages.words import describe, title_of
@@ -107,6 +107,9 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             slots = {a[k]: k for k in order if a.get(k)}
             rank = {a[k]: i for i, k in enumerate(order) if a.get(k)}
             children = sorted(children, key=lambda c: rank.get(c["name"], len(order)))
+        if r == "norm_attention_norm":  # the block's two pre-norms, held by this child (DBRX's norm_attn_norm)
+            norms = fact(node, "norms", {})
+            slots = {norms.get("before attention"): "pre_attn", norms.get("before MLP"): "pre_ffn"}
         child_role = r
         if r == "block" and any(role(c) == "moe" for c in node["children"]):
             child_role = "moe_block"

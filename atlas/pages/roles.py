@@ -64,6 +64,16 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
+def kids_of(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A node's children by name, and its grandchildren by dotted path ("norm_attn_norm.attn"): a block
+    whose attention and norms sit in one child (DBRX) names them so in its facts."""
+    kids = {c["name"]: c for c in node["children"]}
+    for c in node["children"]:
+        for g in c["children"]:
+            kids.setdefault(f"{c['name']}.{g['name']}", g)
+    return kids
+
+
 def in_out(node: dict[str, Any]) -> tuple[int, int] | None:
     """A linear map's (in, out) features: Linear stores its weight [out, in], Conv1D [in, out]."""
     w = next((t for t in node["tensors"] if t["name"] == "weight"), None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.numbers import grouped
-from atlas.pages.roles import anatomy, fact, gated_inner, in_out, norm_word, role
+from atlas.pages.roles import anatomy, fact, gated_inner, in_out, kids_of, norm_word, role
 from atlas.pages.sizes import Sizes, routing
 
 
@@ -55,6 +55,9 @@ ROLE_TITLES = {
     "gated_mlp": "Gated MLP",
     "router": "Router",
     "experts": "Routed experts",
+    "stacked_experts": "Routed experts (stacked)",
+    "expert_glu": "Expert gated MLP",
+    "norm_attention_norm": "Norm, attention, norm",
 }
 
 
@@ -148,12 +151,13 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     its steps), with the checkpoint's numbers."""
     r = role(node)
     d = s.get("hidden_size")
-    kids = {c["name"]: c for c in node["children"]}
+    kids = kids_of(node)
     if r in ("rmsnorm", "layernorm"):
         width = node["tensors"][0]["shape"][0] if node["tensors"] else d
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
         if r == "layernorm":
-            return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned gain and bias per feature."
+            learned = "gain and bias" if any(t["name"] == "bias" for t in node["tensors"]) else "gain (no bias)"
+            return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned {learned} per feature."
         gain = "one plus a learned offset per feature (the stored gain is 1 + g)" if fact(node, "norm") == "rms_offset" else "a learned gain per feature"
         return f"Divides each {grouped(width)}-wide vector by its root mean square{eps}, then multiplies it by {gain}."
     if r == "weightless_norm":
@@ -302,6 +306,21 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
                  "config_scale_depth": "each scaled by the config's scale_depth over the square root of the number of blocks and added back",
                  }.get(scale, "each added back")
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
+    if r == "stacked_experts":
+        st = fact(next(iter(node["children"]), {"facts": {}}), "stacked") or {}
+        return (f"Runs each token through the experts its routing slots chose: expert i's weights are the i-th run of "
+                f"{grouped(st.get('rows_each', 0))} rows of each of its {len(st.get('matrices', []))} stacked matrices "
+                f"({grouped(st.get('experts', 0))} experts in all); each slot's output is scaled by its weight and the slots are summed.")
+    if r == "expert_glu":
+        st = fact(node, "stacked") or {}
+        names = st.get("matrices", [])
+        gate, up = (names[0], names[1]) if fact(node, "gated_map") == "first_gated" else (names[1], names[0])
+        return (f"One expert's gated MLP on the slices it is handed: {fact(kids_of(node)[next(iter(kids_of(node)))], 'activation') or 'the activation'} "
+                f"of the token's {gate} projection, times its {up} projection; then the {names[2]} slice maps the "
+                f"{grouped(st.get('rows_each', 0))} features back to {grouped(d)}.") if len(names) == 3 else f"A {node['class']} module."
+    if r == "norm_attention_norm":
+        return ("The first half of the block as one module: a norm, the attention, the residual add, then the norm before "
+                "the MLP; it returns both the stream after the add and its normed copy.")
     return f"A {node['class']} module."
 
 
@@ -375,6 +394,8 @@ ROUTING_WORDS = {
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
     "sigmoid_top_k_dense": ("keeps the top {k} logits and gives each kept expert the sigmoid of its logit as a score, every other "
                             "expert a score of 0: a score for every expert, which the mixture multiplies each expert's input by"),
+    # a router that returns its logits alone (DBRX's): the mixture applies the rule
+    "logits only": "one logit each; the mixture it belongs to turns them into the routing (a softmax, the top {k} and their weights)",
     "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
                     "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }

@@ -270,6 +270,12 @@ def _temperature_step(part: Part) -> Step:
                 r"\quad\text{the query temperature: position }t\text{ counted from }0", "Q", fn, summary=True)
 
 
+def _qkv_clip(module) -> float | None:
+    """The bound an attention module clamps its fused query-key-value projection to (its clip_qkv
+    setting); None where it holds none or leaves it unset."""
+    return _attr(module, "clip_qkv")
+
+
 def _per_head_split(qkv, heads: int, head_dim: int):
     """A fused projection laid out head by head, each head's query, key and value side by side: the
     queries, keys and values each as one (batch, seq, heads * head_dim) tensor."""
@@ -298,6 +304,8 @@ def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: in
     qkv = as64(x) @ (weight if weight.shape[0] == x.shape[-1] and not isinstance(module, torch.nn.Linear) else weight.T)
     if getattr(module, "bias", None) is not None:
         qkv = qkv + as64(module.bias)
+    if _qkv_clip(part.tiny) is not None:
+        qkv = qkv.clamp(-_qkv_clip(part.tiny), _qkv_clip(part.tiny))
     values = as64(values)
     for layout in layouts:
         v = qkv.split(sizes, dim=-1)[2] if layout == "blocks" else _per_head_split(qkv, heads, head_dim)[2]
@@ -367,11 +375,17 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
         out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
-        fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value") if n in names)
+        fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value", "Wqkv") if n in names)
         _, n_out, stored = linear_dims(getattr(part.full, fused))
         b = "+b" if getattr(getattr(part.tiny, fused), "bias", None) is not None else ""
         W = "W_{QKV}" if stored else r"W_{QKV}^{\top}"
         steps.append(Step(rf"[{Q};{K};{V}]=x {W}{b}{T.maps(width, n_out)}", "QKV", sub(part, fused)))
+        clip, tiny_clip = _qkv_clip(part.full), _qkv_clip(part.tiny)
+        if clip is not None:
+            # every entry of the fused projection clamped to [-clip, clip] before the split (DBRX's clip_qkv)
+            part.note("qkv_clip", clip, "the module's clip_qkv: the fused projection's entries are clamped to ±clip")
+            steps.append(Step(rf"[{Q};{K};{V}]\leftarrow\operatorname{{clamp}}\big([{Q};{K};{V}],\,-{T.num(clip)},\,{T.num(clip)}\big)\quad\text{{each entry}}",
+                              "QKV", lambda e: e["QKV"].clamp(-tiny_clip, tiny_clip), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
         if _fused_layout(part, fused, sizes, th, td) == "per_head":
             steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",

@@ -62,10 +62,16 @@ def kind_of(part: Part) -> str:
         return "linear_attention"
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
-    if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
+    if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value", "Wqkv"}:
         return "attention"
     if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
         return "experts"
+    if mixture.is_stacked_experts(m):
+        return "stacked_experts"  # one child holding every expert's rows, stacked (DBRX's experts.mlp)
+    if mixture.is_expert_glu(m):
+        return "expert_glu"
+    if stack.is_attention_wrapper(m):
+        return "norm_attention_norm"
     if not children and "weight" in own and own["weight"].dim() == 2:
         return "router"
     if not own and len(children) == 1 and isinstance(next(m.children()), torch.nn.Linear) and _routes(part.child(next(iter(children)))):
@@ -99,6 +105,9 @@ BUILDERS = {
     "latent_attention": attention.latent_attention,
     "attention": attention.attention,
     "experts": mixture.experts,
+    "stacked_experts": mixture.stacked_experts,
+    "expert_glu": mixture.expert_glu,
+    "norm_attention_norm": stack.norm_attention_norm,
     "router": mixture.router,
     "offset": mixture.offset,
     "mixture": mixture.mixture,

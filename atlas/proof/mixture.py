@@ -149,6 +149,10 @@ def router(part: Part) -> Chain:
             Step(r"G_i=\frac{e^{z_i}}{\sum_{j\in\mathcal{E}}e^{z_j}}\ \ (i\in\mathcal{E})", "G", lambda e: e["z"].gather(-1, e["E"]).softmax(-1), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
+    if not isinstance(part.call.output, tuple) and not hasattr(part.call.output, "to_tuple"):
+        # a router that returns its logits alone (DBRX's): the mixture applies the routing rule
+        part.note("routing", "logits only", "the router's call returns one tensor: the mixture routes")
+        return Chain([logits_step()], [TOKENS], "z")
     variants = {
         "softmax_renormalized": lambda: scored("softmax", True),
         "softmax": lambda: scored("softmax", False),
@@ -331,6 +335,74 @@ def experts(part: Part) -> Chain:
     return part.choose("experts", variants)
 
 
+def _routing_steps(part: Part) -> list[Step]:
+    """The routing rule a mixture applies itself to its router's logits: softmax, the top k, and the k
+    weights renormalised, by their p-norm where the mixture holds a p (DBRX's moe_normalize_expert_weights),
+    else by their sum, or left as they are: measured on the run."""
+    k = _setting(part, ("top_k",), ("num_experts_per_tok",))
+    tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
+    p = _setting(part, ("moe_normalize_expert_weights",), ())
+    tiny_p = _setting(part, ("moe_normalize_expert_weights",), (), part.ctx.tiny_config)
+    n = _router_rows(part.full.get_submodule(next(r for r in ("gate", "router") if part.has(r))))
+    head = [
+        Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["logits"].softmax(-1), summary=True),
+        Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(s)", "E", lambda e: e["s"].topk(tiny_k, dim=-1).indices, value="expert_indices", summary=True),
+    ]
+
+    def weights(rule: str) -> list[Step]:
+        pick = Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"]))
+        if rule == "pnorm":
+            norm = Step(rf"G_i\leftarrow G_i\big/\|G\|_{{{T.num(p)}}},\quad \|G\|_p=\big(\textstyle\sum_{{j\in\mathcal{{E}}}}|G_j|^p\big)^{{1/p}}",
+                        "G", lambda e: e["G"] / e["G"].abs().pow(tiny_p).sum(-1, keepdim=True).pow(1 / tiny_p), value="expert_weights", summary=True)
+        elif rule == "sum":
+            norm = Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True),
+                        value="expert_weights", summary=True)
+        else:
+            pick.value = "expert_weights"
+            return [pick]
+        return [pick, norm]
+
+    def measured() -> list[Step]:
+        # the three rules, each tried on the mixture's own run: the first that reproduces it is kept
+        from atlas.proof.core import reproduce
+
+        rules = (["pnorm"] if p is not None else []) + ["sum", "none"]
+        return [rule for rule in rules
+                if _routes_like(part, Chain([Step(r"z", "logits", lambda e: e["z_in"]), *head, *weights(rule)], [], ("G", "E")))]
+
+    found = measured()
+    rule = found[0] if found else ("pnorm" if p is not None else "sum")
+    words = {"pnorm": "softmax, top-k, divided by their p-norm", "sum": "softmax, top-k, renormalised to sum to 1", "none": "softmax, top-k"}
+    if p is not None:
+        part.note("expert_weight_norm", p, "the mixture's moe_normalize_expert_weights: the p of the p-norm")
+    how = ("no rule gives the weights the experts received on the run" if not found else
+           "measured: the only rule that gives the weights the experts received on the run" if len(found) == 1 else
+           f"measured: gives the weights the experts received on the run, as {' and '.join(words[r] for r in found[1:])} also does (the same values here)")
+    part.note("routing", words[rule], how)
+    return head + weights(rule)
+
+
+def _routes_like(part: Part, trial: Chain) -> bool:
+    """Whether ``trial`` (logits to weights and experts) gives the weights and experts the mixture handed
+    its experts on the run, from the logits its router returned."""
+    from atlas.proof.core import as64, difference, tolerance
+    from atlas.proof.steps import Env, run_chain
+
+    route = next(r for r in ("gate", "router") if part.has(r))
+    experts = part.child("experts")
+    logits = part.ctx.calls.get(f"{part.path}.{route}")
+    call = experts.call if experts.path in part.ctx.calls else None
+    if logits is None or call is None:
+        return False
+    z = as64(logits.output[0] if isinstance(logits.output, tuple) else logits.output)
+    G, E = run_chain(trial, Env(lambda name: None, {"z_in": z}))
+    ref_E, ref_G = as64(experts.argument("top_k_index", 1)), as64(experts.argument("top_k_weights", 2))
+    order, ref_order = E.argsort(-1), ref_E.argsort(-1)
+    if difference(E.gather(-1, order), ref_E.gather(-1, ref_order)) != 0:
+        return False
+    return difference(G.gather(-1, order), ref_G.gather(-1, ref_order)) <= tolerance(ref_G)
+
+
 def _mixture_selection(part: Part, route: str) -> str | None:
     """A per-expert buffer the mixture itself holds and hands to its router (MiniMax-M2)."""
     experts = _router_rows(part.tiny.get_submodule(route))
@@ -388,9 +460,17 @@ def mixture(part: Part) -> Chain:
     shared = next((n for n in ("shared_experts", "shared_expert", "shared_mlp") if n in names), None)
     handed = _mixture_selection(part, route)
     steps = [Step(r"b\ \text{the mixture's own per-expert selection bias, handed to the router}", "b", lambda e: e.w(handed))] if handed else []
+    from atlas.proof.library import chain_of
+
+    if chain_of(part.child(route)).output == "z":
+        # the router gives logits only: the mixture's own forward turns them into the routing (DBRX)
+        # (named "logits", not "z": the pages title a child whose result is "z" as the model's head)
+        steps += [Step(r"z=\operatorname{Router}(x)", "logits", sub(part, route), value="router_logits", summary=True)]
+        steps += _routing_steps(part)
+    else:
+        steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + ")", ("z", "G", "E"), sub(part, route),
+                          value=("router_logits", "expert_weights", "expert_indices"), summary=True))
     steps += [
-        Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + ")", ("z", "G", "E"), sub(part, route),
-             value=("router_logits", "expert_weights", "expert_indices"), summary=True),
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
         Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
     ]
@@ -414,3 +494,103 @@ def mixture(part: Part) -> Chain:
         part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")
     part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
     return Chain(steps, [X], "y")
+
+
+# --- experts stored stacked: every expert's rows in one 2-D matrix per projection (DBRX) -------------
+
+
+def stacked_matrices(module) -> list[str] | None:
+    """Three 2-D weights of one shape held by the module itself, none of them a Linear's: the gate, up
+    and down rows of every expert stacked along the first axis (DBRX's w1, v1, w2), in the order held."""
+    own = dict(module.named_parameters(recurse=False))
+    if len(own) != 3 or any(p.dim() != 2 for p in own.values()) or len({tuple(p.shape) for p in own.values()}) != 1:
+        return None
+    return list(own)
+
+
+def is_expert_glu(module) -> bool:
+    """A gated MLP that holds every expert's stacked rows and is handed one expert's slices at each call:
+    three stacked matrices and an activation, nothing else."""
+    children = list(module.children())
+    return stacked_matrices(module) is not None and len(children) == 1 and not any(True for _ in children[0].parameters())
+
+
+def is_stacked_experts(module) -> bool:
+    """Experts with no tensors of their own whose one child is such a gated MLP (DBRX's experts.mlp)."""
+    children = list(module.children())
+    return not any(True for _ in module.parameters(recurse=False)) and len(children) == 1 and is_expert_glu(children[0])
+
+
+def _experts_count(part: Part, config) -> int:
+    return next(getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None))
+
+
+def expert_glu(part: Part) -> Chain:
+    """One expert's gated MLP on the slices of the stacked matrices it is handed: the activation of the
+    first map times the second, then the third map (its rows read as inner × width, no transpose)."""
+    names = stacked_matrices(part.tiny)
+    act_name = next(n for n, _ in part.tiny.named_children())
+    n = _experts_count(part, part.ctx.full_config)
+    rows, d = part.full.get_parameter(names[0]).shape
+    inner = rows // n
+    import inspect
+
+    params = [p for p in inspect.signature(part.tiny.forward).parameters if p != "self"]
+    handed = params[1:4]  # the three slices, in the order the forward takes them
+    inputs = [Input("x", "x", params[0], "the tokens routed to this expert, one row each")] + [Input(sym, s, arg, f"the slice of {name} for the expert the tokens were routed to ({T.num(inner)} rows)")
+                    for sym, s, arg, name in zip(("A", "B", "C"), ("W_1", "V_1", "W_2"), handed, names)]
+    act = ACT_NAMES[activation_name(part.child(act_name))]
+
+    def chain(gate_first: bool) -> Chain:
+        first, second = ("A", "B") if gate_first else ("B", "A")
+        gs, us = ("W_1", "V_1") if gate_first else ("V_1", "W_1")
+        return Chain([
+            Step(rf"g=x\,{gs}^{{\top}}{T.maps(d, inner)}", "g", lambda e: (e[first] @ e["x"][..., None]).squeeze(-1)),
+            Step(rf"u=x\,{us}^{{\top}}{T.maps(d, inner)}", "u", lambda e: (e[second] @ e["x"][..., None]).squeeze(-1)),
+            Step(rf"a={act}(g)", "a", sub(part, act_name, x="g")),
+            Step(rf"y=(a\odot u)\,W_2,\quad W_2\in\mathbb{{R}}^{{{T.num(inner)}\times{T.num(d)}}}", "y",
+                 lambda e: ((e["a"] * e["u"])[..., None, :] @ e["C"]).squeeze(-2), summary=True),
+        ], inputs, "y")
+
+    part.note("stacked", {"matrices": names, "experts": n, "rows_each": inner}, "the module's three 2-D weights, rows = experts × inner width")
+    return part.choose("gated_map", {"first_gated": lambda: chain(True), "second_gated": lambda: chain(False)})
+
+
+def stacked_experts(part: Part) -> Chain:
+    """Each routing slot's expert: its rows cut from the stacked matrices, its gated MLP run on the token,
+    weighted by the slot's weight, and the slots summed."""
+    from atlas.proof.steps import run_chain
+
+    glu_name = next(n for n, _ in part.tiny.named_children())
+    glu = part.child(glu_name)
+    names = stacked_matrices(part.tiny.get_submodule(glu_name))
+    n = _experts_count(part, part.ctx.full_config)
+    rows, d = part.full.get_submodule(glu_name).get_parameter(names[0]).shape
+    inner = rows // n
+    from atlas.proof.library import chain_of
+
+    glu_chain = chain_of(glu)
+    inputs = [TOKENS, Input("E", r"\mathcal{E}", "top_k_index", "the experts each token's routing slots chose"),
+              Input("G", "G", "top_k_weights", "each slot's weight")]
+
+    def slices(e):
+        tiny_n = _experts_count(part, part.ctx.tiny_config)
+        return tuple(e.w(f"{glu_name}.{name}").view(tiny_n, -1, e.w(f"{glu_name}.{name}").shape[-1])[e["E"]] for name in names)
+
+    def run_glu(e):
+        x = e["xt"][:, None, :]  # each token against each of its slots
+        return run_chain(glu_chain, e.child(glu_name, {"x": x, "A": e["A"], "B": e["B"], "C": e["C"]}))
+
+    run_glu.child_id, run_glu.child_name = glu.id, glu_name
+    run_glu.child_inputs = {"x": "xt", "A": "A", "B": "B", "C": "C"}
+    listed = ", ".join(names).replace("_", r"\_")
+    steps = [
+        Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
+        Step(rf"W_{{1,i}},V_{{1,i}},W_{{2,i}}=\text{{rows }}{T.num(inner)}\,i\ \text{{to}}\ {T.num(inner)}(i+1)-1\ \text{{of {listed}}}\quad(\in\mathbb{{R}}^{{{T.num(inner)}\times{T.num(d)}}},\ i\in\mathcal{{E}})",
+             ("A", "B", "C"), slices),
+        Step(r"E_i(x)=\operatorname{ExpertGLU}(x;\,W_{1,i},V_{1,i},W_{2,i})\quad\text{for each slot's expert }i", "e_out", run_glu, summary=True),
+        Step(r"o_j=G_j\,E_{i_j}(x)\quad\text{each routing slot }j", "o", lambda e: e["G"][..., None] * e["e_out"], value="expert_outputs"),
+        Step(r"y=\textstyle\sum_{j}o_j", "y", lambda e: e["o"].sum(1), value="routed_output", summary=True),
+    ]
+    part.note("count", n, "the stacked matrices' rows over the expert width")
+    return Chain(steps, inputs, "y")

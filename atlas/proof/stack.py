@@ -20,6 +20,8 @@ def block(part: Part) -> Chain:
     r = block_roles(part.tiny)
     if r.ssm and r.attention and not r.linear_attention:  # attention and a state-space mixer side by side (Falcon-H1)
         return _two_mixers_block(part, r)
+    if r.wrapper and factor in (None, 1, 1.0):
+        return _wrapped_block(part, r)
     if factor in (None, 1, 1.0) and (r.ssm or not (r.attention and r.mlp)):
         return _block(part, None)  # a hybrid's block: one mixer, or a state-space mixer before the MLP; nothing runs side by side
     if factor in (None, 1, 1.0):
@@ -356,3 +358,61 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     return part.choose("logits_scale_place", {"after_head": lambda: part.choose("embedding_scale", variants),
                                               "before_head": lambda: part.choose("embedding_scale", before)})
 
+
+
+# --- a block whose attention and both norms sit in one child (DBRX's norm_attn_norm) -----------------
+
+
+def is_attention_wrapper(module) -> bool:
+    """A module with no tensors of its own that holds a norm, an attention and a norm (see
+    atlas.standard.attention_wrapper), as a block would hold them."""
+    from atlas.standard import attention_wrapper
+
+    import torch
+
+    holder = torch.nn.Module()
+    holder.add_module("inner", module)
+    return attention_wrapper(holder) == "inner"
+
+
+def norm_attention_norm(part: Part) -> Chain:
+    """The first half of a pre-norm block as one module: norm, attention, residual add, and the norm
+    before the MLP; it returns the stream after the add and its normed copy."""
+    from atlas.standard import _child, _is_attention, _is_norm, ATTENTION_NAMES
+
+    children = dict(part.tiny.named_children())
+    attention = _child(part.tiny, ATTENTION_NAMES) or next(n for n, m in children.items() if _is_attention(m))
+    first, second = [n for n, m in children.items() if _is_norm(m)]
+    attn = part.child(attention)
+    rotary = attn.argument("position_embeddings") is not None or part.argument("position_embeddings") is not None
+    inputs = [X] + ([rotary_input(part.argument("position_embeddings"))] if rotary else [])
+    call = {"x": "h", **({"R": "R"} if rotary else {})}
+    steps = [
+        Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first), value="attention_norm_output", summary=True),
+        Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}(h{',' + T.c('R') if rotary else ''})", "da",
+             child_output(part, attention, **call), value="attention_output", summary=True),
+        Step(r"x'=x+\Delta_{\mathrm{attn}}", "xm", lambda e: e["x"] + e["da"], value="layer_mid", summary=True),
+        Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, second, x="xm"), value="mlp_norm_output", summary=True),
+        Step(r"\text{returns }(x',\,h')\quad\text{the stream after the add, and its normed copy for the MLP}", ("out0", "out1"),
+             lambda e: (e["xm"], e["hm"])),
+    ]
+    part.note("norms", {"before attention": first, "before MLP": second}, "the module's children by role")
+    return Chain(steps, inputs, ("out0", "out1"), output_values=("layer_mid", "mlp_norm_output"))
+
+
+def _wrapped_block(part: Part, r) -> Chain:
+    """A block that hands its input to the wrapper (norm, attention, add, norm) and runs its MLP on the
+    normed copy the wrapper returns, adding the result to the stream the wrapper returns."""
+    wrapper = part.child(r.wrapper)
+    rotary = wrapper.argument("position_embeddings") is not None
+    inputs = [X] + ([rotary_input(wrapper.argument("position_embeddings"))] if rotary else [])
+    call = {"x": "x", **({"R": "R"} if rotary else {})}
+    steps = [
+        Step(rf"(x',\,h')=\operatorname{{NormAttnNorm}}(x{',' + T.c('R') if rotary else ''})", ("xm", "hm"), sub(part, r.wrapper, **call),
+             value=("layer_mid", "mlp_norm_output"), summary=True),
+        Step(r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(h')", "dm", child_output(part, r.mlp, x="hm"), value="mlp_output", summary=True),
+        Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True),
+    ]
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "before MLP": r.mlp_norm}, "inside the block's child " + r.wrapper)
+    return Chain(steps, inputs, "y", output_element=0)
