@@ -262,6 +262,8 @@ class _Capture:
 
         hidden_states = call_argument(module, args, kwargs, 0)
         top_k_index, top_k_weights = call_argument(module, args, kwargs, 1), call_argument(module, args, kwargs, 2)
+        if top_k_index is None or top_k_weights is None:  # dense dispatch (Llama 4): every expert on every row, no slots
+            return
         own = inspect.unwrap(type(module).forward)
         slots = [own(module, hidden_states, top_k_index[:, k : k + 1], top_k_weights[:, k : k + 1]).reshape(-1, hidden_states.shape[-1])
                  for k in range(top_k_index.shape[-1])]
