@@ -597,6 +597,8 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         mlp = getattr(block, roles.mlp) if roles.mlp else None
         owner = {}
         for role, module in (("attention", getattr(block, roles.attention) if roles.attention else None),
+                             # a state-space, short-convolution or recurrent mixer in the attention's place
+                             ("state-space and recurrent mixers", getattr(block, roles.ssm) if roles.ssm else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
                              ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
@@ -646,7 +648,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     }
 
 
-ACTIVE_PARTS = ("embeddings", "attention", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+ACTIVE_PARTS = ("embeddings", "attention", "state-space and recurrent mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
 
 
 # --- the page's figures ------------------------------------------------------------------------------

@@ -226,6 +226,10 @@ def test_recurrent_gemma_cost(collected):
     assert flops["recurrent block"]["per_key"] == 0
     for check in f["cost"]["checks"]:
         assert check["formula"] == check["measured"], check
+    active = {r["part"]: r["values"] for r in f["cost"]["active"]["rows"]}
+    d, L = c["hidden_size"], c["num_hidden_layers"]
+    assert active["state-space and recurrent mixers"] == 18 * recurrent_mixer(d, W, H, K)
+    assert active["norms"] == 2 * L * d + d  # the blocks' two norms and the final norm, nothing else
     from atlas.cost import figures
 
     at = figures(f["cost"], 8192)
