@@ -407,7 +407,7 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     else:
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))
-    softcap = getattr(config, "final_logit_softcapping", None) or getattr(config, "logits_soft_cap", None)  # RecurrentGemma's name
+    softcap = getattr(config, "final_logit_softcapping", None)
     divisor = _scale(config, "logits_scaling")
     scale = getattr(config, "logit_scale", None)
     if divisor is not None and not softcap and _head_reads_final_norm(preview):

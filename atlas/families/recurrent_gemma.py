@@ -43,5 +43,6 @@ FAMILY = Family(
     not_applicable={
         "embeddings": "the model multiplies the embedding rows by the square root of hidden_size (rounded to bfloat16) "
                       "before block 0, outside the embedding module",
+        "logits": "the model soft-caps the head's logits, logits_soft_cap · tanh(z / logits_soft_cap), before it returns them",
     },
 )
