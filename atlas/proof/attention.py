@@ -413,6 +413,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                               lambda e: torch.arange(e["x"].shape[1])[None]))
             steps.append(Step(rf"{T.c('R')}=\operatorname{{RoPE}}(p)", "R", sub(part, own, x="x", pos="pos")))
             angles = part.child(own).call.output
+            part.note("rotary_inside", own, "the child that turns the positions the attention is called with into cos and sin")
         else:
             inputs.append(ROTARY)
             angles = part.argument("position_embeddings")
