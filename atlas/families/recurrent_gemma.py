@@ -13,8 +13,9 @@ per channel, whatever the context. The product of the two branches goes through 
 attention blocks are multi-query attention (one key/value head) over a sliding window, with rotary
 positions on half of each head's channels. The embedding is multiplied by sqrt(hidden_size), every
 RMSNorm scales by (1 + weight), the feed-forward's two inner projections are each half of
-intermediate_size wide, the recurrent block and the feed-forward carry biases, the head is tied to the
-embedding, and the logits are soft-capped.
+intermediate_size wide, the recurrent block, the feed-forward and the attention's output projection carry
+biases (its query, key and value projections do not), the head is tied to the embedding, and the logits
+are soft-capped.
 """
 
 from atlas.family import Family
