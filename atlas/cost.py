@@ -32,7 +32,7 @@ SLIDING_TYPES = ("sliding_attention",)
 # holds such a block as a sliding window of the chunk's length, so its cache and FLOPs follow the sliding rule
 CHUNKED_TYPES = ("chunked_attention",)
 FULL_TYPES = (None, "full_attention")
-FIXED_STATES = ("state", "linear")  # block kinds whose cache is a state of fixed size, not values per position
+FIXED_STATES = ("state", "linear", "recurrent")  # block kinds whose cache is a state of fixed size, not values per position
 # A block kind whose cache is both: keys and values per position, and beside them a state of fixed size
 # (Falcon-H1's attention and Mamba-2 side by side); its kind's "state" holds the fixed part.
 GROWING_AND_FIXED = ("full_and_state",)
@@ -232,7 +232,11 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
     import torch
 
+    from atlas.standard import is_recurrent_block
+
     mixer = getattr(block, roles.ssm)
+    if is_recurrent_block(mixer):
+        return recurrent_block_terms(mixer, matrices, routed)
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
     matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
@@ -273,6 +277,51 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                      f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
                      f"+ reading the state 2 × {heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; nothing grows with the context")
     return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def recurrent_state_values(channels: int, kernel: int) -> int:
+    """Values a recurrent block with an RG-LRU (RecurrentGemma's) holds for one sequence, whatever its length:
+    the convolution's last kernel - 1 inputs of every channel, and the RG-LRU's state, one number a channel."""
+    return channels * (kernel - 1) + channels
+
+
+def recurrent_block_terms(mixer, matrices: int, routed) -> BlockTerms:
+    """A recurrent block (Griffin's): a state of fixed size, held by the block's modules between tokens; a
+    token's FLOPs are its matrices', the RG-LRU's block-diagonal gate weights among them (one product per
+    head), and do not grow with the context."""
+    import torch
+
+    from atlas.standard import is_rg_lru
+
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    unit = next(m for m in mixer.children() if is_rg_lru(m))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    values = recurrent_state_values(channels, kernel)
+    # neither the convolution's kernels nor the gates' per-head biases are matrices a token is multiplied by
+    biases = sum(p.numel() for p in unit.parameters(recurse=False) if p.dim() == 2)
+    matrices -= conv.weight.numel() + biases
+    gates = sum(p.numel() for p in unit.parameters(recurse=False) if p.dim() == 3)
+    fixed = 2 * matrices
+    cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel - 1} "
+                     f"last inputs + the RG-LRU's state, {grouped(channels)} numbers = {grouped(values)} values per sequence "
+                     "(transformers keeps both on the block's modules, the RG-LRU's state in float32)")
+    flops_formula = (f"2 × {grouped(matrices)} matrix values ({grouped(gates)} of them the RG-LRU's two block-diagonal gate weights, "
+                     f"one product per head) = {grouped(fixed)}; transformers' one-token update convolves the {kernel - 1} held inputs "
+                     "and the new one by multiplying and summing element by element, which torch.utils.flop_counter does not count, "
+                     "like the recurrence's own update; nothing grows with the context")
+    return BlockTerms("recurrent", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def held_on_modules(block) -> int:
+    """Values a block's modules keep as plain tensor attributes between calls (not parameters or buffers):
+    the states RecurrentGemma's recurrent block holds itself instead of in transformers' cache."""
+    import torch
+
+    total = 0
+    for m in block.modules():
+        own = {id(t) for t in list(m.parameters(recurse=False)) + list(m.buffers(recurse=False))}
+        total += sum(v.numel() for v in vars(m).values() if isinstance(v, torch.Tensor) and id(v) not in own)
+    return total
 
 
 def latent_cache_values(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
@@ -436,6 +485,9 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     if "linear" in attention:
         parts.append("a linear-attention block holds a fixed-size recurrent state and its convolution's last inputs, "
                      "the same at any context (counted as one position of that size)")
+    if "recurrent" in attention:
+        parts.append("a recurrent block keeps its convolution's last inputs and its RG-LRU's state, one number a channel, "
+                     "however long the context (transformers holds both on the block's modules)")
     if "state" in attention:
         parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and each head's "
                      "recurrent state, however long the context")
@@ -445,7 +497,7 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     if "none" in attention:
         parts.append("a block with neither attention nor state keeps nothing")
     if "full" in attention:
-        other = "every other attention block" if attention & {"state", "none"} else "every other block"
+        other = "every other attention block" if attention & {"state", "none", "recurrent"} else "every other block"
         parts.append(f"{other} keeps every position" if parts else "every block keeps every position")
     return "; ".join(parts) + "."
 
@@ -472,8 +524,14 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     try:
         with torch.no_grad():
             out = model(run.ids, use_cache=True)
-            cache = out.cache
+            cache = getattr(out, "cache", None)
+            if cache is None:  # a model that keeps its cache to itself (RecurrentGemma) is handed one to fill
+                from transformers import DynamicCache
+
+                cache = DynamicCache(config=config)
+                model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            held = [held_on_modules(blocks[i]) // run.ids.shape[0] if t.attention == "recurrent" else n for i, (t, n) in enumerate(zip(terms, held))]
             with FlopCounterMode(display=False) as counter:
                 model(run.ids[:, -1:], cache=cache, use_cache=True)
     finally:
@@ -492,6 +550,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         if t.state_values:
             how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt + {grouped(t.state_values)} "
                    "values of fixed state; measured: the keys, values and states transformers' cache holds for the block")
+        if t.attention == "recurrent":
+            how = (f"{grouped(t.cache_values)} values, the convolution's last inputs and the RG-LRU's state, after the "
+                   f"{prompt}-token prompt as after any other; measured: the tensors the block's modules hold between tokens")
         if t.attention == "linear":
             how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
                    f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
@@ -613,7 +674,8 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         mlp = getattr(block, roles.mlp) if roles.mlp else None
         owner = {}
         for role, module in (("attention", block.get_submodule(roles.attention) if roles.attention else None),
-                             ("state-space mixers", getattr(block, roles.ssm) if roles.ssm else None),
+                             # a state-space, short-convolution or recurrent mixer in the attention's place
+                             ("state-space and recurrent mixers", getattr(block, roles.ssm) if roles.ssm else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
                              ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
@@ -663,7 +725,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     }
 
 
-ACTIVE_PARTS = ("embeddings", "attention", "state-space mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+ACTIVE_PARTS = ("embeddings", "attention", "state-space and recurrent mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
 
 
 # --- the page's figures ------------------------------------------------------------------------------

@@ -161,8 +161,10 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
 
 def _mixer_word(block, roles) -> str:
     """A fixed-state mixer by what it holds: a selective scan (a decay of its own) or a short convolution alone."""
-    from atlas.standard import is_ssm
+    from atlas.standard import is_recurrent_block, is_ssm
 
+    if is_recurrent_block(getattr(block, roles.ssm)):  # a convolution and an RG-LRU (RecurrentGemma)
+        return "recurrent"
     return "state-space" if is_ssm(getattr(block, roles.ssm)) else "short-convolution"
 def kinds_of_blocks(blocks, config) -> list[BlockKind]:
     """The block kinds of a model built from ``config``: by structure, attention type and positions."""

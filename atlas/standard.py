@@ -50,6 +50,8 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     # a state-space mixer's inner width (heads × head size) and its one input projection
     "SSMInner": ("batch", "seq", "ssm_inner_size"),
     "SSMProjections": ("batch", "seq", "ssm_projection_size"),
+    # a recurrent block's RG-LRU (RecurrentGemma): its state is one number per channel of lru_width
+    "RecurrentChannels": ("batch", "seq", "ssm_inner_size"),
     "scalar": (),
 }
 
@@ -125,6 +127,8 @@ def ssm_sizes(config) -> dict[str, int]:
     heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
     if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
         return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}
+    if isinstance(getattr(config, "lru_width", None), int):  # RecurrentGemma's RG-LRU: one state value per channel, no one input projection
+        return {"ssm_inner_size": config.lru_width}
     expand = getattr(config, "mamba_expand", None)
     if not heads and isinstance(expand, int) and state:  # the first Mamba (Jamba's): x and the gate z, each expand × width
         return {"ssm_inner_size": expand * config.hidden_size, "ssm_projection_size": 2 * expand * config.hidden_size}
@@ -155,6 +159,9 @@ def _intermediate_size(config) -> int | None:
         if multiplier is not None:
             size = int(multiplier * size)
             size = multiple * ((size + multiple - 1) // multiple)
+    if size and isinstance(getattr(config, "lru_width", None), int):
+        # RecurrentGemma's MLP: the gate and the up projection are each half of intermediate_size wide
+        size //= 2
     if size is None and getattr(config, "ffn_hidden_size", None):  # Falcon's name for it
         size = config.ffn_hidden_size
     if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
@@ -231,12 +238,18 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("shared_expert_output", "layers[i].mlp", "Residual", "The output of the expert every token passes through", mixture=True),
     # a state-space (Mamba-2) mixer, in blocks that have one
     StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
-    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space (or short-convolution) mixer is called on", extension=True),
+    StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space (or short-convolution, or recurrent) mixer is called on", extension=True),
     StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection, its parts side by side (a Mamba-2 mixer: the gate, the convolution's inputs x, B and C, a time step per head; a short convolution: B, C and x)", extension=True),
     StandardValue("ssm_scan_output", "layers[i].ssm", "SSMInner", "Each head's read-out of its recurrent state plus the skip D·x, before the gate", extension=True),
     StandardValue("ssm_gate", "layers[i].ssm", "SSMInner", "The gate z: what the scan's output is multiplied by after a SiLU", extension=True),
-    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "The gated and normalized heads as the output projection receives them", extension=True),
-    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space (or short-convolution) mixer's contribution to the residual stream", extension=True),
+    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "What the output projection receives: the gated and normalized heads (Mamba-2), or an RG-LRU's state times its gate branch", extension=True),
+    StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space (or short-convolution, or recurrent) mixer's contribution to the residual stream", extension=True),
+    # a recurrent block with an RG-LRU (RecurrentGemma's), in the state-space mixer's place
+    StandardValue("rglru_input", "layers[i].ssm", "RecurrentChannels", "What the RG-LRU receives: the x branch after its short causal convolution", extension=True),
+    StandardValue("rglru_input_gate", "layers[i].ssm", "RecurrentChannels", "The RG-LRU's input gate in (0, 1), per channel: how much of its input enters the state", extension=True),
+    StandardValue("rglru_recurrence_gate", "layers[i].ssm", "RecurrentChannels", "The RG-LRU's recurrence gate in (0, 1), per channel: the power the decay's base is raised to, times 8", extension=True),
+    StandardValue("rglru_state", "layers[i].ssm", "RecurrentChannels", "The RG-LRU's state at every position, one number per channel (its output is its state): the last position's is what the block carries to the next token, beside its convolution's last inputs", extension=True),
+    StandardValue("rglru_gate_branch", "layers[i].ssm", "RecurrentChannels", "The other branch of the recurrent block: the activation of linear_y's output, which multiplies the RG-LRU's state channel by channel", extension=True),
 )
 
 BY_NAME = {v.name: v for v in VOCABULARY}
@@ -260,7 +273,8 @@ class Read:
     ``element`` picks from a tuple; ``split_heads`` splits the last axis by head) ·
     "attention_args" | "attention_result" (the attention function's arguments or results, by element) ·
     "attention_softmax_input" (the input of the softmax inside the eager attention function) ·
-    "expert_slots" (per routing slot, from the registered experts function) · "delta_rule_args" |
+    "expert_slots" (per routing slot, from the registered experts function) · "gate_sigmoids" (the outputs
+    of the sigmoids a module's forward calls, by element: an RG-LRU's input gate, then its recurrence gate) · "delta_rule_args" |
     "delta_rule_result" (the arguments or results of a linear-attention mixer's delta-rule function, by
     element: query, key, value, decay, beta; output, final state) · "call_argument" (a named
     argument of the model's call) · "derived" (computed from other values: ``module`` says how).
@@ -299,6 +313,9 @@ class Read:
             return f"inside the forward: the arguments of the delta-rule function, element {self.element} ({DELTA_RULE_ARGS[self.element]})"
         if self.kind == "delta_rule_result":
             return f"inside the forward: the output of the delta-rule function, element {self.element} ({DELTA_RULE_RESULTS[self.element]})"
+        if self.kind == "gate_sigmoids":
+            return (f"inside {where} forward: the output of its sigmoid number {self.element + 1} "
+                    f"({GATE_SIGMOIDS[self.element]})")
         if self.kind == "expert_slots":
             return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
         if self.kind == "call_argument":
@@ -311,6 +328,9 @@ class Read:
 # The delta-rule function a linear-attention mixer calls: its leading arguments and its results, in order.
 DELTA_RULE_ARGS = ("query", "key", "value", "g", "beta")
 DELTA_RULE_RESULTS = ("output", "final state")
+# The sigmoids an RG-LRU's forward calls, in order: the input gate, then the recurrence gate.
+GATE_SIGMOIDS = ("the input gate", "the recurrence gate")
+RGLRU_GATES = ("rglru_input_gate", "rglru_recurrence_gate")
 
 
 OVERRIDE_FORMAT = re.compile(r"^(?P<module>[A-Za-z0-9_.]*?)\.?(?P<kind>input|output)(?:\[(?P<element>\d+)\])?$")
@@ -395,6 +415,9 @@ class BlockRoles:
     ssm_in_proj: str | None = None
     ssm_gated_norm: str | None = None
     ssm_out_proj: str | None = None
+    # a recurrent block's RG-LRU and the activation of its other branch (RecurrentGemma), relative to the mixer
+    ssm_rg_lru: str | None = None
+    ssm_branch_activation: str | None = None
     # a shared expert beside the mixture, as the block's own child (Granite 4.0-H's shared_mlp): the
     # block adds its output to the mixture's
     block_shared: str | None = None
@@ -487,6 +510,31 @@ def is_short_conv(module) -> bool:
             and "A_log" not in _tensor_names(module))
 
 
+def is_rg_lru(module) -> bool:
+    """A real-gated linear recurrent unit (RecurrentGemma's RG-LRU), by structure: no children, and its own
+    tensors are one vector of the width (the decay's parameter), two block-diagonal weights of heads ×
+    block × block (the input and recurrence gates) and their two biases of heads × block."""
+    if list(module.children()):
+        return False
+    shapes = sorted((tuple(p.shape) for _, p in module.named_parameters(recurse=False)), key=len)
+    if [len(s) for s in shapes] != [1, 2, 2, 3, 3]:
+        return False
+    (width,), bias_a, bias_b, weight_a, weight_b = shapes
+    heads, block = weight_a[0], weight_a[1]
+    return (weight_a == weight_b == (heads, block, block) and bias_a == bias_b == (heads, block)
+            and heads * block == width)
+
+
+def is_recurrent_block(module) -> bool:
+    """A recurrent block (Griffin's, RecurrentGemma's), by structure: a depthwise convolution and an
+    RG-LRU among its children."""
+    import torch
+
+    children = list(module.children())
+    return (any(isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels for c in children)
+            and any(is_rg_lru(c) for c in children))
+
+
 def _is_attention(module) -> bool:
     children = dict(module.named_children())
     return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children or "Wqkv" in children
@@ -517,7 +565,7 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
     has another name (Nemotron-H's ``mixer``), by what it holds."""
     attention = _child(block, ATTENTION_NAMES) or _child(block, LINEAR_ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
-    ssm = next((n for n, m in block.named_children() if is_ssm(m) or is_short_conv(m)), None)
+    ssm = next((n for n, m in block.named_children() if is_ssm(m) or is_short_conv(m) or is_recurrent_block(m)), None)
     for name, module in block.named_children():
         if name == ssm or _is_norm(module):
             continue
@@ -578,7 +626,10 @@ def block_roles(block) -> BlockRoles:
         ssm_norm=ssm_norm,
         ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
         ssm_gated_norm=gated_norm,
-        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES) if ssm_module is not None else None,
+        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES + ("linear_out",)) if ssm_module is not None else None,
+        ssm_rg_lru=next((n for n, m in ssm_module.named_children() if is_rg_lru(m)), None) if ssm_module is not None else None,
+        ssm_branch_activation=(_child(ssm_module, ACTIVATION_NAMES) if ssm_module is not None and is_recurrent_block(ssm_module)
+                               else None),
         block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
@@ -819,6 +870,13 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("ssm_gate", Read("input", b.ssm_gated_norm, element=1) if b.ssm_gated_norm else None, f"block {index}'s state-space mixer has no gated norm")
     rule("ssm_premix", Read("input", b.ssm_out_proj, element=0) if b.ssm_out_proj else None, f"block {index}'s state-space mixer has no output projection")
     rule("ssm_output", Read("output", "", element=0))
+    recurrent_words = f"block {index}'s mixer has no RG-LRU"
+    rule("rglru_input", Read("input", b.ssm_rg_lru, element=0) if b.ssm_rg_lru else None, recurrent_words)
+    for element, name in enumerate(RGLRU_GATES):
+        rule(name, Read("gate_sigmoids", b.ssm_rg_lru, element=element) if b.ssm_rg_lru else None, recurrent_words)
+    rule("rglru_state", Read("output", b.ssm_rg_lru) if b.ssm_rg_lru else None, recurrent_words)
+    rule("rglru_gate_branch", Read("output", b.ssm_branch_activation) if b.ssm_branch_activation else None,
+         f"block {index}'s mixer has no activation branch beside an RG-LRU")
 
     placements = []
     for value in VOCABULARY:
@@ -840,7 +898,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             placements.append(Placement(value, None, None, missing))
             continue
         base = block if read.from_block else host
-        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots") else host
+        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots", "gate_sigmoids") else host
         placements.append(Placement(value, read, module, None, needs_eager))
     return placements
 

@@ -350,6 +350,46 @@ def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
     return [module.register_forward_pre_hook(before, with_kwargs=True), module.register_forward_hook(after, with_kwargs=True)]
 
 
+@contextmanager
+def sigmoid_outputs() -> Iterator[list]:
+    """Keep the output of every torch.sigmoid called inside the block (an RG-LRU's two gates, in order)."""
+    import torch
+
+    kept: list = []
+    sigmoid = torch.sigmoid
+
+    def keeping(input, *args, **kwargs):
+        out = sigmoid(input, *args, **kwargs)
+        kept.append(out)
+        return out
+
+    torch.sigmoid = keeping
+    try:
+        yield kept
+    finally:
+        torch.sigmoid = sigmoid
+
+
+def _sigmoid_hooks(capture: "_Capture", module, wanted: list[tuple[str, int, int]]) -> list:
+    """Hooks that keep the outputs of the sigmoids a module's forward calls: (name, block index, which
+    sigmoid) for each value read there (an RG-LRU's input gate is its first, its recurrence gate its second)."""
+    state: dict[str, Any] = {}
+
+    def before(m, args, kwargs):
+        state["context"] = sigmoid_outputs()
+        state["kept"] = state["context"].__enter__()
+
+    def after(m, args, kwargs, output):
+        context = state.pop("context", None)
+        if context is not None:
+            context.__exit__(None, None, None)
+            kept = state.pop("kept")
+            for name, index, element in wanted:
+                capture.store(name, index, kept[element] if element < len(kept) else None)
+
+    return [module.register_forward_pre_hook(before, with_kwargs=True), module.register_forward_hook(after, with_kwargs=True)]
+
+
 def family_overrides(model) -> Mapping[str, str]:
     """The overrides a covered family declares for this model's class (the first family, by name)."""
     from atlas import families
@@ -411,8 +451,11 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     capture = _Capture(model, result)
 
     reads: dict[str, list] = {}
+    sigmoids: dict[str, list] = {}  # module path -> (name, block index, which sigmoid) kept inside its forward
     for index, placements in [(None, resolution.model)] + list(enumerate(resolution.blocks)):
         for p in placements:
+            if p.read is not None and p.read.kind == "gate_sigmoids":
+                sigmoids.setdefault(p.module, []).append((p.value.name, index, p.read.element))
             if p.read is None or p.read.kind not in ("input", "output"):
                 continue
             host_module = model.get_submodule(p.module.rpartition(".")[0]) if p.read.split_heads else None
@@ -437,6 +480,8 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             if block.experts:
                 experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}")
                 handles.append(experts.register_forward_hook(capture.own_experts_hook, with_kwargs=True))
+    for path in sorted(sigmoids):
+        handles += _sigmoid_hooks(capture, model.get_submodule(path), sigmoids[path])
     for path in sorted(reads):
         module = model.get_submodule(path)
         handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))

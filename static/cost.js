@@ -22,7 +22,7 @@
     var perToken = 0, held = 0, flops = cost.flops.head.flops, expanded = 0, rows = [];
     kinds.forEach(function (k, i) {
       var positions = capped(context, k.cap), keys = capped(context, fk[i].keys_cap);
-      if (k.attention !== "state" && k.attention !== "linear") perToken += k.count * k.values * size;  // a fixed state does not grow per position
+      if (k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent") perToken += k.count * k.values * size;  // a fixed state does not grow per position
       expanded += k.count * (k.expanded || k.values) * size;
       var kindCache = k.count * (k.values * positions + (k.state || 0)) * size * batch, kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys);
       held += kindCache;
@@ -31,7 +31,7 @@
     });
     return {
       per_token: perToken,
-      per_token_formula: kinds.filter(function (k) { return k.attention !== "state" && k.attention !== "linear"; }).map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
+      per_token_formula: kinds.filter(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent"; }).map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
       expanded_per_token: expanded,
       expanded_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
       cache: held,

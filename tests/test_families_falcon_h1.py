@@ -149,7 +149,7 @@ def test_falcon_h1_active_parameters_by_part(collected):
     d, L = c["hidden_size"], c["num_hidden_layers"]
     conv_channels = c["mamba_d_ssm"] + 2 * c["mamba_n_groups"] * c["mamba_d_state"]
     mixer = d * (c["mamba_d_ssm"] + conv_channels + c["mamba_n_heads"]) + 5 * conv_channels + 3 * c["mamba_n_heads"] + c["mamba_d_ssm"] * d
-    assert rows["state-space mixers"] == L * mixer  # the Mamba mixers are their own part, not counted as norms
+    assert rows["state-space and recurrent mixers"] == L * mixer  # the Mamba mixers are their own part, not counted as norms
     assert rows["norms"] == (2 * L + 1) * d
 
 

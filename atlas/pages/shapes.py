@@ -79,7 +79,9 @@ def _context(attention: dict[str, Any], s: Sizes) -> list[dict[str, str]]:
     T = ("T", "positions")
     out = []
     positions = fact(attention, "positions")
-    if not (isinstance(positions, str) and positions.startswith("none")):
+    if fact(attention, "rotary_inside"):  # it computes its angles itself (RecurrentGemma): it is handed the positions
+        out.append({"symbol": "p", "dims": named_dims(T)})
+    elif not (isinstance(positions, str) and positions.startswith("none")):
         rope = s.get("qk_rope_head_dim") or s.get("head_dim")
         out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))})
     out.append({"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))})

@@ -47,6 +47,8 @@ ROLE_TITLES = {
     "depthwise_conv": "Depthwise causal convolution",
     "short_conv": "Gated short convolution",
     "weightless_norm": "Norm without a gain",
+    "recurrent_block": "Recurrent block (RG-LRU)",
+    "rg_lru": "RG-LRU (real-gated linear recurrent unit)",
     "latent_attention": "Latent attention",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
@@ -112,6 +114,9 @@ LINEAR_USES = {
     ("linear_attention", "z"): ("Output-gate up projection", "Expands the low-rank output gate to one value per channel of every head"),
     ("decay_gate", "a"): ("Decay down projection", "Projects the stream into the narrow first half of the low-rank decay"),
     ("decay_gate", "f"): ("Decay up projection", "Expands the low-rank decay to one value per key channel of every head"),
+    ("recurrent_block", "gy"): ("Gate-branch projection", "Projects the stream into the branch whose activation multiplies the recurrence's output"),
+    ("recurrent_block", "u"): ("Recurrence-branch projection", "Projects the stream into the channels the short convolution and the RG-LRU run on"),
+    ("recurrent_block", "out"): ("Output projection", "Mixes the gated recurrence's channels back into the residual width"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
@@ -264,6 +269,15 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         kernel = next((t["shape"][-1] for c in node["children"] for t in c["tensors"] if len(t["shape"]) == 3), None)
         return (f"A gated short convolution: one projection gives B, C and x; B·x is convolved along the positions, each channel "
                 f"over its last {kernel} inputs, C gates the result and an output projection mixes the channels.")
+    if r == "recurrent_block":
+        kernel = next((t["shape"][-1] for c in node["children"] for t in c["tensors"] if len(t["shape"]) == 3 and t["shape"][1] == 1), None)
+        return (f"Griffin's recurrent block: one branch is a projection through an activation; the other is a projection, a causal "
+                f"convolution over each channel's last {kernel} inputs and an RG-LRU; their product is projected back to the stream.")
+    if r == "rg_lru":
+        st = fact(node, "state", {})
+        return (f"A real-gated linear recurrent unit: {grouped(st.get('channels') or 0)} channels, each carrying one number from position to "
+                f"position; an input gate and a recurrence gate, each block-diagonal over {st.get('heads')} heads, set how much input "
+                f"enters and how fast the state decays (a = σ(−Λ) to the power {fact(node, 'decay_constant'):g} r).")
     if r == "depthwise_conv":
         return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
     if r == "block" and anatomy(node).get("single"):

@@ -331,8 +331,63 @@ def _claim(steps: list[Step], values: dict[str, str]) -> None:
         step.value = tuple(claimed)
 
 
+def is_rotary_module(module) -> bool:
+    """A module that turns positions into rotary angles itself, by structure: no children, no parameters,
+    one 1-D float buffer (the frequencies), and a forward that takes a tensor and the positions."""
+    import inspect
+
+    import torch
+
+    if list(module.children()) or list(module.parameters(recurse=False)):
+        return False
+    buffers = [b for _, b in module.named_buffers(recurse=False)]
+    if not buffers or any(b.dim() != 1 or not torch.is_floating_point(b) for b in buffers):
+        return False
+    params = [p for p in inspect.signature(module.forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(params) == 2
+
+
+def _own_rotary(part: Part) -> str | None:
+    """The child that computes the rotary angles inside the attention, from the positions the attention is
+    called with (RecurrentGemma's); None where the angles are handed in or there are none."""
+    if _rotary_given(part) or part.argument("position_ids") is None:
+        return None
+    return next((n for n, m in part.tiny.named_children() if is_rotary_module(m)), None)
+
+
+def rotary(part: Part) -> Chain:
+    """Rotary angles from positions: frequencies base^(-2j/r) for the r rotated dims, each position's angles
+    p·f, written twice side by side, and their cosine and sine (as transformers' default rotary computes them)."""
+    import torch
+
+    cfg, tiny_cfg = part.ctx.full_config, part.ctx.tiny_config
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    base = rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
+    tiny_base = (getattr(tiny_cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(tiny_cfg, "rope_theta", 10000.0))
+    buffer = next(b for _, b in part.tiny.named_buffers(recurse=False))
+    tiny_pairs = buffer.shape[0]
+    full_pairs = next(b for _, b in part.full.named_buffers(recurse=False)).shape[0]
+    rot = 2 * full_pairs
+    positions = Input("pos", "p", "position_ids", "the positions of the call")
+    x = Input("x", "x", "x", "a tensor whose dtype the angles take")
+
+    def freqs(e):
+        return 1.0 / (float(tiny_base) ** (torch.arange(0, 2 * tiny_pairs, 2, dtype=torch.float64) / (2 * tiny_pairs)))
+
+    def angles(e):
+        a = e["pos"][..., None].to(torch.float64) * e["f"]
+        return torch.cat((a, a), dim=-1)
+
+    part.note("rotary", {"base": base, "rotated_dims": rot}, "the config's rope_theta and the module's frequency buffer")
+    return Chain([
+        Step(rf"f_j={T.num(float(base))}^{{-2j/{T.num(rot)}}},\quad j=0..{T.num(full_pairs - 1)}", "f", freqs),
+        Step(rf"\theta_{{t}}=[p_t f;\,p_t f]\in\mathbb{{R}}^{{{T.num(rot)}}}\quad\text{{(each angle twice, side by side)}}", "theta", angles, summary=True),
+        Step(r"(\cos\theta_t,\ \sin\theta_t)", ("cos", "sin"), lambda e: (e["theta"].cos(), e["theta"].sin()), summary=True),
+    ], [x, positions], ("cos", "sin"))
+
+
 def attention(part: Part) -> Chain:
-    if not _rotary_given(part):
+    if not _rotary_given(part) and not _own_rotary(part):
         if _attr(part.tiny, "scaling") is None:
             return _attention(part, None)
         # where the scale is applied: to the scores, or to the queries before them (OPT), as measured
@@ -437,7 +492,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     if not norm_after_rotary:
         steps += head_norms
     inputs = [X]
-    if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
+    own = _own_rotary(part)
+    if (_rotary_given(part) or own) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
         part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")
     elif _rotary_given(part) and _complex_angles(part.argument("position_embeddings")):
         inputs.append(ROTARY_COMPLEX)
@@ -446,11 +502,22 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         steps.append(Step(rf"({T.q('Q')}_{{t,h,2j}}+i\,{T.q('Q')}_{{t,h,2j+1}})\leftarrow {R}\,({T.q('Q')}_{{t,h,2j}}+i\,{T.q('Q')}_{{t,h,2j+1}}),"
                           rf"\ \text{{likewise }}{T.k('K_{t,g}')};\ {R}=\cos\theta_{{t,j}}+i\sin\theta_{{t,j}},\ j=1..{T.num(d // 2)}",
                           ("Q", "K"), lambda e: tuple(rotate_pairs_complex(e[n], e["R"][:, None]) for n in ("Q", "K")), summary=True))
-    elif _rotary_given(part):
-        inputs.append(ROTARY)
-        turned = part.argument("position_embeddings")[0].shape[-1] * (2 if getattr(rotate, "per_pair", False) else 1)
+    elif _rotary_given(part) or own:
+        if own:  # the attention computes its angles from the positions it is called with (RecurrentGemma)
+            import torch
+
+            steps.append(Step(r"p_t=t,\ t=0..T-1\quad\text{(the call's positions: a prompt with nothing cached)}", "pos",
+                              lambda e: torch.arange(e["x"].shape[1])[None]))
+            steps.append(Step(rf"{T.c('R')}=\operatorname{{RoPE}}(p)", "R", sub(part, own, x="x", pos="pos")))
+            angles = part.child(own).call.output
+            part.note("rotary_inside", own, "the child that turns the positions the attention is called with into cos and sin")
+        else:
+            inputs.append(ROTARY)
+            angles = part.argument("position_embeddings")
+        turned = angles[0].shape[-1] * (2 if getattr(rotate, "per_pair", False) else 1)
         partial = turned < td
-        part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
+        part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""),
+                  "the module computes cos and sin from the positions" if own else "the module is given cos and sin")
         R = T.c("R_t")
         only = _partial_rotary_words(part, d, turned, td) if partial else ""
         steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, linear, mixture, ssm, stack
+from atlas.proof import attention, library, linear, mixture, rglru, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.standard import is_linear_attention, is_short_conv, is_ssm
+from atlas.standard import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -54,6 +54,10 @@ def kind_of(part: Part) -> str:
         return "decay_gate"
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
+    if is_rg_lru(m):
+        return "rg_lru"  # one vector, two block-diagonal gate weights and their biases (RecurrentGemma)
+    if is_recurrent_block(m):
+        return "recurrent_block"  # a depthwise convolution beside an RG-LRU: before linear attention, which also holds a convolution
     if is_ssm(m):
         return "mamba1" if m.A_log.dim() == 2 else "mamba2"  # a decay per channel and state entry: the first Mamba
     if is_short_conv(m):
@@ -89,6 +93,8 @@ def kind_of(part: Part) -> str:
         return "offset"
     if library.is_weightless_norm(m):
         return "weightless_norm"  # no tensors, an epsilon: a norm without a gain (Llama 4's q and k norm)
+    if attention.is_rotary_module(m):
+        return "rotary"  # positions to cos and sin, computed inside the attention that holds it (RecurrentGemma)
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
@@ -122,6 +128,9 @@ BUILDERS = {
     "mamba1": ssm.mamba1,
     "short_conv": ssm.short_conv,
     "weightless_norm": library.weightless_norm,
+    "rg_lru": rglru.rg_lru,
+    "rotary": attention.rotary,
+    "recurrent_block": rglru.recurrent_block,
 }
 
 

@@ -271,6 +271,13 @@ def blocks(part: Part, stack: Stack) -> Chain:
     return Chain([step], [Input("x", "x_0", "hidden_states", "the stream entering block 0")], "y")
 
 
+def _holds_bfloat16_scalar(module) -> bool:
+    """Whether the model holds a one-number bfloat16 buffer (RecurrentGemma's embedding normalizer)."""
+    import torch
+
+    return any(b.dim() == 0 and b.dtype == torch.bfloat16 for b in module.buffers())
+
+
 def model(part: Part, stack: Stack, roles) -> Chain:
     """Token ids to logits: embeddings (and positions), every block, the final norm, the head."""
     cfg = part.ctx.full_config
@@ -307,6 +314,15 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             steps.append(Step(rf"x_0\leftarrow{T.num(float(multiplier))}\,x_0\quad\text{{(the config's embedding\_multiplier)}}", "x0",
                               lambda e, s=x0: e[s] * tiny_multiplier, summary=True))
             x0 = "x0"
+        if scale == "sqrt_width_bfloat16":  # the scale held as a bfloat16 number (RecurrentGemma's normalizer buffer)
+            import torch
+
+            full_scale = float(torch.tensor(cfg.hidden_size ** 0.5, dtype=torch.bfloat16))
+            steps.append(Step(rf"x_0\leftarrow{T.num(full_scale)}\,x_0\quad\text{{(}}\sqrt{{{T.num(cfg.hidden_size)}}}={T.num(cfg.hidden_size ** 0.5)}"
+                              r"\text{ rounded to bfloat16: the model holds the scale in that dtype)}", "x0",
+                              lambda e, s=x0: e[s] * float(torch.tensor(e[s].shape[-1] ** 0.5, dtype=torch.bfloat16))))
+            x0 = "x0"
+            part.note("embedding_scale_value", full_scale, "the square root of hidden_size, rounded to bfloat16")
         if scale == "sqrt_width":
             steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
                               lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
@@ -325,11 +341,12 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             part.note("logits_scaling", logits_scaling, "the config's logits_scaling, applied to the stream the head reads")
         if roles.head:
             steps.append(Step(r"z=\hat x\,W_{\mathrm{out}}^{\top}", "z", sub(part, roles.head, x="xn"), value="lm_head_output", summary=True))
-            cap = getattr(cfg, "final_logit_softcapping", None)
+            cap_key = next((k for k in ("final_logit_softcapping", "logits_soft_cap") if getattr(cfg, k, None)), None)  # RecurrentGemma: logits_soft_cap
+            cap = getattr(cfg, cap_key) if cap_key else None
             if cap:
-                tiny_cap = part.ctx.tiny_config.final_logit_softcapping
+                tiny_cap = getattr(part.ctx.tiny_config, cap_key)
                 steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
-                part.note("logit_softcap", cap, "the config's final_logit_softcapping")
+                part.note("logit_softcap", cap, f"the config's {cap_key}")
             head_multiplier = getattr(cfg, "lm_head_multiplier", None)
             if isinstance(head_multiplier, (int, float)) and head_multiplier != 1:  # the head's logits times a constant (Falcon-H1)
                 tiny_head_multiplier = part.ctx.tiny_config.lm_head_multiplier
@@ -349,6 +366,8 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         return Chain(steps, [ids], "z" if roles.head else "xn", output_element=0)
 
     variants = {"none": lambda: build("none"), "sqrt_width": lambda: build("sqrt_width")}
+    if _holds_bfloat16_scalar(part.tiny):  # a one-number bfloat16 buffer: the scale may be rounded to that dtype
+        variants["sqrt_width_bfloat16"] = lambda: build("sqrt_width_bfloat16")
     if multiplier not in (None, 1, 1.0):
         variants = {"config_embedding_multiplier": lambda: build("config_embedding_multiplier"), **variants}
     if logits_scaling in (None, 1, 1.0) or not roles.head:
