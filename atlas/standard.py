@@ -345,8 +345,9 @@ MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2
 MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
 POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
-# A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm).
-EMBEDDING_NORM_NAMES = ("word_embeddings_layernorm", "embedding_norm", "embed_norm")
+# A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm;
+# not LFM2's embedding_norm, which is its final norm).
+EMBEDDING_NORM_NAMES = ("word_embeddings_layernorm",)
 ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
@@ -595,6 +596,7 @@ def find_roles(model, num_layers: int) -> Roles:
     final = _child(parent, FINAL_NORM_NAMES) or next((n for n, m in parent.named_children() if _is_norm(m)), None)
     positions = _child(parent, POSITION_EMBEDDING_NAMES)
     embedding_norm = _child(parent, EMBEDDING_NORM_NAMES)
+    embedding_norm = embedding_norm if embedding_norm != final else None
     return Roles(
         embedding=embedding,
         position_embedding=_join(parent_path, positions) if positions else None,
