@@ -159,7 +159,9 @@ def _intermediate_size(config) -> int | None:
         size = config.ffn_hidden_size
     if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
         size = config.ffn_dim
-    if size is None and getattr(config, "model_type", None) == "bloom":  # BloomConfig names none: BloomMLP is 4 × the width
+    if size is None and not any(hasattr(config, k) for k in ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim")):
+        # a configuration class with no MLP width at all (BLOOM's): the classic MLP, four times the width,
+        # which the preview run's shapes check
         size = 4 * config.hidden_size
     return size
 

@@ -25,7 +25,7 @@ FAMILY = Family(
     released="2022-05",
     summary=(
         "ALiBi instead of position embeddings, a LayerNorm on the token embeddings, LayerNorm pre-norm "
-        "blocks with biased fused attention and a GELU MLP, a tied head over a 250,880-token vocabulary."
+        "blocks with biased fused attention and a GELU MLP, a tied head over a very large multilingual vocabulary."
     ),
     tags=("ALiBi", "LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="bigscience/bloom-560m",
