@@ -43,6 +43,9 @@ def test_bloom_total_by_hand(collected):
     assert stored["bytes_by_dtype"] == {"F16": 2 * total}
     # embedding, its norm, final norm; per block 2 norms, 2 + 2 attention tensors, 2 + 2 MLP tensors
     assert stored["tensors"] == 1 + 2 + 2 + L * (4 + 4 + 4)
+    # the cache: keys and values of every head, nothing for ALiBi's bias
+    cache = f["cost"]["cache"]["kinds"][0]
+    assert cache["values"] == 2 * H * (d // H) and cache["count"] == L and "ALiBi" in cache["formula"]
 
 
 def test_alibi_slopes_by_hand():
