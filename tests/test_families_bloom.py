@@ -128,3 +128,20 @@ def test_a_wrong_alibi_or_residual_fails_the_build(project_copy, equations, comp
     assert f"component {component}:" in error
     assert "does not reproduce the module on the preview run" in error
     assert step in error, error
+
+
+def test_the_gelu_is_cited_through_the_autograd_function_it_applies(collected):
+    """BloomGelu's forward runs GeLUFunction.apply(x), whose forward calls bloom_gelu_forward, where the
+    tanh is: each link of that chain is a pinned excerpt, cited for the call it makes."""
+    from atlas import pages
+
+    f = collected("bloom").facts
+    assert {"forward", "GeLUFunction_forward", "bloom_gelu_forward"} <= set(f["excerpts"]["BloomGelu"])
+    node = pages.site(f)["nodes"]["transformer_block.mlp.gelu_impl"]
+    direct = {e["part"]: e["contains"] for e in node["evidence"] if e["direct"] and e["part"] != "__init__"}
+    assert "GeLUFunction.apply(" in direct["forward"]
+    assert "bloom_gelu_forward(" in direct["GeLUFunction_forward"]
+    assert "tanh" in direct["bloom_gelu_forward"]
+    for e in node["evidence"]:
+        code = [line.split("#")[0] for line in e["text"].splitlines()]
+        assert all(any(t in line for line in code) for t in e["contains"]), (e["part"], e["contains"])
