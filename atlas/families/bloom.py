@@ -22,7 +22,7 @@ from atlas.family import Family
 FAMILY = Family(
     title="BLOOM",
     vendor="BigScience",
-    released="2022-05",
+    released="2022-07",
     summary=(
         "ALiBi instead of position embeddings, a LayerNorm on the token embeddings, LayerNorm pre-norm "
         "blocks with biased fused attention and a GELU MLP, a tied head over a very large multilingual vocabulary."
