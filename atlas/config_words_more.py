@@ -1046,3 +1046,32 @@ ROLE_VERBS["image-end"] = ("closes an image in the text", "close an image in the
 _token("boi_token_index", "image-start")
 _token("eoi_token_index", "image-end")
 _alias("image_token_index", "image_token_id")
+
+# --- BLOOM's keys: its width's name, and Megatron-DeepSpeed's training switches -----------------------
+
+def _bloom_words() -> None:
+    from atlas.config_words import EXPLAIN, ROLE_VERBS, _hidden_size, _token
+
+    EXPLAIN["n_embed"] = _hidden_size  # BLOOM's spelling of the width (GPT-2's is n_embd)
+    ROLE_VERBS.setdefault("unknown", ("stands for text the vocabulary has no token for", "stand for text the vocabulary has no token for"))
+    _token("unk_token_id", "unknown")
+
+
+_bloom_words()
+
+_switch("bias_dropout_fusion", "The training code fused each bias add with its dropout into one kernel; a speed setting that changes no result",
+        "The training code added each bias and applied its dropout as separate kernels")
+_switch("masked_softmax_fusion", "The training code fused the attention's mask and softmax into one kernel; a speed setting that changes no result",
+        "The training code masked the scores and took their softmax as separate kernels")
+_switch("skip_bias_add", "The training code's projections returned their bias apart, to be added in a fused kernel later; the sum is the same",
+        "The training code's projections added their own bias")
+_switch("skip_bias_add_qkv", "The training code's fused query-key-value projection returned its bias apart, to be added later",
+        "The training code's fused query-key-value projection added its own bias")
+_switch("slow_but_exact", "With tensor-parallel pretraining, the output projections are summed slice by slice, as the shards were",
+        "The output projections run as one matrix product, whatever the tensor-parallel degree of pretraining")
+
+
+@explains("offset_alibi")
+def _offset_alibi(key, v, c):
+    return (f"A setting ({grouped(c.count(key))}) of the training code's ALiBi bias; transformers builds the bias from the "
+            "heads' slopes and the key positions alone")

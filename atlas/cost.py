@@ -68,6 +68,15 @@ def _latent(config) -> bool:
     return getattr(config, "kv_lora_rank", None) is not None
 
 
+def _takes_alibi(attention, config) -> bool:
+    """An attention handed an ALiBi bias by its model: its forward takes an alibi argument, and the config
+    does not switch ALiBi off (Falcon's attention takes the argument, and its config's alibi is false)."""
+    import inspect
+
+    return (attention is not None and "alibi" in inspect.signature(attention.forward).parameters
+            and getattr(config, "alibi", True) is not False)
+
+
 def block_terms(block, config, attention_type: str | None, family: str = "") -> BlockTerms:
     """The cost coefficients of one block of a model built from ``config``."""
     from atlas.standard import block_roles
@@ -138,6 +147,10 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     if roles.dense_dispatch and routed:
         flops_formula += (f"; every one of the {routed[1]} routed experts is counted whole: transformers runs each expert on "
                           "every token, the experts not chosen on a zero row")
+    if _takes_alibi(attention, config):  # ALiBi (BLOOM): a bias added to the scores, nothing cached, no product
+        cache_formula += "; ALiBi adds nothing to the cache: each score's bias is rebuilt from the key's position"
+        flops_formula += ("; ALiBi's bias is one addition per score, which counts of multiply-adds leave out, "
+                          "as torch.utils.flop_counter does")
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
 

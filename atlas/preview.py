@@ -430,7 +430,10 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
-    if t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
+    if t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
+        identity("embeddings", "embedding_norm_output == layers[0].input", None,
+                 lambda _: _max_abs(t.embedding_norm_output - L[0].input))
+    elif t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
         identity("embeddings", "token_embeddings + position_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings + t.position_embeddings - L[0].input))
     elif _scale(config, "embedding_multiplier") is not None:  # the model scales the table's rows (Granite)

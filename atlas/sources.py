@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import re
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -73,12 +74,50 @@ def class_excerpts(cls: type) -> dict[str, dict[str, Any]]:
             parts[method] = excerpt(fn)
     queue = [parts["forward"]["text"]] if "forward" in parts else []
     while queue:
-        for name in SELF_CALL.findall(queue.pop(0)):
+        text = queue.pop(0)
+        for name in SELF_CALL.findall(text):
             fn = cls.__dict__.get(name)
             if name not in parts and inspect.isfunction(fn):
                 parts[name] = excerpt(fn)
                 queue.append(parts[name]["text"])
+        # an autograd function the code runs through its apply (BLOOM's GeLUFunction.apply(x)): its
+        # forward, pinned as "GeLUFunction_forward", and the functions of the same file that forward calls
+        module = sys.modules.get(cls.__module__)
+        for name in FUNCTION_APPLY.findall(text):
+            target = getattr(module, name, None)
+            key = f"{name}_forward"
+            if key not in parts and inspect.isclass(target) and _is_autograd_function(target) and "forward" in target.__dict__:
+                parts[key] = excerpt(target.__dict__["forward"])
+                queue.append(parts[key]["text"])
+        if any(p.endswith("_forward") and parts[p]["qualname"] == p.replace("_forward", ".forward") and parts[p]["text"] == text
+               for p in parts):  # inside such a forward
+            for name in PLAIN_CALL.findall(text):
+                fn = getattr(module, name, None)
+                if name not in parts and inspect.isfunction(fn) and fn.__module__ == cls.__module__:
+                    parts[name] = excerpt(fn)
+                    queue.append(parts[name]["text"])
     return parts
+
+
+FUNCTION_APPLY = re.compile(r"\b(\w+)\.apply\(")
+PLAIN_CALL = re.compile(r"(?<![\w.])(\w+)\(")
+
+
+def _is_autograd_function(target: type) -> bool:
+    import torch
+
+    return issubclass(target, torch.autograd.Function)
+
+
+def call_text(cls: str, part: str, qualname: str) -> str:
+    """How running code calls a pinned part of ``cls``: a method of its own (``self._reshape(``), an
+    autograd function's forward through its apply (``GeLUFunction.apply(``), a function of the file
+    (``bloom_gelu_forward(``)."""
+    if qualname == f"{cls}.{part}":
+        return f"self.{part}("
+    if qualname.endswith(".forward") and qualname.count(".") == 1:  # an autograd function's forward
+        return qualname.removesuffix("forward") + "apply("
+    return f"{part}("
 
 
 SELF_CALL = re.compile(r"\bself\.(\w+)\(")

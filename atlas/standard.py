@@ -166,6 +166,11 @@ def _intermediate_size(config) -> int | None:
         size = config.ffn_hidden_size
     if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
         size = config.ffn_dim
+    if size is None and not any(hasattr(config, k) for k in ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim",
+                                                            "moe_intermediate_size", "num_experts", "num_local_experts", "n_routed_experts")):
+        # a dense model's configuration class with no MLP width at all (BLOOM's): the classic MLP, four times
+        # the width, which the preview run's shapes check (a mixture's class without one names its experts' width)
+        size = 4 * config.hidden_size
     return size
 
 
@@ -193,6 +198,7 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("logits", "model", "Logits", "What the model returns as logits, after anything it applies past the head"),
     StandardValue("token_embeddings", "model", "Residual", "The embedding table's rows for the input tokens: the stream before block 0"),
     StandardValue("position_embeddings", "model", "Residual", "The learned position table's rows for the call's positions, added to the token embeddings before block 0", extension=True),
+    StandardValue("embedding_norm_output", "model", "Residual", "The token embeddings after the norm the model applies to them before block 0", extension=True),
     StandardValue("final_norm_output", "model", "Residual", "The stream after the last norm: what the head reads"),
     StandardValue("lm_head_output", "model", "Logits", "The head's own output, before any softcap or scale the model adds"),
     StandardValue("next_token_probs", "model", "NextTokenProbs", "The softmax of the logits at the last position: the next-token distribution"),
@@ -367,10 +373,13 @@ MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2
 MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
 POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
+# A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm;
+# not LFM2's embedding_norm, which is its final norm).
+EMBEDDING_NORM_NAMES = ("word_embeddings_layernorm",)
 ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
-ACTIVATION_NAMES = ("act_fn", "act", "activation_fn")
+ACTIVATION_NAMES = ("act_fn", "act", "activation_fn", "gelu_impl")
 DOWN_PROJ_NAMES = ("down_proj", "c_proj", "fc2", "w2", "dense_4h_to_h", "fc_out")
 OUTPUT_PROJ_NAMES = ("o_proj", "c_proj", "out_proj", "dense", "o")
 
@@ -438,6 +447,10 @@ class BlockRoles:
     # The child that holds the first norm, the attention, the first residual add and the second norm
     # (DBRX's norm_attn_norm), returning the stream and its normed copy; None elsewhere.
     wrapper: str | None = None
+    # Sublayers that add the residual stream themselves (BLOOM's attention and MLP are handed it and
+    # return their output plus it): there the contribution is their last projection's output.
+    attention_adds_residual: bool = False
+    mlp_adds_residual: bool = False
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
@@ -463,6 +476,14 @@ def has_channel_decay(module) -> bool:
     return bias is not None and rate is not None and bias.numel() > rate.numel()
 
 
+def adds_residual(module) -> bool:
+    """A sublayer whose forward takes the residual stream as an argument of its own (BLOOM's attention
+    and MLP): it returns its contribution already added to that stream."""
+    import inspect
+
+    return module is not None and "residual" in inspect.signature(module.forward).parameters
+
+
 def attention_is_inline(attention) -> bool:
     import sys
 
@@ -480,6 +501,7 @@ class Roles:
     head: str | None
     blocks: list[BlockRoles] = field(default_factory=list)
     modules: frozenset[str] = frozenset()  # every module path, so overrides can be checked
+    embedding_norm: str | None = None  # a norm on the token embeddings before block 0 (BLOOM's)
 
 
 def _path_of(model, target) -> str | None:
@@ -634,6 +656,8 @@ def block_roles(block) -> BlockRoles:
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
         dense_dispatch=bool(experts) and is_dense_dispatch(getattr(mlp_module, experts)),
+        attention_adds_residual=adds_residual(attn_module),
+        mlp_adds_residual=adds_residual(mlp_module),
     )
 
 
@@ -698,6 +722,8 @@ def find_roles(model, num_layers: int) -> Roles:
     parent = model.get_submodule(parent_path) if parent_path else model
     final = _child(parent, FINAL_NORM_NAMES) or next((n for n, m in parent.named_children() if _is_norm(m)), None)
     positions = _child(parent, POSITION_EMBEDDING_NAMES)
+    embedding_norm = _child(parent, EMBEDDING_NORM_NAMES)
+    embedding_norm = embedding_norm if embedding_norm != final else None
     return Roles(
         embedding=embedding,
         position_embedding=_join(parent_path, positions) if positions else None,
@@ -706,6 +732,7 @@ def find_roles(model, num_layers: int) -> Roles:
         head=head,
         blocks=[block_roles(b) for b in blocks],
         modules=frozenset(path for path, _ in model.named_modules()),
+        embedding_norm=_join(parent_path, embedding_norm) if embedding_norm else None,
     )
 
 
@@ -733,6 +760,7 @@ def _join(*parts: str | None) -> str:
 
 MODEL_MISSING = {
     "position_embeddings": "no learned position table: positions enter inside attention (rotary embeddings)",
+    "embedding_norm_output": "no norm between the token embeddings and block 0",
 }
 
 
@@ -741,6 +769,7 @@ def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -
         "logits": (Read("output", "", element=0), ""),
         "token_embeddings": (Read("output", roles.embedding), roles.embedding),
         "position_embeddings": (Read("output", roles.position_embedding), roles.position_embedding),
+        "embedding_norm_output": (Read("output", roles.embedding_norm), roles.embedding_norm),
         "final_norm_output": (Read("output", roles.final_norm), roles.final_norm),
         "lm_head_output": (Read("output", roles.head), roles.head),
         "next_token_probs": (Read("derived", "softmax of logits at the last position"), ""),
@@ -833,6 +862,11 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("mlp_neurons", Read("input", b.down_proj, element=0) if b.down_proj else None,
          dense_words if b.experts else f"block {index}'s MLP has no down projection")
     rule("mlp_output", Read("output", b.mlp_post_norm, from_block=True) if b.mlp_post_norm else Read("output", "", element=0))
+    # a sublayer that adds the stream itself returns the stream: its contribution is its last projection's output
+    if b.attention_adds_residual and b.output_proj and not b.attention_post_norm:
+        rule("attention_output", Read("output", b.output_proj))
+    if b.mlp_adds_residual and b.down_proj and not b.mlp_post_norm:
+        rule("mlp_output", Read("output", b.down_proj))
     if b.mlp_inline:  # the block calls its MLP's layers itself, on the tokens flattened to one axis
         up, down, act = b.mlp_inline
         rule("layer_mid", Read("input", b.mlp_norm or up, element=0, flatten_tokens=True))

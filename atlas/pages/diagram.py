@@ -40,8 +40,13 @@ def _unrotated(facts: dict[str, Any]) -> set[str]:
     return {pid for pid, c in facts["equations"]["components"].items() if c.get("facts", {}).get("rotary_layout", {}).get("value") == "not_applied"}
 
 
+def _alibi(facts: dict[str, Any]) -> set[str]:
+    """The page ids of attentions the proof found adding ALiBi's linear bias to their scores (BLOOM)."""
+    return {pid for pid, c in facts["equations"]["components"].items() if "alibi_bias" in c.get("facts", {})}
+
+
 def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str], attention_type: str | None = None,
-                  unrotated: set[str] = frozenset()) -> dict[str, Any]:
+                  unrotated: set[str] = frozenset(), alibi: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
     kids = kids_of(tree)
@@ -157,6 +162,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = f"{sub} · {kind_word}"
             if main == "attn" and f"{kind_id}.{name}" in unrotated:
                 sub = f"{sub} · no positions"
+            if main == "attn" and f"{kind_id}.{name}" in alibi:
+                sub = f"{sub} · ALiBi"
             label = name
             inline = fact(tree, "inline_mlp") if main == "ffn" else None
             if inline:  # an MLP whose layers are the block's own (OPT): named by its layers, linked to the first
@@ -249,11 +256,12 @@ def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]
         if embedding:
             part = at.get(row["path"]) or (listed("token_embeddings") if not before else None)
         elif kinds.get(nid) == "norm":
-            part = listed("final_norm_output")
+            # a norm on the embeddings before block 0 (BLOOM's) is drawn before the blocks, with its own value
+            part = "embedding_norm_output" if at.get(row["path"]) == "embedding_norm_output" else listed("final_norm_output")
         else:
             part = listed("lm_head_output") if kinds.get(nid) == "linear" else None
         step = {"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None}
-        (before if embedding else after).append(step)
+        (before if embedding or part == "embedding_norm_output" else after).append(step)
     return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": listed("layer_output"), "link": "blocks"}] + after + [
         {"label": "logits", "sub": "the output", "part": listed("logits"), "link": "model"}
     ]
@@ -271,7 +279,8 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}
     unrotated = _unrotated(facts)
-    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]], unrotated) for k in facts["accounting"]["block_kinds"]]
+    alibi = _alibi(facts)
+    kinds = [block_diagram(k["kind"], k["tree"], s, known, by_module, types[k["kind"]], unrotated, alibi) for k in facts["accounting"]["block_kinds"]]
     for d in kinds:
         for piece in d["boxes"] + d["adds"] + d["sums"] + d["terminals"]:
             if piece["part"] not in vals:

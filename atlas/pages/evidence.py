@@ -107,7 +107,8 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
             part = "__init__"
         by_part.setdefault(part, []).append(op)
     helpers = [p for p in by_part if p not in ("forward", "__init__")]
-    forward = by_part["forward"] + [f"self.{p}(" for p in helpers]
+    _calls_through(facts, cls, by_part, helpers)
+    forward = by_part["forward"] + [_call_of(facts, cls, p) for p in helpers if _holds(facts, cls, "forward", _call_of(facts, cls, p))]
     attrs = [t.rstrip("(") for t in forward if t.startswith("self.")]
     computes = [t for t in forward if not t.startswith("self.")]
     said = (f"; it uses {', '.join(attrs)}" if attrs else "") + (f"; it computes with {', '.join(computes)}" if computes else "")
@@ -118,6 +119,35 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     if by_part.get("__init__"):
         out.append(item(facts, True, f"The constructor of {cls} picks the function its forward applies: it names {', '.join(by_part['__init__'])}.", cls, "__init__", by_part["__init__"]))
     return [e for e in out if e]
+
+
+def _call_of(facts: dict[str, Any], cls: str, part: str) -> str:
+    return sources.call_text(cls, part, facts["excerpts"][cls][part].get("qualname", ""))
+
+
+def _holds(facts: dict[str, Any], cls: str, part: str, text: str) -> bool:
+    ex = facts["excerpts"].get(cls, {}).get(part)
+    return ex is not None and bool(sources.lines_containing(ex, text))
+
+
+def _calls_through(facts: dict[str, Any], cls: str, by_part: dict[str, list[str]], helpers: list[str]) -> None:
+    """A part the forward reaches only through another (BLOOM's bloom_gelu_forward, called by the
+    forward of the autograd function BloomGelu's forward applies): the call is cited in the part that
+    makes it, which joins the helpers (in place), until the forward's own call is reached."""
+    pending = [p for p in helpers if not _holds(facts, cls, "forward", _call_of(facts, cls, p))]
+    while pending:
+        target = pending.pop(0)
+        call = _call_of(facts, cls, target)
+        caller = next((p for p in runs(facts, cls) if p not in ("forward", target) and _holds(facts, cls, p, call)), None)
+        if caller is None:
+            continue
+        by_part.setdefault(caller, [])
+        if call not in by_part[caller]:
+            by_part[caller].append(call)
+        if caller not in helpers:
+            helpers.append(caller)
+            if not _holds(facts, cls, "forward", _call_of(facts, cls, caller)):
+                pending.append(caller)
 
 
 def called(proof: dict[str, Any], block_list: str | None = None, under: str = "") -> set[str]:

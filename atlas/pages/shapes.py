@@ -38,6 +38,8 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
             "out": [{"symbol": "z" if node["name"] == "lm_head" else "y", "dims": named_dims(B, T, (dims[1], out_name))}],
         }
     if r in ("latent_attention", "attention"):
+        if fact(node, "adds_residual"):  # handed the stream, it returns the stream with its output added (BLOOM)
+            return {"in": [{"symbol": "x", "dims": res}, {"symbol": "r", "dims": res}] + _context(node, s), "out": [{"symbol": "y", "dims": res}]}
         return {"in": [{"symbol": "x", "dims": res}] + _context(node, s), "out": [{"symbol": r"\Delta_{\mathrm{attn}}", "dims": res}]}
     if r == "router":
         rt = routing(s, node)
@@ -61,6 +63,8 @@ def io(node: dict[str, Any], s: Sizes) -> dict[str, list[dict[str, str]]]:
             "out": [{"symbol": r"y^{\mathrm{routed}}", "dims": named_dims(tok, (d, "d"))}],
         }
     if r in ("moe", "gated_mlp", "mlp"):
+        if fact(node, "adds_residual"):  # handed the stream, it returns the stream with its output added (BLOOM)
+            return {"in": [{"symbol": "x", "dims": res}, {"symbol": "r", "dims": res}], "out": [{"symbol": "y", "dims": res}]}
         return {"in": [{"symbol": "x", "dims": res}], "out": [{"symbol": r"\Delta_{\mathrm{ffn}}", "dims": res}]}
     if r == "block":
         # the block is handed what its attention needs besides the stream (the rotary angles, the
@@ -81,7 +85,7 @@ def _context(attention: dict[str, Any], s: Sizes) -> list[dict[str, str]]:
     positions = fact(attention, "positions")
     if fact(attention, "rotary_inside"):  # it computes its angles itself (RecurrentGemma): it is handed the positions
         out.append({"symbol": "p", "dims": named_dims(T)})
-    elif not (isinstance(positions, str) and positions.startswith("none")):
+    elif not (isinstance(positions, str) and positions.startswith(("none", "ALiBi"))):  # ALiBi's bias is built from positions, not handed angles
         rope = s.get("qk_rope_head_dim") or s.get("head_dim")
         out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))})
     out.append({"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))})

@@ -361,7 +361,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
                  f"{h} query heads sharing {kv} key–value heads" if kv != h else f"{h} heads, each with its own keys and values")
         parts.append(f"{share}, {heads.get('head_dim')} wide")
         layout = fact(node, "rotary_layout")
-        parts.append("no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
+        slopes = fact(node, "alibi_slopes")
+        parts.append(_alibi_words(slopes, fact(node, "alibi_bias")) if slopes else
+                     "no positions: it is handed the rotary angles and applies none" if layout == "not_applied" else
                      "rotary positions on queries and keys" if layout else
                      "no positions inside: they enter the stream before the first block" if s.learned_positions else
                      "no positions at all: the model has no position embedding")
@@ -386,6 +388,17 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
     if scaling is not None:
         parts.append(f"scores scaled by {scaling:.4g}")
     return "Causal self-attention: " + "; ".join(parts) + "."
+
+
+def _alibi_words(slopes: list[float], form: str | None) -> str:
+    """ALiBi's positions in words, from the slopes the proof checked and the form of the bias it measured."""
+    how = ("its own slope times the key's position (the softmax sees the same as a penalty of slope × distance back)"
+           if form == "key_position" else "minus its own slope times the key's distance back from the query")
+    ratio = slopes[1] / slopes[0] if len(slopes) > 1 else None
+    geometric = ratio is not None and all(abs(b / a - ratio) < 1e-9 for a, b in zip(slopes, slopes[1:]))
+    falls = f", each head's {ratio:.4g} times the one before" if geometric else ""
+    return (f"ALiBi positions, no embedding: each head adds to its scores {how}; the {len(slopes)} slopes run from "
+            f"{max(slopes):.4g} to {min(slopes):.4g}{falls}")
 
 
 def _linear_attention_words(node: dict[str, Any]) -> str:

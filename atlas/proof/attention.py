@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_dims, sub
+from atlas.proof.library import X, add_handed_residual, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
@@ -154,8 +154,55 @@ def _mask(T_, window):
     return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
 
 
+def _alibi_given(part: Part) -> bool:
+    """Whether the module is handed an ALiBi bias (BLOOM's model builds one and passes it to every
+    block): a tensor under the call's argument alibi."""
+    import torch
+
+    return isinstance(part.argument("alibi"), torch.Tensor)
+
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's slope of each head: for the largest power of two n <= heads, 2^(-8h/n), h = 1..n; any
+    heads beyond n take the odd steps of the sequence for 2n, 2^(-4(2j-1)/n), j = 1, 2, ..."""
+    n = 2 ** (heads.bit_length() - 1)
+    slopes = [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+    slopes += [2.0 ** (-4.0 * (2 * j - 1) / n) for j in range(1, heads - n + 1)]
+    return slopes
+
+
+def alibi_slopes_tex(heads: int) -> str:
+    """The slopes' rule at the checkpoint's head count, as TeX."""
+    n = 2 ** (heads.bit_length() - 1)
+    step = 8 / n
+    exponent = "h" if step == 1 else (rf"{T.num(int(step))}h" if step == int(step) else rf"h/{T.num(int(n / 8))}" if n % 8 == 0 else rf"{step:g}h")
+    rule = rf"m_h=2^{{-{exponent}}},\ h=1..{T.num(n)}"
+    if heads > n:
+        rule += rf";\ m_{{{T.num(n)}+j}}=2^{{-{T.num(4)}(2j-1)/{T.num(n)}}},\ j=1..{T.num(heads - n)}"
+    return rule
+
+
+def _alibi_bias(slopes: list[float], T_: int, form: str = "key_position"):
+    """One bias per head, query and key: the head's slope times the key's position (0-based), or minus
+    the slope times the distance back from the query (the paper's form; the same after the softmax)."""
+    import torch
+
+    t = torch.arange(T_, dtype=torch.float64)
+    m = torch.tensor(slopes, dtype=torch.float64)[:, None, None]
+    if form == "minus_distance":
+        return -m * (t[:, None] - t[None, :])
+    return (m * t[None, None, :]).expand(-1, T_, -1)
+
+
+def alibi_tex(form: str, slopes: str) -> str:
+    """The bias step's TeX: the slope times the key's position s, or minus the slope times the distance t - s."""
+    if form == "minus_distance":
+        return rf"(S_h)_{{ts}}\leftarrow(S_h)_{{ts}}-m_h\,(t-s),\quad {slopes}"
+    return rf"(S_h)_{{ts}}\leftarrow(S_h)_{{ts}}+m_h\,s,\quad {slopes}\quad\text{{(the same softmax as }}-m_h(t-s)\text{{: a constant per row)}}"
+
+
 def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
-                      gated: bool = False) -> None:
+                      gated: bool = False, alibi: str | None = None) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not."""
     import torch
@@ -179,6 +226,11 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         tiny_cap = _attr(part.tiny, "attn_logit_softcapping") or part.ctx.tiny_config.attn_logit_softcapping
         part.note("softcap", cap, "the module's setting")
         steps.append(Step(rf"S_h\leftarrow{T.num(cap)}\tanh(S_h/{T.num(cap)})", "S", lambda e: tiny_cap * (e["S"] / tiny_cap).tanh()))
+    if alibi:  # a bias linear in the key's position, at a slope of each head's own (ALiBi)
+        tiny_slopes = alibi_slopes(_heads(part, tiny=True)[0])
+        part.note("alibi_slopes", alibi_slopes(h), "ALiBi's geometric sequence at the checkpoint's head count, checked on the preview run's")
+        steps.append(Step(alibi_tex(alibi, alibi_slopes_tex(h)), "S",
+                          lambda e: e["S"] + _alibi_bias(tiny_slopes, e["S"].shape[-1], alibi).to(e["S"].dtype), summary=True))
     window, tiny_window = _window(part, part.full), _window(part, part.tiny)
     M = T.c("M")
     chunk, tiny_chunk = _chunk(part, part.ctx.full_config), _chunk(part, part.ctx.tiny_config)
@@ -387,6 +439,16 @@ def rotary(part: Part) -> Chain:
 
 
 def attention(part: Part) -> Chain:
+    if _alibi_given(part) and not _rotary_given(part):
+        # ALiBi in place of rotary angles (BLOOM). Such a module computes its attention inline, so the run
+        # records no values to read a fused projection's layout from: the layout that reproduces it is taken.
+        # Where the bias is the slope times the key's position or minus the slope times the distance (one
+        # softmax, other scores) is measured on the scores the run records.
+        def layouts(form):
+            return lambda: part.choose("qkv_layout", {"per_head": lambda: _attention(part, None, alibi=form, layout="per_head"),
+                                                      "blocks": lambda: _attention(part, None, alibi=form, layout="blocks")})
+
+        return part.choose("alibi_bias", {"key_position": layouts("key_position"), "minus_distance": layouts("minus_distance")})
     if not _rotary_given(part) and not _own_rotary(part):
         if _attr(part.tiny, "scaling") is None:
             return _attention(part, None)
@@ -412,7 +474,7 @@ def attention(part: Part) -> Chain:
 
 
 def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False,
-               norm_after_rotary: bool = False) -> Chain:
+               norm_after_rotary: bool = False, alibi: str | None = None, layout: str | None = None) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     width = part.ctx.full_config.hidden_size
@@ -442,7 +504,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             steps.append(Step(rf"[{Q};{K};{V}]\leftarrow\operatorname{{clamp}}\big([{Q};{K};{V}],\,-{T.num(clip)},\,{T.num(clip)}\big)\quad\text{{each entry}}",
                               "QKV", lambda e: e["QKV"].clamp(-tiny_clip, tiny_clip), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
-        if _fused_layout(part, fused, sizes, th, td) == "per_head":
+        if (layout or _fused_layout(part, fused, sizes, th, td)) == "per_head":
             steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
                               ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
         else:
@@ -522,6 +584,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         only = _partial_rotary_words(part, d, turned, td) if partial else ""
         steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
+    elif alibi:
+        part.note("positions", "ALiBi: a bias on the scores, linear in the key's position, one slope a head", "the module is handed an alibi tensor and no rotary angles")
     else:
         part.note("positions", "none inside the attention", "the module is given no rotary angles")
     if norm_after_rotary:
@@ -536,10 +600,10 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated)
+    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated, alibi=alibi)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
-    return Chain(steps, inputs, "y", output_element=0)
+    return add_handed_residual(part, Chain(steps, inputs, "y", output_element=0))
 
 
 def latent_attention(part: Part) -> Chain:

@@ -55,6 +55,30 @@ def child_output(part: Part, name: str, **inputs: str):
     return first
 
 
+def handed_residual(part: Part) -> bool:
+    """Whether the module was handed the residual stream to add its output to (BLOOM's attention and
+    MLP take it as an argument of their own), read from the call it received on the run."""
+    import torch
+
+    return part.path in part.ctx.calls and isinstance(part.argument("residual"), torch.Tensor)
+
+
+RESIDUAL = Input("r", "r", "residual", "the residual stream the block hands the module, to add its contribution to")
+
+
+def add_handed_residual(part: Part, chain: Chain, delta: str = r"\Delta") -> Chain:
+    """The chain of a sublayer that adds the stream itself: its contribution, then the stream added."""
+    if not handed_residual(part):
+        return chain
+    last = chain.output
+    chain.steps.append(Step(rf"y=r+{delta}\quad\text{{(the module adds the stream }}r\text{{ it is handed)}}", "with_residual",
+                            lambda e: e["r"] + e[last], summary=True))
+    chain.inputs.append(RESIDUAL)
+    chain.output = "with_residual"
+    part.note("adds_residual", True, "the module is handed the residual stream and returns its output added to it")
+    return chain
+
+
 # --- norms -----------------------------------------------------------------------------------------
 
 
@@ -304,7 +328,7 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     """gate/up/down (gated), a fused gate-up projection (gated), or up/down with biases (two-layer)."""
     d = part.ctx.full_config.hidden_size
     names = set(dict(part.tiny.named_children()))
-    act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation") if n in names), None)
+    act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation", "gelu_impl") if n in names), None)
     if {"w1", "w2", "w3"} <= names and act_child is None:
         return _gated_w123(part, d, out)
     act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
@@ -337,7 +361,7 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         if "dropout" in names:
             steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
-        return Chain(steps, [X], "y")
+        return add_handed_residual(part, Chain(steps, [X], "y"), out)
     gate_scale, down_scale = _mlp_multipliers(part)
     if gate_scale:  # the gate's pre-activation times a constant the module holds (Falcon-H1's mlp_multipliers[0])
         steps.append(Step(rf"g\leftarrow{T.num(gate_scale[0])}\,g\quad\text{{(the module's gate\_multiplier)}}", "g",

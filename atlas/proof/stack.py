@@ -7,7 +7,7 @@ import math
 from atlas.proof import tex as T
 from atlas.proof.attention import ROTARY, rotary_input
 from atlas.proof.core import Part
-from atlas.proof.library import X, child_output, sub
+from atlas.proof.library import X, child_output, handed_residual, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.standard import block_roles
 
@@ -24,6 +24,11 @@ def block(part: Part) -> Chain:
         return _wrapped_block(part, r)
     if factor in (None, 1, 1.0) and (r.ssm or not (r.attention and r.mlp)):
         return _block(part, None)  # a hybrid's block: one mixer, or a state-space mixer before the MLP; nothing runs side by side
+    if factor in (None, 1, 1.0) and handed_residual(part.child(r.attention)):
+        # The attention and the MLP add the stream themselves (BLOOM): which stream the block hands them,
+        # its input or the normed copy (apply_residual_connection_post_layernorm), is measured on the run.
+        return part.choose("residual", {"handed_input": lambda: _handed_residual_block(part, normed=False),
+                                        "handed_normed": lambda: _handed_residual_block(part, normed=True)})
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
         # block's input and both are added at once): measured on the run, never told by a name.
@@ -92,6 +97,29 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
         part.note("inline_mlp", {"up": r.mlp_inline[0], "down": r.mlp_inline[1], "activation": r.mlp_inline[2]},
                   "the block's own children: its MLP has no module of its own")
     return Chain(steps, inputs, "y", output_element=0)
+
+
+def _handed_residual_block(part: Part, normed: bool) -> Chain:
+    """A sequential block whose attention and MLP are each handed the stream and add their own output to
+    it (BLOOM): the block makes no add of its own. ``normed``: the stream handed is the norm's output
+    rather than the sublayer's input (apply_residual_connection_post_layernorm)."""
+    r = block_roles(part.tiny)
+    steps: list[Step] = [Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True)]
+    first = "h" if normed else "x"
+    words = r"\quad\text{(the attention adds the stream it is handed, }" + (r"h" if normed else r"x") + r"\text{, itself)}"
+    steps.append(Step(rf"x'=\operatorname{{Attn}}(h;\,{first})={first}+\Delta_{{\mathrm{{attn}}}}{words}", "xm",
+                      child_output(part, r.attention, x="h", r=first), value="layer_mid", summary=True))
+    steps.append(Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
+    second = "hm" if normed else "xm"
+    shown = "h'" if normed else "x'"
+    steps.append(Step(rf"y=\operatorname{{FFN}}(h';\,{shown})={shown}+\Delta_{{\mathrm{{ffn}}}}\quad\text{{(the MLP adds the stream it is handed itself)}}", "y",
+                      child_output(part, r.mlp, x="hm", r=second), value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "after attention": None, "before MLP": r.mlp_norm, "after MLP": None},
+              "the block's children by role")
+    part.note("handed_residual", "the normed stream" if normed else "the block's input, then the stream after the attention",
+              "measured: the stream the sublayers are handed to add their output to")
+    return Chain(steps, [X], "y", output_element=0)
 
 
 def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
@@ -309,6 +337,11 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 Step(r"p=P[t]", "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
                 Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
             ]
+            x0 = "x0"
+        embedding_norm = getattr(roles, "embedding_norm", None)
+        if embedding_norm:  # a norm on the embeddings before block 0 (BLOOM's word_embeddings_layernorm)
+            steps.append(Step(r"x_0=\operatorname{Norm}_{\mathrm{emb}}(" + ("x_0" if x0 == "x0" else "e") + ")", "x0",
+                              sub(part, embedding_norm, x=x0), value="embedding_norm_output", summary=True))
             x0 = "x0"
         if scale == "config_embedding_multiplier":
             steps.append(Step(rf"x_0\leftarrow{T.num(float(multiplier))}\,x_0\quad\text{{(the config's embedding\_multiplier)}}", "x0",
