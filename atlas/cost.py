@@ -29,6 +29,7 @@ FP8_BLOCK = 128  # one F32 scale per 128 × 128 block of a matrix (DeepSeek-V3's
 FOUR_BIT_GROUP = 32  # one 8-bit power-of-two scale per 32 values (MXFP4, as gpt-oss stores its experts)
 SLIDING_TYPES = ("sliding_attention",)
 FULL_TYPES = (None, "full_attention")
+INDEXED_TYPES = ("indexed_attention",)  # every earlier position cached; a lightning indexer chooses the ones attended
 FIXED_STATES = ("state", "linear")  # block kinds whose cache is a state of fixed size, not values per position
 
 
@@ -73,7 +74,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return linear_block_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
-    if attention_type not in SLIDING_TYPES + FULL_TYPES:
+    if attention_type not in SLIDING_TYPES + FULL_TYPES and not (attention_type in INDEXED_TYPES and roles.indexer):
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
     if attention_type in SLIDING_TYPES and not window:
@@ -112,12 +113,33 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         expand_values = expand.weight.numel()
         per_key += 2 * expand_values
         key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
+    indexer = getattr(attention, roles.indexer) if attention is not None and roles.indexer else None
+    if indexer is not None:
+        cache_values, cache_formula, per_key, key_words = _indexer_terms(indexer, cache_values, cache_formula, per_key, key_words)
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
     if window:
         flops_formula += f", at most {grouped(window)} keys"
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
+
+
+def _indexer_terms(indexer, cache_values: int, cache_formula: str, per_key: int, key_words: str) -> tuple[int, str, int, str]:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), added to its attention's terms:
+    its key per position joins the cache, and scoring every cached key joins the FLOPs per key. Its
+    sizes are read from its matrices: the key projection's rows and the head weights' rows."""
+    dim, heads = indexer.wk.weight.shape[0], indexer.weights_proj.weight.shape[0]
+    cache_values += dim
+    cache_formula += f"; + {grouped(dim)} for the indexer's key (index_head_dim), one per position"
+    per_key += indexer_flops_per_key(heads, dim)
+    key_words += (f", + 2 × {heads} indexer heads × {grouped(dim)} + 2 × {heads} for the indexer's scores and their weighted sum; "
+                  "transformers' eager and sdpa attention still multiply every key and mask those the indexer drops")
+    return cache_values, cache_formula, per_key, key_words
+
+
+def indexer_flops_per_key(heads: int, dim: int) -> int:
+    """FLOPs per key of a lightning indexer: each head's dot product with the key, then the heads' weighted sum."""
+    return 2 * heads * dim + 2 * heads
 
 
 def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
@@ -443,7 +465,8 @@ def cache_layer_values(layer) -> int:
     """Values one layer of transformers' cache holds: keys and values, or a state-space layer's
     convolution and recurrent states, or nothing (a layer without attention or state)."""
     if getattr(layer, "keys", None) is not None:
-        return int(layer.keys.numel() + layer.values.numel())
+        indexer_keys = getattr(layer, "indexer_keys", None)  # a sparse attention's indexer keys, one per position
+        return int(layer.keys.numel() + layer.values.numel() + (indexer_keys.numel() if indexer_keys is not None else 0))
     def listed(held):
         return list(held.values()) if isinstance(held, dict) else list(held or [])
 

@@ -46,6 +46,7 @@ ROLE_TITLES = {
     "depthwise_conv": "Depthwise causal convolution",
     "short_conv": "Gated short convolution",
     "latent_attention": "Latent attention",
+    "indexer": "Lightning indexer",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
     "decay_gate": "Forget gate (decay per channel)",
@@ -107,6 +108,9 @@ LINEAR_USES = {
     ("linear_attention", "z"): ("Output-gate up projection", "Expands the low-rank output gate to one value per channel of every head"),
     ("decay_gate", "a"): ("Decay down projection", "Projects the stream into the narrow first half of the low-rank decay"),
     ("decay_gate", "f"): ("Decay up projection", "Expands the low-rank decay to one value per key channel of every head"),
+    ("indexer", "q"): ("Indexer query projection", "Expands the normed query latent into the queries of every indexer head"),
+    ("indexer", "k"): ("Indexer key projection", "Projects the stream into the indexer's one key per position, shared by its heads"),
+    ("indexer", "w"): ("Indexer head weights", "Projects the stream to one weight per indexer head, which mixes the heads' scores into one"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
@@ -186,6 +190,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return _attention_words(node, s)
     if r == "linear_attention":
         return _linear_attention_words(node)
+    if r == "indexer":
+        ix = fact(node, "indexer") or {}
+        return (f"Scores every earlier position for each query with {ix.get('heads')} heads of {ix.get('head_dim')} dims (the first "
+                f"{ix.get('rope_dims')} rotated): a ReLU of each head's query–key product, weighted per head and summed; it keeps "
+                f"the {grouped(ix['keeps']) if ix.get('keeps') else 'best'} best-scored positions, which its attention is masked to.")
     if r == "gated_norm":
         width = node["tensors"][0]["shape"][0] if node["tensors"] else None
         variant = fact(node, "gated_norm") or ""
@@ -310,7 +319,12 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
     if fact(node, "output_gate"):
         parts.append("each head's output scaled by the sigmoid of a gate the query projection also produces")
     window = fact(node, "window")
-    parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
+    indexer = next((c for c in node["children"] if role(c) == "indexer"), None)
+    if fact(node, "selection") and indexer is not None:
+        keeps = (fact(indexer, "indexer") or {}).get("keeps")
+        parts.append(f"each query sees only the {grouped(keeps)} earlier positions its lightning indexer scores best")
+    else:
+        parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):
         parts.append(f"scores soft-capped at {fact(node, 'softcap'):g}")
     if fact(node, "sinks"):
