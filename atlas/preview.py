@@ -91,6 +91,8 @@ def tiny_values(config) -> dict[str, Any]:
         values["num_experts_per_tok"] = TINY_TOP_K
     values.update(tiny_linear_attention(config))
     values.update(tiny_indexer(config))
+    if getattr(config, "indexer_types", None):  # which blocks run their own indexer: the tiny stack's first ones
+        values["indexer_types"] = list(config.indexer_types[: values["num_hidden_layers"]])
     values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
     for token in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if hasattr(config, token):

@@ -79,10 +79,25 @@ def test_deepseek_v32_total(collected):
     assert {k["label"]: k["indices"] for k in f["block_kinds"]} == {"dense block": list(range(dense)), "MoE block": list(range(dense, L))}
 
 
+def test_glm_moe_dsa_total(collected):
+    f, c = collected("glm_moe_dsa").facts, released_config("glm_moe_dsa")
+    check_settings(c)
+    parameters, buffers, skipped, mtp = dsa_totals(c)
+    assert accounting(f)["parameters"] == parameters
+    assert accounting(f)["total"] == parameters + buffers
+    assert accounting(f)["active"] == parameters + buffers - skipped
+    assert f["checkpoint_check"]["predicted"]["weight_parameters"] == parameters + buffers + mtp
+    # published: about 744 B in all and 40 B active, both without the MTP block; the active figure also
+    # leaves out the embedding and the head (with them it is about 41.8 B)
+    V, d = c["vocab_size"], c["hidden_size"]
+    assert 743e9 < parameters + buffers < 745e9
+    assert 39.5e9 < parameters + buffers - skipped - 2 * V * d < 40.5e9
+
+
 # --- the indexer as a layer kind ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, layout", [("deepseek_v32", "halves")])
+@pytest.mark.parametrize("name, layout", [("deepseek_v32", "halves"), ("glm_moe_dsa", "interleaved_pairs")])
 def test_indexer_proven_and_captured(collected, name, layout):
     f = collected(name).facts
     eq = f["equations"]
