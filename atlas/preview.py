@@ -817,7 +817,7 @@ TINY_RAW_KEYS = (
     "first_k_dense_replace", "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "n_group",
     "topk_group", "routed_scaling_factor", "norm_topk_prob", "n_shared_experts", "moe_intermediate_size", "q_lora_rank",
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave", "rope_parameters",
-    "initializer_range", "index_n_heads", "index_head_dim",
+    "initializer_range", "index_topk", "index_n_heads", "index_head_dim",
 )
 
 

@@ -117,6 +117,8 @@ def test_indexer_proven_and_captured(collected, name, layout):
     assert keep < seq  # the preview drops positions
     assert all(s == [1, seq, seq] for s in shapes["indexer_scores"].values())
     assert all(s == [1, seq, keep] for s in shapes["indexer_positions"].values())
+    features = {x["abbreviation"]: x["evidence"] for x in f["features"]}
+    assert f"{released_config(name)['index_topk']:,} best" in features["DSA"] and "MLA" in features
 
 
 def test_top_k_check_refuses_a_wrong_selection():
