@@ -32,6 +32,7 @@ SLIDING_TYPES = ("sliding_attention",)
 # holds such a block as a sliding window of the chunk's length, so its cache and FLOPs follow the sliding rule
 CHUNKED_TYPES = ("chunked_attention",)
 FULL_TYPES = (None, "full_attention")
+INDEXED_TYPES = ("indexed_attention",)  # every earlier position cached; a lightning indexer chooses the ones attended
 FIXED_STATES = ("state", "linear", "recurrent")  # block kinds whose cache is a state of fixed size, not values per position
 # A block kind whose cache is both: keys and values per position, and beside them a state of fixed size
 # (Falcon-H1's attention and Mamba-2 side by side); its kind's "state" holds the fixed part.
@@ -91,7 +92,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
-    if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES:
+    if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES and not (attention_type in INDEXED_TYPES and roles.indexer):
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
     chunk = getattr(config, "attention_chunk_size", None) if attention_type in CHUNKED_TYPES else None
@@ -137,6 +138,9 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         expand_values = expand.weight.numel()
         per_key += 2 * expand_values
         key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
+    indexer = getattr(attention, roles.indexer) if attention is not None and roles.indexer else None
+    if indexer is not None:
+        cache_values, cache_formula, per_key, key_words = _indexer_terms(indexer, cache_values, cache_formula, per_key, key_words)
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
     if chunk:
@@ -153,6 +157,24 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
                           "as torch.utils.flop_counter does")
     return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
                       fixed, per_key, window, flops_formula, matrices, routed)
+
+
+def _indexer_terms(indexer, cache_values: int, cache_formula: str, per_key: int, key_words: str) -> tuple[int, str, int, str]:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), added to its attention's terms:
+    its key per position joins the cache, and scoring every cached key joins the FLOPs per key. Its
+    sizes are read from its matrices: the key projection's rows and the head weights' rows."""
+    dim, heads = indexer.wk.weight.shape[0], indexer.weights_proj.weight.shape[0]
+    cache_values += dim
+    cache_formula += f"; + {grouped(dim)} for the indexer's key (index_head_dim), one per position"
+    per_key += indexer_flops_per_key(heads, dim)
+    key_words += (f", + 2 × {heads} indexer heads × {grouped(dim)} + 2 × {heads} for the indexer's scores and their weighted sum; "
+                  "transformers' eager and sdpa attention still multiply every key and mask those the indexer drops")
+    return cache_values, cache_formula, per_key, key_words
+
+
+def indexer_flops_per_key(heads: int, dim: int) -> int:
+    """FLOPs per key of a lightning indexer: each head's dot product with the key, then the heads' weighted sum."""
+    return 2 * heads * dim + 2 * heads
 
 
 def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
@@ -598,7 +620,8 @@ def cache_layer_values(layer) -> int:
     states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
     held = int(sum(s.numel() for s in states if s is not None))  # a layer holding both (Falcon-H1's) counts both
     if getattr(layer, "keys", None) is not None:
-        return int(layer.keys.numel() + layer.values.numel()) + held
+        indexer_keys = getattr(layer, "indexer_keys", None)  # a sparse attention's indexer keys, one per position
+        return int(layer.keys.numel() + layer.values.numel() + (indexer_keys.numel() if indexer_keys is not None else 0)) + held
     return held
 
 

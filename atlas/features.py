@@ -61,6 +61,16 @@ def _latent_attention(facts):
     return ", ".join(parts)
 
 
+def _sparse_attention(facts):
+    """A lightning indexer that keeps index_topk positions per query (DeepSeek Sparse Attention)."""
+    keep = facts["config"]["raw"].get("index_topk")
+    modules = sorted({path for path, _ in _module_lines(facts) if path.rpartition(".")[2] == "indexer"})
+    if not (modules and isinstance(keep, int)):
+        return None
+    return (f"a lightning indexer ({_generic(modules[0], facts)}) scores the earlier positions of each query and the "
+            f"attention reads only the {keep:,} best (index_topk)")
+
+
 def _grouped_query(facts):
     heads, kv = _heads(facts)
     if 1 < kv < heads:
@@ -150,6 +160,7 @@ def _generic(path: str, facts) -> str:
 # abbreviation, name, rule: the rule returns the evidence in words, or None where the feature is absent.
 RULES: tuple[tuple[str, str, Callable[[dict], str | None]], ...] = (
     ("MLA", "multi-head latent attention", _latent_attention),
+    ("DSA", "DeepSeek Sparse Attention", _sparse_attention),
     ("GQA", "grouped-query attention", _grouped_query),
     ("MQA", "multi-query attention", _multi_query),
     ("MoE", "mixture of experts", _mixture),

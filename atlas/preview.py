@@ -95,11 +95,27 @@ def tiny_values(config) -> dict[str, Any]:
         values[experts_key] = experts
         values["num_experts_per_tok"] = TINY_TOP_K
     values.update(tiny_linear_attention(config))
+    values.update(tiny_indexer(config))
+    if getattr(config, "indexer_types", None):  # which blocks run their own indexer: the tiny stack's first ones
+        values["indexer_types"] = list(config.indexer_types[: values["num_hidden_layers"]])
     values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
     for token in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if hasattr(config, token):
             values[token] = None
     return values
+
+
+TINY_INDEX_TOPK = 8  # shorter than the prompt: the later queries' indexers drop positions
+TINY_INDEX_HEADS = 4
+TINY_INDEX_HEAD_DIM = 16  # twice the tiny rotary width: half the indexer's head is rotated, half is not
+
+
+def tiny_indexer(config) -> dict[str, Any]:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), small: four heads of 16 dims,
+    and fewer positions kept than the prompt has, so the selection drops some."""
+    if not isinstance(getattr(config, "index_topk", None), int):
+        return {}
+    return {"index_topk": TINY_INDEX_TOPK, "index_n_heads": TINY_INDEX_HEADS, "index_head_dim": TINY_INDEX_HEAD_DIM}
 
 
 TINY_LINEAR_KEY_HEADS = 2
@@ -864,7 +880,7 @@ TINY_RAW_KEYS = (
     "first_k_dense_replace", "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "n_group",
     "topk_group", "routed_scaling_factor", "norm_topk_prob", "n_shared_experts", "moe_intermediate_size", "q_lora_rank",
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave", "rope_parameters",
-    "initializer_range",
+    "initializer_range", "index_topk", "index_n_heads", "index_head_dim",
 )
 
 

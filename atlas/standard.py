@@ -52,6 +52,9 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "SSMProjections": ("batch", "seq", "ssm_projection_size"),
     # a recurrent block's RG-LRU (RecurrentGemma): its state is one number per channel of lru_width
     "RecurrentChannels": ("batch", "seq", "ssm_inner_size"),
+    # a sparse attention's lightning indexer: one score per query and key position, and the positions it keeps
+    "IndexScores": ("batch", "query", "key"),
+    "IndexPositions": ("batch", "query", "index_topk"),
     "scalar": (),
 }
 
@@ -85,7 +88,14 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
         **linear_attention_sizes(config),
         **ssm_sizes(config),
+        **indexer_sizes(config),
     }
+
+
+def indexer_sizes(config) -> dict[str, int]:
+    """How many positions a sparse attention's indexer keeps for each query (none without an indexer)."""
+    topk = getattr(config, "index_topk", None)
+    return {"index_topk": topk} if isinstance(topk, int) else {}
 
 
 LINEAR_ATTENTION_SIZES = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim")
@@ -222,6 +232,9 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("attention_premix", "layers[i].self_attn", "HeadOutputs", "All heads' outputs as the output projection receives them, split by head"),
     StandardValue("attention_output", "layers[i].self_attn", "Residual", "The attention's contribution to the residual stream"),
     # the token mixer where it is linear attention with a recurrent state (gated DeltaNet)
+    # the lightning indexer of a sparse attention (DeepSeek Sparse Attention)
+    StandardValue("indexer_scores", "layers[i].self_attn", "IndexScores", "The indexer's score of each key position for each query, the causal mask added: what its top-k ranks", extension=True),
+    StandardValue("indexer_positions", "layers[i].self_attn", "IndexPositions", "The key positions the indexer keeps for each query, best first; the attention is masked to them", extension=True),
     StandardValue("linear_attention_queries", "layers[i].self_attn", "LinearKeys", "Queries per key head after the short causal convolution, as the delta rule receives them (before their L2 norm)", extension=True),
     StandardValue("linear_attention_keys", "layers[i].self_attn", "LinearKeys", "Keys per key head after the short causal convolution, as the delta rule receives them (before their L2 norm)", extension=True),
     StandardValue("linear_attention_values", "layers[i].self_attn", "LinearValues", "Values per value head after the short causal convolution: what the delta rule writes into the state", extension=True),
@@ -322,6 +335,8 @@ class Read:
         if self.kind == "gate_sigmoids":
             return (f"inside {where} forward: the output of its sigmoid number {self.element + 1} "
                     f"({GATE_SIGMOIDS[self.element]})")
+        if self.kind == "indexer_scores":
+            return f"inside {where} forward: the scores its top-k ranks, read where it adds the causal mask to them"
         if self.kind == "expert_slots":
             return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
         if self.kind == "call_argument":
@@ -432,6 +447,8 @@ class BlockRoles:
     block_shared: str | None = None
     # the experts take every token, each expert's rows scaled beforehand by the token's score for it (see is_dense_dispatch)
     dense_dispatch: bool = False
+    # the attention's lightning indexer (a sparse attention's), relative to the attention; see is_indexer
+    indexer: str | None = None
 
     @property
     def sublayers(self) -> int:
@@ -454,6 +471,21 @@ class BlockRoles:
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
+
+
+def is_indexer(module) -> bool:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), by structure: a key projection
+    (wk) through a LayerNorm, and a projection (weights_proj) giving one weight per indexer head; no
+    tensor of its own. Its class name is never read."""
+    import torch
+
+    children = dict(module.named_children()) if module is not None else {}
+    return ({"wk", "weights_proj"} <= set(children) and any(isinstance(c, torch.nn.LayerNorm) for c in children.values())
+            and not _tensor_names(module))
+
+
+def _indexer_child(attention) -> str | None:
+    return next((n for n, m in attention.named_children() if is_indexer(m)), None) if attention is not None else None
 
 
 def is_linear_attention(module) -> bool:
@@ -658,6 +690,7 @@ def block_roles(block) -> BlockRoles:
         dense_dispatch=bool(experts) and is_dense_dispatch(getattr(mlp_module, experts)),
         attention_adds_residual=adds_residual(attn_module),
         mlp_adds_residual=adds_residual(mlp_module),
+        indexer=_indexer_child(attn_module),
     )
 
 
@@ -856,6 +889,9 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
              "(linear_attention_channel_decay)")
     rule("linear_attention_head_outputs", Read("delta_rule_result", element=0) if b.linear_attention else None, linear_words)
     rule("linear_attention_state", Read("delta_rule_result", element=1) if b.linear_attention else None, linear_words)
+    no_indexer = f"block {index}'s attention has no lightning indexer: every earlier position is attended"
+    rule("indexer_scores", Read("indexer_scores", b.indexer) if b.indexer else None, no_indexer)
+    rule("indexer_positions", Read("output", b.indexer) if b.indexer else None, no_indexer)
     rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))
     rule("mlp_activation", Read("output", b.activation) if b.activation else None,
          dense_words if b.experts else f"block {index}'s MLP has no activation module")
@@ -932,7 +968,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             placements.append(Placement(value, None, None, missing))
             continue
         base = block if read.from_block else host
-        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots", "gate_sigmoids") else host
+        module = _join(base, read.module) if read.kind in ("output", "input", "expert_slots", "gate_sigmoids", "indexer_scores") else host
         placements.append(Placement(value, read, module, None, needs_eager))
     return placements
 

@@ -183,6 +183,7 @@ class _Capture:
             implementation = (
                 eager_attention_function(module) if eager else ALL_ATTENTION_FUNCTIONS.get_interface(original, None)
             )
+            attention_mask = _selected_positions_mask(module, query, key, attention_mask, kwargs, original)
             if index is None:  # an attention the resolver did not place (a vision tower, say)
                 return implementation(module, query, key, value, attention_mask, *args, **kwargs)
             self.store("attention_queries", index, query)
@@ -269,6 +270,59 @@ class _Capture:
                  for k in range(top_k_index.shape[-1])]
         stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
         self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
+
+
+def _selected_positions_mask(module, query, key, attention_mask, kwargs, original):
+    """A sparse attention (DeepSeek Sparse Attention) hands a function it does not know as eager or sdpa
+    the positions its indexer chose (``indices``, (batch, query, kept)) instead of folding them into the
+    mask. Under eager or sdpa, transformers masks every other position itself; the traced function does
+    the same, so the traced run computes what the untraced one does."""
+    indices = kwargs.pop("indices", None)
+    if indices is None or original not in (None, "eager", "sdpa") or attention_mask is None:
+        return attention_mask
+    import torch
+
+    batch, positions = query.shape[0], query.shape[-2]
+    dropped = torch.ones((batch, positions, key.shape[-2]), dtype=torch.bool, device=query.device)
+    dropped = dropped.scatter(-1, indices.long(), False).unsqueeze(1)
+    if attention_mask.dtype == torch.bool:
+        return attention_mask & ~dropped
+    return attention_mask.masked_fill(dropped, torch.finfo(query.dtype).min)
+
+
+def _masked_scores_probe(mask, keep):
+    """``mask`` as a tensor that reports what it is added to (or fills): an indexer adds the causal mask
+    to its scores just before it ranks them, so the sum it reports is the scores the top-k reads."""
+    import torch
+
+    class Probe(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            with torch._C.DisableTorchFunctionSubclass():
+                result = func(*args, **(kwargs or {}))
+            if func in (torch.Tensor.__invert__, torch.Tensor.logical_not, torch.logical_not):
+                return result.as_subclass(Probe)  # a boolean mask turned into what is filled
+            if func in (torch.Tensor.__add__, torch.Tensor.__radd__, torch.Tensor.add, torch.add, torch.Tensor.masked_fill):
+                keep(result)
+            return result
+
+    return mask.as_subclass(Probe)
+
+
+def _indexer_score_hooks(capture: "_Capture", module, index: int) -> list:
+    """A hook that hands the indexer its causal mask as a probe, so the masked scores it ranks are kept."""
+    params = [p for p in inspect.signature(module.forward).parameters if p != "self"]
+    at = params.index("attention_mask") if "attention_mask" in params else None
+
+    def before(m, args, kwargs):
+        keep = lambda scores: capture.store("indexer_scores", index, scores)  # noqa: E731
+        if "attention_mask" in kwargs and kwargs["attention_mask"] is not None:
+            return args, {**kwargs, "attention_mask": _masked_scores_probe(kwargs["attention_mask"], keep)}
+        if at is not None and at < len(args) and args[at] is not None:
+            return (*args[:at], _masked_scores_probe(args[at], keep), *args[at + 1:]), kwargs
+        return None
+
+    return [module.register_forward_pre_hook(before, with_kwargs=True)]
 
 
 LINEAR_ARGS = ("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
@@ -482,6 +536,10 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
                 handles.append(experts.register_forward_hook(capture.own_experts_hook, with_kwargs=True))
     for path in sorted(sigmoids):
         handles += _sigmoid_hooks(capture, model.get_submodule(path), sigmoids[path])
+    for index, block in enumerate(resolution.roles.blocks):
+        if block.attention and block.indexer:
+            indexer = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.attention}.{block.indexer}")
+            handles += _indexer_score_hooks(capture, indexer, index)
     for path in sorted(reads):
         module = model.get_submodule(path)
         handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))

@@ -32,7 +32,8 @@ SINGLE_VALUES = {
 }
 
 
-ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked"}
+ATTENTION_TYPES = {"sliding_attention": "sliding window", "full_attention": "global", "linear_attention": "linear", "chunked_attention": "chunked",
+                   "indexed_attention": "sparse"}
 
 
 def _unrotated(facts: dict[str, Any]) -> set[str]:
@@ -171,6 +172,18 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 sub = "MLP: layers of the block itself"
             cls = ("ssm" if a.get("single") == "ssm" or (main == "attn" and a.get("ssm")) else
                    "attn" if main == "attn" or a.get("single") == "attention" else "mlp")
+            indexer = next((c for c in node["children"] if role(c) == "indexer"), None) if main == "attn" else None
+            if indexer is not None:
+                # a sparse attention: its lightning indexer on top, reading the same normed stream, and the
+                # positions it keeps handed down to the attention, which reads only those
+                keeps = (fact(indexer, "indexer") or {}).get("keeps")
+                ix = f"{name}.{indexer['name']}"
+                boxes.append(_box(MAIN_X, row, MAIN_W, 40, ix, f"indexer · top {grouped(keeps)} positions" if keeps else "indexer",
+                                  by_module.get(ix) or "indexer_positions", link(name, indexer["name"]), "attn"))
+                lines += [(MAIN_X - 9, row + 20, MAIN_X - 9, row + 74), (MAIN_X - 9, row + 74, MAIN_X, row + 74)]
+                inner_lines.append((MID, row + 40, MID, row + 54))
+                row += 54
+                bottom = row + 40
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, label, sub, part_of(main, name), link(name), cls))
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream

@@ -50,6 +50,7 @@ ROLE_TITLES = {
     "recurrent_block": "Recurrent block (RG-LRU)",
     "rg_lru": "RG-LRU (real-gated linear recurrent unit)",
     "latent_attention": "Latent attention",
+    "indexer": "Lightning indexer",
     "attention": "Attention",
     "linear_attention": "Linear attention (gated delta rule)",
     "decay_gate": "Forget gate (decay per channel)",
@@ -117,6 +118,9 @@ LINEAR_USES = {
     ("recurrent_block", "gy"): ("Gate-branch projection", "Projects the stream into the branch whose activation multiplies the recurrence's output"),
     ("recurrent_block", "u"): ("Recurrence-branch projection", "Projects the stream into the channels the short convolution and the RG-LRU run on"),
     ("recurrent_block", "out"): ("Output projection", "Mixes the gated recurrence's channels back into the residual width"),
+    ("indexer", "q"): ("Indexer query projection", "Expands the normed query latent into the queries of every indexer head"),
+    ("indexer", "k"): ("Indexer key projection", "Projects the stream into the indexer's one key per position, shared by its heads"),
+    ("indexer", "w"): ("Indexer head weights", "Projects the stream to one weight per indexer head, which mixes the heads' scores into one"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
@@ -203,6 +207,11 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return _attention_words(node, s)
     if r == "linear_attention":
         return _linear_attention_words(node)
+    if r == "indexer":
+        ix = fact(node, "indexer") or {}
+        return (f"Scores every earlier position for each query with {ix.get('heads')} heads of {ix.get('head_dim')} dims (the first "
+                f"{ix.get('rope_dims')} rotated): a ReLU of each head's query–key product, weighted per head and summed; it keeps "
+                f"the {grouped(ix['keeps']) if ix.get('keeps') else 'best'} best-scored positions, which its attention is masked to.")
     if r == "gated_norm":
         width = node["tensors"][0]["shape"][0] if node["tensors"] else None
         variant = fact(node, "gated_norm") or ""
@@ -376,8 +385,12 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         parts.append(f"queries multiplied by 1 + {temperature['attn_scale']:g} · ln(1 + ⌊(t + 1) / {grouped(temperature['floor_scale'])}⌋) "
                      "at position t, a temperature that rises along the context")
     window, chunk = fact(node, "window"), fact(node, "chunk")
+    indexer = next((c for c in node["children"] if role(c) == "indexer"), None)
     if isinstance(chunk, int):
         parts.append(f"each query sees only the earlier positions of its own chunk of {grouped(chunk)}")
+    elif fact(node, "selection") and indexer is not None:
+        keeps = (fact(indexer, "indexer") or {}).get("keeps")
+        parts.append(f"each query sees only the {grouped(keeps)} earlier positions its lightning indexer scores best")
     else:
         parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):

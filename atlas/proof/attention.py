@@ -12,6 +12,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, add_handed_residual, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
+from atlas.standard import is_indexer
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
 ROTARY_COMPLEX = Input("R", T.c("R"), "position_embeddings", "one complex factor per position and rotated pair: cos + i sin of the angle, times the rotary attention factor", given=True)
@@ -202,9 +203,11 @@ def alibi_tex(form: str, slopes: str) -> str:
 
 
 def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
-                      gated: bool = False, alibi: str | None = None) -> None:
+                      gated: bool = False, alibi: str | None = None, selected: str | None = None) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
-    ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not."""
+    ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
+    ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
+    indexer kept, -inf elsewhere), added with the causal mask."""
     import torch
 
     if prescaled:
@@ -245,7 +248,11 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     else:
         part.note("window", "none: every earlier position", "the module has no sliding window")
         rule = rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}"
-    if not chunk:
+    if selected:
+        part.note("selection", "the indexer's kept positions", "the module has a lightning indexer")
+        steps.append(Step(rf"S_h\leftarrow S_h+{M}+{M}^{{I}},\quad {rule};\ {M}^{{I}}_{{ts}}=0\ \text{{if}}\ s\in P_t,\ -\infty\ \text{{otherwise}}", "S",
+                          lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window) + e[selected][:, None], value="attention_scores", summary=True))
+    elif not chunk:
         steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         part.note("sinks", True, "the module holds one sink logit per head")
@@ -653,7 +660,22 @@ def latent_attention(part: Part) -> Chain:
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
-        _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv))
+        selected = None
+        indexer = next((n for n, m in part.tiny.named_children() if is_indexer(m)), None)
+        if indexer is not None:
+            from atlas.proof.sparse import selection_mask
+
+            keep, tiny_keep = _attr(getattr(part.full, indexer), "index_topk"), _attr(getattr(part.tiny, indexer), "index_topk")
+            steps += [
+                Step(rf"{T.c('M_{ts}')}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}\quad\text{{the causal mask the indexer is given}}", "Mc",
+                     lambda e: _mask(e["x"].shape[1], None)[None]),
+                Step(rf"{T.c('I_{ts}')}=\operatorname{{Indexer}}(x,\,{cq_hat},\,{T.c('R')},\,{T.c('M')})\quad\text{{a score for every key position }}s\text{{ of query }}t",
+                     "I", sub(part, indexer, x="x", cq="cq", R="R", M="Mc"), summary=True),
+                Step(rf"P_t=\operatorname{{top}}_{{{T.num(keep)}}}\ s\text{{ by }}{T.c('I_{ts}')}\quad\text{{the positions query }}t\text{{ may attend}}", "Msel",
+                     lambda e: selection_mask(e["I"], tiny_keep)),
+            ]
+            selected = "Msel"
+        _scores_to_output(part, steps, h, dv, "o_proj", T.times(h, dv), selected=selected)
         return Chain(steps, [X, rotary_input(part.argument("position_embeddings"))] if rotate else [X], "y", output_element=0)
 
     part.note("latent", {"kv_lora_rank": rkv, "q_lora_rank": getattr(cfg, "q_lora_rank", None), "rope_dims": rope}, "the config's sizes")

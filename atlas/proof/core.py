@@ -164,6 +164,10 @@ def difference(mine, reference, compare: str = "allclose") -> float:
     import torch
 
     mine, reference = as64(mine), as64(reference)
+    if compare == "top_k":  # mine: scores; reference: the positions the module kept (a top-k of them, ties in any order)
+        from atlas.proof.sparse import top_k_violation
+
+        return top_k_violation(mine, reference) if mine.shape[:-1] == reference.shape[:-1] else float("inf")
     if mine.shape != reference.shape:
         if mine.numel() != reference.numel():
             return float("inf")
@@ -270,7 +274,7 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
         checks.append((final, result, output_of(part, chain)))
     worst, scale_tol, failure = 0.0, 0.0, None
     for step, mine, ref in checks:
-        err, tol = difference(mine, ref), tolerance(ref)
+        err, tol = difference(mine, ref, step.compare), tolerance(ref)
         worst, scale_tol = max(worst, err), max(scale_tol, tol)
         if err > tol and failure is None:
             failure = (step, err, tol)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, linear, mixture, rglru, ssm, stack
+from atlas.proof import attention, library, linear, mixture, rglru, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.standard import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+from atlas.standard import is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -64,6 +64,8 @@ def kind_of(part: Part) -> str:
         return "short_conv"
     if is_linear_attention(m):
         return "linear_attention"
+    if is_indexer(m):
+        return "indexer"  # a sparse attention's lightning indexer: its own heads score past positions, the best are kept
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value", "Wqkv"}:
@@ -109,6 +111,7 @@ BUILDERS = {
     "activation": library.activation,
     "dense_mlp": library.dense_mlp,
     "latent_attention": attention.latent_attention,
+    "indexer": sparse.indexer,
     "attention": attention.attention,
     "experts": mixture.experts,
     "stacked_experts": mixture.stacked_experts,
