@@ -321,11 +321,12 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     """facts["cost"]: the coefficients per block kind at the checkpoint's sizes, the weights in memory,
     the active parameters, and the measurements of the preview run that check the rules."""
     from atlas.introspect import find_block_list
+    from atlas.layers import layer_config  # a block built with sizes of its own (Gemma 4's global blocks)
 
     _, blocks = find_block_list(model, config.num_hidden_layers)
     kinds = []
     for k in facts["block_kinds"]:
-        t = block_terms(blocks[k["indices"][0]], config, k["attention_type"], family)
+        t = block_terms(blocks[k["indices"][0]], layer_config(config, k["indices"][0]), k["attention_type"], family)
         kinds.append({
             "kind": k["id"], "label": k["label"], "count": k["count"], "attention": t.attention, "window": t.window,
             "cache": {"values": t.cache_values, "cap": t.cache_cap, "formula": t.cache_formula,
@@ -398,7 +399,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     model, config = run.model, run.config
     _, blocks = find_block_list(model, config.num_hidden_layers)
     types = layer_types(config) or [None] * len(blocks)
-    terms = [block_terms(b, config, types[i], family) for i, b in enumerate(blocks)]
+    from atlas.layers import layer_config
+
+    terms = [block_terms(b, layer_config(config, i), types[i], family) for i, b in enumerate(blocks)]
     prompt = run.ids.shape[1]
     with torch.no_grad():
         out = model(run.ids, use_cache=True)

@@ -66,7 +66,14 @@ def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
 
 def checkpoint_sizes(config) -> dict[str, int | None]:
     """The sizes layouts resolve with, from a transformers config: the standardized sizes, the
-    number of routed experts and the experts per token (None where the family has no such size)."""
+    number of routed experts and the experts per token (None where the family has no such size).
+    Where blocks are built with sizes of their own (Gemma 4's global blocks), a size that differs
+    between blocks is None here, so layouts keep its name; ``block_sizes`` gives each block's."""
+    from atlas.layers import heterogeneous, layer_configs
+
+    if heterogeneous(config):
+        per_block = [checkpoint_sizes(layer) for layer in layer_configs(config)]
+        return {k: (v if all(b[k] == v for b in per_block) else None) for k, v in per_block[0].items()}
     heads = config.num_attention_heads
     head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
     rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
@@ -84,6 +91,29 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         **linear_attention_sizes(config),
         **ssm_sizes(config),
     }
+
+
+def block_sizes(config, index: int) -> dict[str, int | None]:
+    """The sizes block ``index`` is built with (the whole model's where no size differs per block)."""
+    from atlas.layers import layer_config
+
+    return checkpoint_sizes(layer_config(config, index))
+
+
+def differing_block_sizes(config) -> dict[str, dict[str, int]]:
+    """The blocks built with sizes of their own, and those sizes: {block: {size: value}}, each against
+    the whole configuration's own (empty where every block is built alike)."""
+    from atlas.layers import global_config, heterogeneous
+
+    if not heterogeneous(config):
+        return {}
+    whole = checkpoint_sizes(global_config(config))
+    found = {}
+    for i in range(config.num_hidden_layers):
+        own = {k: v for k, v in block_sizes(config, i).items() if v != whole.get(k)}
+        if own:
+            found[str(i)] = own
+    return found
 
 
 LINEAR_ATTENTION_SIZES = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim")

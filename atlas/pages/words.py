@@ -152,6 +152,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
         if r == "layernorm":
             return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned gain and bias per feature."
+        if fact(node, "gain") == "none":  # a norm that holds no tensor (Gemma 4's value norm)
+            return f"Divides each vector by its root mean square{eps}; it has no learned gain and no parameters."
         gain = "one plus a learned offset per feature (the stored gain is 1 + g)" if fact(node, "norm") == "rms_offset" else "a learned gain per feature"
         return f"Divides each {grouped(width)}-wide vector by its root mean square{eps}, then multiplies it by {gain}."
     if r == "embedding":

@@ -31,9 +31,18 @@ def _heads(part: Part, tiny: bool):
     cfg = part.ctx.tiny_config if tiny else part.ctx.full_config
     m = part.tiny if tiny else part.full
     h = _attr(m, "num_heads") or cfg.num_attention_heads
+    cfg = _layer_of(cfg, m)  # a block built with sizes of its own (Gemma 4's global blocks)
     kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
+
+
+def _layer_of(cfg, module):
+    """The configuration the module's block was built from, where blocks differ in size."""
+    from atlas.layers import heterogeneous, layer_config
+
+    index = getattr(module, "layer_idx", None)
+    return layer_config(cfg, index) if heterogeneous(cfg) and isinstance(index, int) else cfg
 
 
 def rotate_half(x, cos, sin):
@@ -293,13 +302,18 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     Q, K, V = T.q("Q"), T.k("K"), T.v("V")
     # an output gate rides on the query projection: twice the query width, each head's [query; gate]
     gated = "q_proj" in names and linear_dims(part.tiny.q_proj)[1] == 2 * th * td
-    if {"q_proj", "k_proj", "v_proj"} <= names:
-        for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
+    keys_as_values = {"q_proj", "k_proj"} <= names and "v_proj" not in names and not names & {"qkv_proj", "c_attn", "query_key_value"}
+    if {"q_proj", "k_proj", "v_proj"} <= names or keys_as_values:
+        projections = ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K")) + (() if keys_as_values else ((V, "v_proj", kv, "V"),))
+        for sym, name, heads, stream in projections:
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
             if gated and name == "q_proj":
                 steps.append(Step(rf"[{Q};G]=x W_Q^{{\top}}{b}{T.maps(width, T.times(heads, 2 * d))}", stream, sub(part, name), summary=False))
                 continue
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
+        if keys_as_values:  # no value projection: the values are the keys' projection, before its norm and rotation
+            part.note("values", "the key projection's output", "the module has no value projection")
+            steps.append(Step(rf"{V}={K}\quad\text{{(no value projection: the key projection's output serves as values)}}", "V", lambda e: e["K"], summary=True))
         out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value") if n in names)
@@ -346,6 +360,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                        ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}")] if norms and per_head else []
     if not norm_after_rotary:
         steps += head_norms
+    if "v_norm" in names:  # the values normalized per head too (Gemma 4)
+        steps.append(Step(rf"{T.v('V_g')}\leftarrow\operatorname{{Norm}}_v({T.v('V_g')})\quad\text{{per head, over }}{T.num(d)}", "V",
+                          sub(part, "v_norm", x="V")))
     inputs = [X]
     if _rotary_given(part) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
         part.note("positions", "none: the rotary angles it is handed are not applied", "measured: only the chain without rotation reproduces it")

@@ -64,6 +64,8 @@ def kind_of(part: Part) -> str:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value"}:
         return "attention"
+    if {"q_proj", "k_proj", "o_proj"} <= children:
+        return "attention"  # no value projection: the keys' projection serves as values (Gemma 4's global blocks)
     if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
         return "experts"
     if not children and "weight" in own and own["weight"].dim() == 2:
@@ -81,6 +83,8 @@ def kind_of(part: Part) -> str:
         return "activation"
     if is_offset(m):
         return "offset"
+    if not children and not own and not dict(m.named_buffers(recurse=False)) and library.has_epsilon(m):
+        return "norm"  # a norm with no gain: nothing but its epsilon (Gemma 4's value norm)
     if not children and not own:
         return "activation"
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",

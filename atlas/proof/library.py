@@ -66,6 +66,8 @@ def _eps(module) -> float:
 
 
 def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
+    if getattr(part.tiny, "weight", None) is None and not dict(part.tiny.named_parameters()):
+        return plain_norm(part, x, y)  # no gain at all: nothing but its epsilon
     width = part.full.weight.shape[-1]
     eps = _eps(part.full)
     tiny_eps = _eps(part.tiny)
@@ -101,6 +103,39 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     else:
         variants["layer"] = layer
     return part.choose("norm", variants)
+
+
+def has_epsilon(module) -> bool:
+    try:
+        _eps(module)
+        return True
+    except LookupError:
+        return False
+
+
+def plain_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
+    """A norm that holds no tensor at all, only its epsilon (Gemma 4's value norm and router norm):
+    each vector divided by its root mean square, or centred and divided by its deviation, with no gain;
+    which one is measured."""
+    eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    part.note("eps", eps, "the module's epsilon")
+    part.note("gain", "none", "the module holds no tensor")
+
+    def rms() -> Chain:
+        return Chain([
+            Step(rf"\rho=\operatorname{{mean}}_j\,{x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
+            Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+        ], [X], "y")
+
+    def layer() -> Chain:
+        return Chain([
+            Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+            Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+            Step(rf"{y}=({x}-\mu)/\sqrt{{\sigma^2+{T.num(eps)}}}\quad\text{{(no gain, no bias)}}", "y",
+                 lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt(), summary=True),
+        ], [X], "y")
+
+    return part.choose("norm", {"rms": rms, "layer": layer})
 
 
 # --- linear maps, lookups, dropout, activations -----------------------------------------------------

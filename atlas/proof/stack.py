@@ -36,9 +36,40 @@ def _depth_scaled_block(part: Part, depth: float) -> Chain:
                   times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
 
 
+def own_scalar(module) -> str | None:
+    """The name of a one-number tensor the block holds itself (Gemma 4's layer_scalar, stored in the
+    checkpoint), which scales the block's whole output; None where it holds none."""
+    own = {**dict(module.named_parameters(recurse=False)), **{n: b for n, b in module.named_buffers(recurse=False)
+                                                              if n not in module._non_persistent_buffers_set}}
+    found = [n for n, t in own.items() if t.numel() == 1 and t.is_floating_point()]
+    return found[0] if len(found) == 1 else None
+
+
+def _scaled_output(part: Part, chain: Chain) -> Chain:
+    """The block's chain with its output scaled by the block's own stored number, where it holds one
+    (decided from the structure; the preview moves the number off 1, so a chain without the product
+    would not reproduce the block)."""
+    import dataclasses
+
+    name = own_scalar(part.tiny)
+    if name is None:
+        return chain
+    steps = list(chain.steps)
+    steps[-1] = dataclasses.replace(steps[-1], value=None)
+    shown = name.replace("_", r"\_")
+    steps.append(Step(rf"y\leftarrow s\,y\quad s\ \text{{the block's stored {shown}, one number per block}}", "y",
+                      lambda e: e.w(name) * e["y"], value="layer_output", summary=True))
+    part.note("output_scale", name, "the block holds one stored number of its own, which scales its output")
+    return dataclasses.replace(chain, steps=steps)
+
+
 def _block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None) -> Chain:
     """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add
     (``tiny_factor`` on the preview run and ``times`` its TeX, where they are not the config's residual_multiplier)."""
+    return _scaled_output(part, _plain_block(part, factor, tiny_factor, times))
+
+
+def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None) -> Chain:
     r = block_roles(part.tiny)
     if r.sublayers == 1:
         return _one_sublayer(part, r, factor)
