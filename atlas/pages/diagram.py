@@ -180,7 +180,9 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         y = y_add + 28
     height = y + 16
     lines[0] = (SPINE, 24, SPINE, height - 10)
-    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": "layers[i] output → next block"})
+    scale = fact(tree, "output_scale")  # the block's stored number times its output (Gemma 4's layer_scalar)
+    out_text = f"× {scale} → layers[i] output → next block" if scale else "layers[i] output → next block"
+    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": out_text})
     return {
         "kind": kind_id,
         "id": kid,
