@@ -109,7 +109,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         ],
         "blocks": [next(k.id for k in kinds if i in k.indices) for i in range(len(blocks))],
         "accounting": {
-            "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
+            "model": params.model_accounting(model, block_path, kind_rows, blocks, standard.experts_per_token(config)),
             "block_kinds": kind_rows,
             "outside": outside,  # the component pages of embeddings, norm, head
         },

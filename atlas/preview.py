@@ -84,11 +84,12 @@ def tiny_values(config) -> dict[str, Any]:
     if getattr(config, "sliding_window", None):
         values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
-    if experts_key and getattr(config, "num_experts_per_tok", None):
+    top_k_key = next((k for k in ("num_experts_per_tok", "top_k_experts") if getattr(config, k, None)), None)  # Gemma 4: top_k_experts
+    if experts_key and top_k_key:
         # the same share of experts per token: top_k / experts stays the pinned ratio
-        experts = round(TINY_TOP_K * getattr(config, experts_key) / config.num_experts_per_tok)
+        experts = round(TINY_TOP_K * getattr(config, experts_key) / getattr(config, top_k_key))
         values[experts_key] = experts
-        values["num_experts_per_tok"] = TINY_TOP_K
+        values[top_k_key] = TINY_TOP_K
     values.update(tiny_linear_attention(config))
     values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
     for token in ("bos_token_id", "eos_token_id", "pad_token_id"):

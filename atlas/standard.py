@@ -87,10 +87,18 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "vocab_size": config.vocab_size,
         "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
-        "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
+        "top_k": experts_per_token(config) if experts else None,
         **linear_attention_sizes(config),
         **ssm_sizes(config),
     }
+
+
+TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts")  # the config's experts per token (Gemma 4: top_k_experts)
+
+
+def experts_per_token(config) -> int | None:
+    """How many routed experts each token is sent to, under the key the config uses (None: no mixture)."""
+    return next((getattr(config, k) for k in TOP_K_KEYS if isinstance(getattr(config, k, None), int)), None)
 
 
 def block_sizes(config, index: int) -> dict[str, int | None]:

@@ -116,3 +116,34 @@ def test_a_wrong_value_norm_fails_the_build(project_copy):
     error = result.stderr.strip().splitlines()[0]
     assert error.startswith("error: family scratch: component "), error
     assert "self_attn.v_norm:" in error and "does not reproduce the module on the preview run" in error
+
+
+def test_gemma4_26b_a4b(collected):
+    f, c = collected("gemma4_moe").facts, released_config("gemma4_moe")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    E, K, Fe = c["num_experts"], c["top_k_experts"], c["moe_intermediate_size"]
+    assert c["enable_moe_block"] is True
+    n_sliding, n_global, sliding_attn, global_attn = _shape(c)
+    mlp = 3 * d * F  # the block's small dense GeGLU MLP
+    router = E * d + d + E  # projection, a gain over the width, one scale per expert
+    experts = E * (2 * Fe * d + d * Fe)  # fused gate/up and down per expert, no biases
+    norms = 4 * d + 3 * d  # the sandwich, plus the experts' input norm and the two post-norms before the sum
+    ffn = mlp + router + experts + norms
+    parameters = V * d + n_sliding * (sliding_attn + ffn) + n_global * (global_attn + ffn) + d
+    assert f["accounting"]["model"]["parameters"] == parameters
+    assert f["accounting"]["model"]["stored_buffers"] == L  # layer_scalar
+    total = parameters + L
+    assert f["accounting"]["model"]["total"] == total
+    # A token runs through K of the E experts in every block.
+    active = total - L * experts * (E - K) // E
+    assert f["accounting"]["model"]["active"] == active
+    # The published sizes: 25.2 B in all, 3.8 B active.
+    assert round(parameters / 1e9, 1) == 25.2 and round(active / 1e9, 1) == 3.8
+    components = f["equations"]["components"]
+    block = components["sliding_window_block"]
+    assert block["facts"]["side_mixture"]["value"]["router"] == "router"
+    assert block["facts"]["output_scale"]["value"] == "layer_scalar"
+    router_facts = components["sliding_window_block.router"]["facts"]
+    assert router_facts["router_gain"]["value"] == "gain_over_sqrt_width"
+    assert router_facts["per_expert_scale"]["value"] == "per_expert_scale"
+    assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
