@@ -780,6 +780,10 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
         read, missing, needs_eager = rules[value.name]
         if overrides and value.name in overrides and host is not None:
             override = parse_override(overrides[value.name])
+            if LAYOUTS[value.layout][:2] == ("batch", "seq"):  # rows of batch × seq tokens (a router's) are unflattened
+                import dataclasses
+
+                override = dataclasses.replace(override, flatten_tokens=True)
             # An override names a module that must exist at this block; where it does not, the value
             # is missing there (a mixture's module on a dense block, say).
             base = block if override.from_block else host

@@ -147,3 +147,16 @@ def test_gemma4_26b_a4b(collected):
     assert router_facts["router_gain"]["value"] == "gain_over_sqrt_width"
     assert router_facts["per_expert_scale"]["value"] == "per_expert_scale"
     assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+
+
+def test_gemma4_26b_a4b_values_and_drawing(collected):
+    """The block's own router and experts host the mixture's standard values, captured on the run and
+    compared by the block's steps; the drawing shows them under the MLP."""
+    f = collected("gemma4_moe").facts
+    mlp = next(h for h in f["support"]["hosts"] if h["host"] == "layers[i].mlp")
+    placed = {v["name"]: v for v in mlp["values"]}
+    for name in ("router_logits", "expert_weights", "expert_indices", "routed_output"):
+        assert placed[name]["blocks"] == list(range(30)), name
+    assert "expert_outputs" not in f["preview"]["shapes"]
+    skipped = {s["id"] for s in f["preview"]["not_applicable"]}
+    assert {"mixture_sum", "expert_slots", "expert_weights_sum", "block_sum"} <= skipped

@@ -20,4 +20,21 @@ FAMILY = GEMMA4.but(
     ),
     tags=("Sliding/global pattern", "Per-layer head sizes", "Keys as values", "Mixture of experts", "Multimodal wrapper"),
     checkpoint="google/gemma-4-26B-A4B",
+    # The mixture is the block's own (router and experts beside the MLP), where the generic rule looks
+    # inside the MLP: its values are read at the block's children.
+    not_applicable={
+        **GEMMA4.not_applicable,
+        "mixture_sum": "the block's MLP is dense; the routed experts run beside it, and the two outputs are each "
+                       "normalized before they are summed, so routed_output alone is not the MLP's output",
+        "expert_slots": "the experts are the block's own module, outside the MLP, and return their weighted sum "
+                        "directly: no per-slot outputs are captured to sum",
+        "expert_weights_sum": "after the top-k weights are renormalized to one, the router multiplies each by its "
+                              "expert's learned per_expert_scale, so they do not sum to a fixed number",
+    },
+    standard_overrides={
+        "router_logits": "layers[i].router.proj.output",
+        "expert_weights": "layers[i].router.output[1]",
+        "expert_indices": "layers[i].router.output[2]",
+        "routed_output": "layers[i].post_feedforward_layernorm_2.input[0]",
+    },
 )
