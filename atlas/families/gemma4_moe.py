@@ -15,8 +15,8 @@ from atlas.families.gemma4 import FAMILY as GEMMA4
 FAMILY = GEMMA4.but(
     title="Gemma 4 (26B-A4B)",
     summary=(
-        "Gemma 4's sliding/global text model with a mixture of 128 small experts beside a small dense MLP in "
-        "every block, each token sent to 8 of them."
+        "The dense model's sliding/global attention with a mixture of many small experts beside a small dense MLP in "
+        "every block, each token sent to a few of them."
     ),
     tags=("Sliding/global pattern", "Per-layer head sizes", "Keys as values", "Mixture of experts", "Multimodal wrapper"),
     checkpoint="google/gemma-4-26B-A4B",
