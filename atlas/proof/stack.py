@@ -154,7 +154,9 @@ def side_mixture(block) -> dict[str, str] | None:
     if r.experts or not r.mlp:
         return None
     kids = dict(block.named_children())
-    experts = next((n for n, m in kids.items() if getattr(m, "gate_up_proj", None) is not None and m.gate_up_proj.dim() == 3), None)
+    import torch
+
+    experts = next((n for n, m in kids.items() if isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3), None)
     rows = experts and kids[experts].gate_up_proj.shape[0]
     # the router: a child whose one linear map has a row per expert, beside nothing but norms
     router = next((n for n, m in kids.items() if n not in (r.attention, r.mlp) and _routes_to(m, rows)), None) if experts else None
