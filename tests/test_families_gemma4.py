@@ -71,6 +71,11 @@ def test_gemma4_global_attention_steps(collected):
     assert attn["facts"]["values"]["value"] == "the key projection's output"
     assert attn["facts"]["heads"]["value"] == {"query": 32, "key_value": 4, "head_dim": 512}
     assert attn["facts"]["scaling"]["value"] == 1.0
+    # proportional RoPE: only partial_rotary_factor of the global head's angle pairs turn, counted on the run
+    c = released_config("gemma4")
+    turning = int(c["rope_parameters"]["full_attention"]["partial_rotary_factor"] * c["global_head_dim"] // 2)
+    assert attn["facts"]["rotated_pairs"]["value"]["turning"] == turning == 64
+    assert "rotated_pairs" not in components["sliding_window_block.self_attn"]["facts"]
     assert "global_block.self_attn.v_proj" not in components
     assert components["global_block.self_attn.v_norm"]["facts"]["gain"]["value"] == "none"
     sliding = components["sliding_window_block.self_attn"]

@@ -100,6 +100,31 @@ def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str
     return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
 
 
+def _zero_angle_words(part: Part, rotate, d: int, td: int) -> str:
+    """Where the angles span the whole head but the last ones are zero (Gemma 4's proportional RoPE on
+    its global blocks: partial_rotary_factor of the pairs turn, the others keep angle zero), the TeX that
+    says so at the checkpoint's sizes; the zero angles are counted on the tiny run's sin and must be the
+    share the block's rotary settings give there."""
+    if rotate is not rotate_half:
+        return ""
+    sin = part.argument("position_embeddings")[1]
+    pairs = sin.shape[-1] // 2
+    moving = (sin.reshape(-1, sin.shape[-1]).abs().amax(0) > 0)[:pairs]
+    still = int((~moving).sum())
+    if not still or bool(moving[pairs - still:].any()):
+        return ""
+    rope = getattr(part.ctx.full_config, "rope_parameters", None) or {}
+    rope = rope.get(part.attention_type, rope) if isinstance(rope.get(part.attention_type), dict) else rope
+    factor = rope.get("partial_rotary_factor")
+    if not factor or int(factor * td // 2) != pairs - still:
+        return ""
+    turning = int(factor * d // 2)
+    part.note("rotated_pairs", {"turning": turning, "of": d // 2, "rope_type": rope.get("rope_type")},
+              "measured: the tiny run's angles are zero past this share of the pairs, as partial_rotary_factor says")
+    return (rf"\quad\text{{the angles of pairs }}{T.num(turning + 1)}..{T.num(d // 2)}\text{{ are zero: only }}{T.num(turning)}"
+            rf"\text{{ of }}{T.num(d // 2)}\text{{ pairs turn (partial\_rotary\_factor }}{factor:g}\text{{)}}")
+
+
 def rotate_interleaved(x, cos, sin):
     """Adjacent pairs (x0, x1), (x2, x3) ... each turned by one angle, kept in place; cos and sin given
     once per dim (each angle twice, side by side). Only the first cos.shape[-1] dims turn."""
@@ -372,7 +397,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         partial = turned < td
         part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""), "the module is given cos and sin")
         R = T.c("R_t")
-        only = _partial_rotary_words(part, d, turned, td) if partial else ""
+        only = _partial_rotary_words(part, d, turned, td) if partial else _zero_angle_words(part, rotate, d, td)
         steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     else:
