@@ -130,7 +130,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     elif window:
         cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
 
-    top_k = getattr(config, "num_experts_per_tok", None)
+    top_k = _top_k(config)
     matrices, routed = _matrix_values(block, roles, top_k, exclude=expand)
     per_key = attention_flops_per_key(heads, qk, v)
     key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
@@ -195,7 +195,7 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
     cache_formula = (f"{heads} value heads × {grouped(key_dim)} key dims × {grouped(value_dim)} value dims = {grouped(state)} values of "
                      f"recurrent state, + {grouped(channels)} convolution channels × {kernel} inputs = {grouped(channels * kernel)}: "
                      f"{grouped(cache_values)} values per sequence, whatever the context (held as one position)")
-    top_k = getattr(config, "num_experts_per_tok", None)
+    top_k = _top_k(config)
     matrices, routed = _matrix_values(block, roles, top_k, exclude=conv)
     # a per-head vector stored with extra unit axes (Kimi's A_log, 1 × 1 × heads × 1) multiplies nothing
     matrices -= sum(p.numel() for p in mixer.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1
@@ -259,7 +259,7 @@ def ssm_state_values(conv_channels: int, kernel: int, heads: int, head_dim: int,
 def _no_attention_terms(block, roles, config) -> BlockTerms:
     """A block with no attention: nothing grows with the context. A state-space mixer keeps a state of
     fixed size (held as one "position" that never grows: cap 1); an MLP block keeps nothing."""
-    matrices, routed = _matrix_values(block, roles, getattr(config, "num_experts_per_tok", None))
+    matrices, routed = _matrix_values(block, roles, _top_k(config))
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}"
     if roles.ssm is None:
@@ -374,9 +374,20 @@ def attention_flops_per_key(heads: int, key_dim: int, value_dim: int) -> int:
     return 2 * heads * (key_dim + value_dim)
 
 
+def _top_k(config) -> int | None:
+    from atlas.standard import experts_per_token
+
+    return experts_per_token(config)
+
+
 def _experts_module(block, roles):
     mlp = getattr(block, roles.mlp) if roles.mlp else None
-    return getattr(mlp, roles.experts) if mlp is not None and roles.experts else None
+    if mlp is not None and roles.experts:
+        return getattr(mlp, roles.experts)
+    from atlas.proof.stack import side_mixture
+
+    side = side_mixture(block)  # routed experts the block holds beside its MLP (Gemma 4's 26B-A4B)
+    return getattr(block, side["experts"]) if side else None
 
 
 def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, tuple[int, int] | None]:
@@ -464,11 +475,12 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     """facts["cost"]: the coefficients per block kind at the checkpoint's sizes, the weights in memory,
     the active parameters, and the measurements of the preview run that check the rules."""
     from atlas.introspect import find_block_list
+    from atlas.layers import layer_config  # a block built with sizes of its own (Gemma 4's global blocks)
 
     _, blocks = find_block_list(model, config.num_hidden_layers)
     kinds = []
     for k in facts["block_kinds"]:
-        t = block_terms(blocks[k["indices"][0]], config, k["attention_type"], family)
+        t = block_terms(blocks[k["indices"][0]], layer_config(config, k["indices"][0]), k["attention_type"], family)
         kinds.append({
             "kind": k["id"], "label": k["label"], "count": k["count"], "attention": t.attention, "window": t.window,
             "cache": {"values": t.cache_values, "cap": t.cache_cap, "formula": t.cache_formula,
@@ -548,7 +560,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     model, config = run.model, run.config
     _, blocks = find_block_list(model, config.num_hidden_layers)
     types = layer_types(config) or [None] * len(blocks)
-    terms = [block_terms(b, config, types[i], family) for i, b in enumerate(blocks)]
+    from atlas.layers import layer_config
+
+    terms = [block_terms(b, layer_config(config, i), types[i], family) for i, b in enumerate(blocks)]
     prompt = run.ids.shape[1]
     # Parameters that need no gradient while counting: a module handed slices of its parent's parameters
     # (DBRX's experts.mlp gets views of w1, v1, w2 made under no_grad) would otherwise stop torch's
@@ -702,7 +716,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     from atlas.introspect import own_tensors
     from atlas.standard import block_roles
 
-    top_k = getattr(config, "num_experts_per_tok", None)
+    top_k = _top_k(config)
     parts = {name: 0 for name in ACTIVE_PARTS}
     routed_all = 0
     for block in blocks:

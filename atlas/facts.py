@@ -82,6 +82,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         },
         "config": {
             "standardized": _standardized_sizes(config),
+            # blocks built with sizes of their own (Gemma 4's global blocks), against the standardized ones
+            **({"block_sizes": own} if (own := standard.differing_block_sizes(config)) else {}),
             # read again from the file: building the transformers config rewrites parts of the dict it
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": _raw_config(checkpoint),
@@ -107,7 +109,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         ],
         "blocks": [next(k.id for k in kinds if i in k.indices) for i in range(len(blocks))],
         "accounting": {
-            "model": params.model_accounting(model, block_path, kind_rows, blocks, getattr(config, "num_experts_per_tok", None)),
+            "model": params.model_accounting(model, block_path, kind_rows, blocks, standard.experts_per_token(config)),
             "block_kinds": kind_rows,
             "outside": outside,  # the component pages of embeddings, norm, head
         },
@@ -183,7 +185,9 @@ def _torch_bases(model) -> dict[str, str]:
 
 def _standardized_sizes(config) -> dict[str, int | None]:
     """The sizes every family names the same way (a family's own config may call them otherwise)."""
-    sizes = standard.checkpoint_sizes(config)
+    from atlas.layers import global_config
+
+    sizes = standard.checkpoint_sizes(global_config(config))  # the whole configuration's own; block_sizes has the others
     return {"num_layers": config.num_hidden_layers, **{k: sizes[k] for k in STANDARDIZED if k in sizes}}
 
 

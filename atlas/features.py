@@ -74,8 +74,23 @@ def _sparse_attention(facts):
 def _grouped_query(facts):
     heads, kv = _heads(facts)
     if 1 < kv < heads:
-        return f"{kv} key/value heads serve {heads} query heads, {heads // kv} each"
+        words = f"{kv} key/value heads serve {heads} query heads, {heads // kv} each"
+        others = _other_kv_heads(facts)
+        if others:  # blocks built with other counts (Gemma 4's global blocks)
+            words += "; " + "; ".join(f"{n} key/value heads serve them on blocks {index_ranges(blocks)}, {heads // n} each" if n > 1
+                                      else f"one key/value head serves them on blocks {index_ranges(blocks)}"
+                                      for n, blocks in others.items())
+        return words
     return None
+
+
+def _other_kv_heads(facts) -> dict[int, list[int]]:
+    """Key/value head counts of blocks built with their own (facts.config.block_sizes), by count."""
+    found: dict[int, list[int]] = {}
+    for block, own in sorted((facts["config"].get("block_sizes") or {}).items(), key=lambda kv: int(kv[0])):
+        if "num_kv_heads" in own:
+            found.setdefault(own["num_kv_heads"], []).append(int(block))
+    return found
 
 
 def _multi_query(facts):

@@ -275,9 +275,12 @@ def check_config(family, checkpoint, config) -> None:
     if _integer(heads) and _integer(width) and not given_head_dim and width % heads:
         raise AtlasError(where, _key(checkpoint.config, HEADS) or "num_attention_heads",
                          f"{heads:,} heads do not divide hidden_size {width:,}, and no head_dim is given")
-    kv_heads = getattr(config, "num_key_value_heads", None)
-    if _integer(heads) and _integer(kv_heads) and kv_heads and heads % kv_heads:
-        raise AtlasError(where, "num_key_value_heads", f"{kv_heads:,} key-value heads do not divide {heads:,} query heads")
+    from atlas.layers import layer_configs
+
+    for layer in layer_configs(config) if _integer(getattr(config, "num_hidden_layers", None)) else [config]:
+        kv_heads = getattr(layer, "num_key_value_heads", None)  # per block where blocks differ (Gemma 4)
+        if _integer(heads) and _integer(kv_heads) and kv_heads and heads % kv_heads:
+            raise AtlasError(where, "num_key_value_heads", f"{kv_heads:,} key-value heads do not divide {heads:,} query heads")
 
 
 @contextlib.contextmanager

@@ -89,11 +89,12 @@ def tiny_values(config) -> dict[str, Any]:
         # the positions per step of the query temperature (Llama 4's NoPE blocks): short, so the temperature rises on the prompt
         values["floor_scale"] = TINY_SLIDING_WINDOW // 2
     experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
-    if experts_key and getattr(config, "num_experts_per_tok", None):
+    top_k_key = next((k for k in ("num_experts_per_tok", "top_k_experts") if getattr(config, k, None)), None)  # Gemma 4: top_k_experts
+    if experts_key and top_k_key:
         # the same share of experts per token: top_k / experts stays the pinned ratio
-        experts = round(TINY_TOP_K * getattr(config, experts_key) / config.num_experts_per_tok)
+        experts = round(TINY_TOP_K * getattr(config, experts_key) / getattr(config, top_k_key))
         values[experts_key] = experts
-        values["num_experts_per_tok"] = TINY_TOP_K
+        values[top_k_key] = TINY_TOP_K
     values.update(tiny_linear_attention(config))
     values.update(tiny_indexer(config))
     if getattr(config, "indexer_types", None):  # which blocks run their own indexer: the tiny stack's first ones
@@ -167,9 +168,44 @@ def tiny_ssm_values(config) -> dict[str, Any]:
     return values
 
 
+def tiny_per_layer(config, values: dict[str, Any]) -> dict[str, Any]:
+    """A configuration whose blocks differ in some size (Gemma 4's global blocks: wider heads, fewer
+    key-value heads) keeps that difference at the tiny sizes: each block of the tiny stack that the
+    pinned one builds with its own values gets them shrunk by the same rule, a head size in the pinned
+    ratio to the others' (512 against 256 becomes 32 against 16)."""
+    from atlas.layers import global_config, layer_config, overrides
+
+    pinned = overrides(config)
+    if not pinned:
+        return {}
+    whole = global_config(config)
+    layers = values.get("num_hidden_layers", config.num_hidden_layers)
+    tiny: dict[int, dict[str, Any]] = {}
+    for index, changed in pinned.items():
+        if index >= layers:
+            continue
+        shrunk = tiny_values(layer_config(config, index))
+        own: dict[str, Any] = {}
+        for key, value in changed.items():
+            base, tiny_base = getattr(whole, key, None), values.get(key)
+            if key == "head_dim" and _integer_ratio(value, base, tiny_base):
+                own[key] = tiny_base * value // base
+            else:
+                own[key] = shrunk.get(key, value)
+        tiny[index] = own
+    return {"per_layer_config": tiny}
+
+
+def _integer_ratio(value, base, tiny_base) -> bool:
+    return all(isinstance(v, int) and v > 0 for v in (value, base, tiny_base)) and (tiny_base * value) % base == 0
+
+
 def tiny_config(family, pinned_config):
     """The tiny config: the pinned config with the generic rule's and the family's changes applied."""
-    values = tiny_values(pinned_config)
+    from atlas.layers import global_config
+
+    values = tiny_values(global_config(pinned_config))
+    values.update(tiny_per_layer(pinned_config, values))
     if family.preview is not None:
         values.update(family.call("preview", pinned_config))
     raw = pinned_config.to_dict()
@@ -231,6 +267,19 @@ def build_preview_model(family, config, seed: int = SEED):
         for name, parameter in model.named_parameters():
             if parameter.dim() == 1:
                 parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.1)
+        from atlas.introspect import find_block_list
+        from atlas.proof.stack import own_scalar
+
+        try:
+            _, blocks = find_block_list(model, config.num_hidden_layers)
+        except Exception:  # a model the block finder cannot read fails later, by name
+            blocks = []
+        for block in blocks:
+            # a stored number that scales the block's output (Gemma 4's layer_scalar, 1 at the start):
+            # moved off 1, so a proof that forgot it would not reproduce the block
+            name = own_scalar(block)
+            if name is not None:
+                getattr(block, name).mul_(1 + 0.25 * torch.rand((), generator=generator))
         for module in model.modules():
             bias = getattr(module, "e_score_correction_bias", None)
             if bias is not None:
@@ -543,6 +592,22 @@ def tiny_sizes(preview: PreviewRun) -> dict[str, int]:
     return sizes
 
 
+def tiny_block_sizes(preview: PreviewRun) -> dict[str, dict[str, int]]:
+    """The sizes of the tiny model's blocks that differ between blocks: {block: {size: value}} (empty
+    where every block is built alike)."""
+    from atlas.standard import block_sizes, checkpoint_sizes
+
+    config = preview.config
+    whole = checkpoint_sizes(config)
+    varying = [k for k, v in whole.items() if v is None]
+    found = {}
+    for i in range(config.num_hidden_layers):
+        own = block_sizes(config, i)
+        if any(own[k] is not None for k in varying):
+            found[str(i)] = {k: own[k] for k in varying if own[k] is not None}
+    return found if any(own != whole for own in (block_sizes(config, i) for i in range(config.num_hidden_layers))) else {}
+
+
 def captured_shapes(preview: PreviewRun) -> dict[str, dict[str, list]]:
     """Every captured value's shape on the eager run: {name: {block or "model": shape}}."""
     shapes: dict[str, dict[str, list]] = {}
@@ -718,7 +783,9 @@ def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoin
     if checkpoint_config is None or checkpoint_kinds is None:
         checkpoint_config, checkpoint_kinds = _pinned_shape(family)
     measured, skipped = identities(preview, dict(family.not_applicable))
-    sizes = checkpoint_sizes(preview.config)
+    from atlas.layers import global_config
+
+    sizes = checkpoint_sizes(global_config(preview.config))  # the whole configuration's own; block_sizes has the others
     differences, kept = compare(preview.config, tiny_kinds(preview), checkpoint_config, checkpoint_kinds)
     return {
         "description": _description(preview, differences, kept),
@@ -736,6 +803,7 @@ def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoin
         "not_applicable": skipped,
         "selection_changed_by_bias": selection_changes(preview),
         "sizes": tiny_sizes(preview),
+        **({"block_sizes": per_block} if (per_block := tiny_block_sizes(preview)) else {}),
         "shapes": captured_shapes(preview),
         "missing": missing_on_the_run(preview),
         "uncaptured": uncaptured(preview),
@@ -806,6 +874,21 @@ def _groups_words(groups: int, kept: int | None) -> str:
     return f"the best {kept} of {groups} expert groups"
 
 
+def _per_block_words(config, size: str, label: str) -> str:
+    """A size that differs between blocks, in words: the most common value, then the others with the
+    blocks that have them ("16 key/value heads (4 on 10 of 60 blocks)")."""
+    from collections import Counter
+
+    from atlas.standard import block_sizes
+
+    n = config.num_hidden_layers
+    counts = Counter(block_sizes(config, i)[size] for i in range(n))
+    (common, _), *others = counts.most_common()
+    first = _count(common, label) if label == "key/value head" else f"{common:,} {label}"
+    rest = ", ".join(f"{v:,} on {c} of {n} blocks" for v, c in others)
+    return f"{first} ({rest})" if rest else first
+
+
 def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     """What the comparison looks at, each in words at this config's values (None where it has none)."""
     from atlas.config_words import settings_words
@@ -823,9 +906,13 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     if isinstance(moe_width, list):  # one width per layer (Hunyuan): words for it only where every layer agrees
         moe_width = moe_width[0] if moe_width and len(set(moe_width)) == 1 else None
     mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
-    heads = f"{_count(s['num_heads'], 'query head')}, {_count(s['num_kv_heads'], 'key/value head')}"
-    head_width = (f"{s['qk_head_dim']} query/key and {s['head_dim']} value dims per head" if s["qk_head_dim"] != s["head_dim"]
-                  else f"{s['head_dim']} dims per head")
+    if None in (s["num_kv_heads"], s["head_dim"], s["qk_head_dim"]):  # sizes of their own on some blocks (Gemma 4)
+        heads = f"{_count(s['num_heads'], 'query head')}, {_per_block_words(config, 'num_kv_heads', 'key/value head')}"
+        head_width = _per_block_words(config, "head_dim", "dims per head")
+    else:
+        heads = f"{_count(s['num_heads'], 'query head')}, {_count(s['num_kv_heads'], 'key/value head')}"
+        head_width = (f"{s['qk_head_dim']} query/key and {s['head_dim']} value dims per head" if s["qk_head_dim"] != s["head_dim"]
+                      else f"{s['head_dim']} dims per head")
     latent = None
     if get("kv_lora_rank"):
         query = f"a {get('q_lora_rank'):,}-wide query latent" if get("q_lora_rank") else "no query latent"

@@ -71,7 +71,14 @@ def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
 
 def checkpoint_sizes(config) -> dict[str, int | None]:
     """The sizes layouts resolve with, from a transformers config: the standardized sizes, the
-    number of routed experts and the experts per token (None where the family has no such size)."""
+    number of routed experts and the experts per token (None where the family has no such size).
+    Where blocks are built with sizes of their own (Gemma 4's global blocks), a size that differs
+    between blocks is None here, so layouts keep its name; ``block_sizes`` gives each block's."""
+    from atlas.layers import heterogeneous, layer_configs
+
+    if heterogeneous(config):
+        per_block = [checkpoint_sizes(layer) for layer in layer_configs(config)]
+        return {k: (v if all(b[k] == v for b in per_block) else None) for k, v in per_block[0].items()}
     heads = config.num_attention_heads
     head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
     rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
@@ -85,7 +92,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "vocab_size": config.vocab_size,
         "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
-        "top_k": getattr(config, "num_experts_per_tok", None) if experts else None,
+        "top_k": experts_per_token(config) if experts else None,
         **linear_attention_sizes(config),
         **ssm_sizes(config),
         **indexer_sizes(config),
@@ -96,6 +103,37 @@ def indexer_sizes(config) -> dict[str, int]:
     """How many positions a sparse attention's indexer keeps for each query (none without an indexer)."""
     topk = getattr(config, "index_topk", None)
     return {"index_topk": topk} if isinstance(topk, int) else {}
+
+
+TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts")  # the config's experts per token (Gemma 4: top_k_experts)
+
+
+def experts_per_token(config) -> int | None:
+    """How many routed experts each token is sent to, under the key the config uses (None: no mixture)."""
+    return next((getattr(config, k) for k in TOP_K_KEYS if isinstance(getattr(config, k, None), int)), None)
+
+
+def block_sizes(config, index: int) -> dict[str, int | None]:
+    """The sizes block ``index`` is built with (the whole model's where no size differs per block)."""
+    from atlas.layers import layer_config
+
+    return checkpoint_sizes(layer_config(config, index))
+
+
+def differing_block_sizes(config) -> dict[str, dict[str, int]]:
+    """The blocks built with sizes of their own, and those sizes: {block: {size: value}}, each against
+    the whole configuration's own (empty where every block is built alike)."""
+    from atlas.layers import global_config, heterogeneous
+
+    if not heterogeneous(config):
+        return {}
+    whole = checkpoint_sizes(global_config(config))
+    found = {}
+    for i in range(config.num_hidden_layers):
+        own = {k: v for k, v in block_sizes(config, i).items() if v != whole.get(k)}
+        if own:
+            found[str(i)] = own
+    return found
 
 
 LINEAR_ATTENTION_SIZES = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim")
@@ -956,6 +994,10 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
         read, missing, needs_eager = rules[value.name]
         if overrides and value.name in overrides and host is not None:
             override = parse_override(overrides[value.name])
+            if LAYOUTS[value.layout][:2] == ("batch", "seq"):  # rows of batch × seq tokens (a router's) are unflattened
+                import dataclasses
+
+                override = dataclasses.replace(override, flatten_tokens=True)
             # An override names a module that must exist at this block; where it does not, the value
             # is missing there (a mixture's module on a dense block, say).
             base = block if override.from_block else host

@@ -496,7 +496,10 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     config = model.config
     layers = config.get_text_config().num_hidden_layers  # a wrapper (vision + text) counts its text blocks
     resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
-    has_experts = any(b.experts for b in resolution.roles.blocks)
+    import torch
+
+    has_experts = any(b.experts for b in resolution.roles.blocks) or any(  # experts beside the MLP (Gemma 4's 26B-A4B)
+        isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3 for m in model.modules())
     implementations = {
         "attention": config._attn_implementation,
         "experts": getattr(config, "_experts_implementation", None) if has_experts else None,

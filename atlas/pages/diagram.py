@@ -185,6 +185,19 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                 row += 54
                 bottom = row + 40
             boxes.append(_box(MAIN_X, row, MAIN_W, 40, label, sub, part_of(main, name), link(name), cls))
+            side = fact(tree, "side_mixture") if main == "ffn" else None
+            if side:  # a router and experts the block holds beside its MLP (Gemma 4's 26B-A4B): drawn under it
+                r_node = kids.get(side["router"], {"proof": {}})
+                k, n = fact(r_node, "top_k"), fact(r_node, "count")
+                choice = f"top-{k} of {n}" if k and n else "routed"
+                for offset, (child, words, value, kind) in enumerate((
+                        (side["router"], f"{choice} · reads the stream", "expert_weights", "router"),
+                        (side["experts"], f"{choice} · beside the MLP", "routed_output", "experts"))):
+                    y_box = row + 46 + 46 * offset
+                    lines.append((MID, y_box - 6, MID, y_box))
+                    boxes.append(_box(MAIN_X, y_box, MAIN_W, 40, child, words, by_module.get(child) or (value if value in by_module.values() else None),
+                                      link(child), kind))
+                bottom = row + 46 + 46 + 40
         if a[post]:
             # a norm after the part: drawn under it, on the way back to the stream
             node = kids[a[post]]
@@ -206,7 +219,9 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         y = y_add + 28
     height = y + 16
     lines[0] = (SPINE, 24, SPINE, height - 10)
-    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": "layers[i] output → next block"})
+    scale = fact(tree, "output_scale")  # the block's stored number times its output (Gemma 4's layer_scalar)
+    out_text = f"× {scale} → layers[i] output → next block" if scale else "layers[i] output → next block"
+    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": out_text})
     return {
         "kind": kind_id,
         "id": kid,

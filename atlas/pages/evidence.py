@@ -70,6 +70,18 @@ OPERATIONS = {
 }
 
 
+# Other spellings of an operation in code: the inverse square root as a power (Gemma 4's RMSNorm,
+# torch.pow(mean_squared, -0.5)). The first one the running code holds is the one cited.
+SPELLINGS = {"rsqrt": ("rsqrt", ", -0.5)")}
+
+
+def written(facts: dict[str, Any], cls: str, op: str) -> str:
+    """How the running code of ``cls`` writes operation ``op`` (``op`` itself where no spelling is found)."""
+    parts = runs(facts, cls) if cls in facts["excerpts"] else []
+    return next((text for text in SPELLINGS.get(op, (op,))
+                 if any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)), op)
+
+
 def operations(proof: dict[str, Any]) -> list[str]:
     """The operations of the proof's measured variants that the module's code must name."""
     return [OPERATIONS[(k, f["value"])] for k, f in proof["facts"].items() if isinstance(f["value"], str) and (k, f["value"]) in OPERATIONS]
@@ -162,7 +174,8 @@ def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any]
     its parent's code that builds it and calls it, holding the attribute and the call."""
     cls = node["class"]
     proof = facts["equations"]["components"].get(node["page_id"])
-    out = uses(facts, cls, proof["reads"], "the computation the equations above state", operations(proof), called(proof)) if proof else []
+    ops = [written(facts, cls, op) for op in operations(proof)] if proof else []
+    out = uses(facts, cls, proof["reads"], "the computation the equations above state", ops, called(proof)) if proof else []
     base = facts["model"]["torch_bases"].get(cls)
     built = [f"self.{c['name']}" for c in node["children"]] + ([] if base else [f"self.{t['name']}" for t in node["tensors"]])
     if built:  # a constructor that creates nothing the page counts is no evidence of it

@@ -167,12 +167,15 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         if r == "layernorm":
             learned = "gain and bias" if any(t["name"] == "bias" for t in node["tensors"]) else "gain (no bias)"
             return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned {learned} per feature."
+        if fact(node, "gain") == "none":  # a norm that holds no tensor (Gemma 4's value norm)
+            return f"Divides each vector by its root mean square{eps}; it has no learned gain and no parameters."
         gain = "one plus a learned offset per feature (the stored gain is 1 + g)" if fact(node, "norm") == "rms_offset" else "a learned gain per feature"
         return f"Divides each {grouped(width)}-wide vector by its root mean square{eps}, then multiplies it by {gain}."
     if r == "weightless_norm":
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
-        by = "its root mean square" if fact(node, "norm") == "rms" else "its length"
-        return f"Divides each vector it is given by {by}{eps}, over its last axis; it holds no gain and no bias, so it has no parameters."
+        how = {"rms": "Divides each vector it is given by its root mean square", "l2": "Divides each vector it is given by its length",
+               "layer": "Centres each vector it is given on its mean and divides it by its standard deviation"}[fact(node, "norm")]
+        return f"{how}{eps}, over its last axis; it holds no gain and no bias, so it has no parameters."
     if r == "embedding":
         if not node["tensors"] or len(node["tensors"][0]["shape"]) != 2:
             return "A learned lookup table."

@@ -32,9 +32,18 @@ def _heads(part: Part, tiny: bool):
     cfg = part.ctx.tiny_config if tiny else part.ctx.full_config
     m = part.tiny if tiny else part.full
     h = _attr(m, "num_heads") or cfg.num_attention_heads
+    cfg = _layer_of(cfg, m)  # a block built with sizes of its own (Gemma 4's global blocks)
     kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
+
+
+def _layer_of(cfg, module):
+    """The configuration the module's block was built from, where blocks differ in size."""
+    from atlas.layers import heterogeneous, layer_config
+
+    index = getattr(module, "layer_idx", None)
+    return layer_config(cfg, index) if heterogeneous(cfg) and isinstance(index, int) else cfg
 
 
 def rotate_half(x, cos, sin):
@@ -90,6 +99,31 @@ def _partial_rotary_words(part: Part, d: int, tiny_rotated: int, td: int) -> str
     dims = getattr(cfg, "rotary_dim", None)  # GPT-J names the rotated width itself
     rotated = dims if isinstance(dims, int) and 0 < dims < d else int(d * factor) if factor else d * tiny_rotated // td
     return rf"\quad\text{{on the first }}{T.num(rotated)}\text{{ of }}{T.num(d)}\text{{ dims; the other }}{T.num(d - rotated)}\text{{ pass unrotated}}"
+
+
+def _zero_angle_words(part: Part, rotate, d: int, td: int) -> str:
+    """Where the angles span the whole head but the last ones are zero (Gemma 4's proportional RoPE on
+    its global blocks: partial_rotary_factor of the pairs turn, the others keep angle zero), the TeX that
+    says so at the checkpoint's sizes; the zero angles are counted on the tiny run's sin and must be the
+    share the block's rotary settings give there."""
+    if rotate is not rotate_half:
+        return ""
+    sin = part.argument("position_embeddings")[1]
+    pairs = sin.shape[-1] // 2
+    moving = (sin.reshape(-1, sin.shape[-1]).abs().amax(0) > 0)[:pairs]
+    still = int((~moving).sum())
+    if not still or bool(moving[pairs - still:].any()):
+        return ""
+    rope = getattr(part.ctx.full_config, "rope_parameters", None) or {}
+    rope = rope.get(part.attention_type, rope) if isinstance(rope.get(part.attention_type), dict) else rope
+    factor = rope.get("partial_rotary_factor")
+    if not factor or int(factor * td // 2) != pairs - still:
+        return ""
+    turning = int(factor * d // 2)
+    part.note("rotated_pairs", {"turning": turning, "of": d // 2, "rope_type": rope.get("rope_type")},
+              "measured: the tiny run's angles are zero past this share of the pairs, as partial_rotary_factor says")
+    return (rf"\quad\text{{the angles of pairs }}{T.num(turning + 1)}..{T.num(d // 2)}\text{{ are zero: only }}{T.num(turning)}"
+            rf"\text{{ of }}{T.num(d // 2)}\text{{ pairs turn (partial\_rotary\_factor }}{factor:g}\text{{)}}")
 
 
 def rotate_interleaved(x, cos, sin):
@@ -490,13 +524,18 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     Q, K, V = T.q("Q"), T.k("K"), T.v("V")
     # an output gate rides on the query projection: twice the query width, each head's [query; gate]
     gated = "q_proj" in names and linear_dims(part.tiny.q_proj)[1] == 2 * th * td
-    if {"q_proj", "k_proj", "v_proj"} <= names:
-        for sym, name, heads, stream in ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K"), (V, "v_proj", kv, "V")):
+    keys_as_values = {"q_proj", "k_proj"} <= names and "v_proj" not in names and not names & {"qkv_proj", "c_attn", "query_key_value"}
+    if {"q_proj", "k_proj", "v_proj"} <= names or keys_as_values:
+        projections = ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K")) + (() if keys_as_values else ((V, "v_proj", kv, "V"),))
+        for sym, name, heads, stream in projections:
             b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
             if gated and name == "q_proj":
                 steps.append(Step(rf"[{Q};G]=x W_Q^{{\top}}{b}{T.maps(width, T.times(heads, 2 * d))}", stream, sub(part, name), summary=False))
                 continue
             steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
+        if keys_as_values:  # no value projection: the values are the keys' projection, before its norm and rotation
+            part.note("values", "the key projection's output", "the module has no value projection")
+            steps.append(Step(rf"{V}={K}\quad\text{{(no value projection: the key projection's output serves as values)}}", "V", lambda e: e["K"], summary=True))
         out_proj = next(n for n in ("o_proj", "dense", "out_proj", "c_proj") if n in names)
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value", "Wqkv") if n in names)
@@ -560,6 +599,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                            ("Q", "K"), lambda e, f=sub(part, shared_norm, x="Q"), g=sub(part, shared_norm, x="K"): (f(e), g(e)), sub=f"{part.id}.{shared_norm}")]
     if not norm_after_rotary:
         steps += head_norms
+    if "v_norm" in names:  # the values normalized per head too (Gemma 4)
+        steps.append(Step(rf"{T.v('V_g')}\leftarrow\operatorname{{Norm}}_v({T.v('V_g')})\quad\text{{per head, over }}{T.num(d)}", "V",
+                          sub(part, "v_norm", x="V")))
     inputs = [X]
     own = _own_rotary(part)
     if (_rotary_given(part) or own) and rotate is None:  # handed the angles, applies none (Cohere 2's global layers)
@@ -588,7 +630,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         part.note("positions", "rotary" + (f" on the first {turned} of {td} dims (tiny)" if partial else ""),
                   "the module computes cos and sin from the positions" if own else "the module is given cos and sin")
         R = T.c("R_t")
-        only = _partial_rotary_words(part, d, turned, td) if partial else ""
+        only = _partial_rotary_words(part, d, turned, td) if partial else _zero_angle_words(part, rotate, d, td)
         steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
                           ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
     elif alibi:

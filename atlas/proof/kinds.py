@@ -70,6 +70,8 @@ def kind_of(part: Part) -> str:
         return "latent_attention"
     if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value", "Wqkv"}:
         return "attention"
+    if {"q_proj", "k_proj", "o_proj"} <= children:
+        return "attention"  # no value projection: the keys' projection serves as values (Gemma 4's global blocks)
     if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
         return "experts"
     if mixture.is_stacked_experts(m):
@@ -84,6 +86,10 @@ def kind_of(part: Part) -> str:
         return "router"  # its one child is the linear map giving a logit per expert (Hunyuan's gate.wg)
     if children and "weight" in own and own["weight"].dim() == 2 and all(is_offset(c) for c in m.children()):
         return "router"  # its only children hold its per-expert selection bias (ERNIE 4.5's moe_statics)
+    linear_children = [n for n, c in m.named_children() if isinstance(c, torch.nn.Linear)]
+    if (len(linear_children) == 1 and _routes(part.child(linear_children[0]))
+            and all(library.has_epsilon(c) for n, c in m.named_children() if n != linear_children[0])):
+        return "router"  # a linear map to the experts' logits beside the norm it applies first (Gemma 4's router)
     if "experts" in children:
         return "mixture"
     if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children

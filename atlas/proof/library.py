@@ -90,6 +90,8 @@ def _eps(module) -> float:
 
 
 def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
+    if getattr(part.tiny, "weight", None) is None and not dict(part.tiny.named_parameters()):
+        return weightless_norm(part, x, y)  # no gain at all: nothing but its epsilon
     width = part.full.weight.shape[-1]
     eps = _eps(part.full)
     tiny_eps = _eps(part.tiny)
@@ -127,25 +129,30 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     return part.choose("norm", variants)
 
 
+def has_epsilon(module) -> bool:
+    try:
+        _eps(module)
+        return True
+    except LookupError:
+        return False
+
+
 def is_weightless_norm(module) -> bool:
     """A module with no children and no tensors that holds an epsilon: a norm without a gain (Llama 4's
-    query and key norm)."""
+    query and key norm, Gemma 4's value and router norms)."""
     if any(True for _ in module.children()) or any(True for _ in module.parameters(recurse=False)):
         return False
     if any(True for _ in module.buffers(recurse=False)):
         return False
-    try:
-        _eps(module)
-    except LookupError:
-        return False
-    return True
+    return has_epsilon(module)
 
 
-def weightless_norm(part: Part) -> Chain:
-    """x divided by its root mean square (or by its length), over the last axis; no gain, no bias."""
+def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
+    """x divided by its root mean square, by its length, or centred and divided by its deviation, over
+    the last axis, which one measured; no gain, no bias."""
     eps, tiny_eps = _eps(part.full), _eps(part.tiny)
-    x = part.argument("x", 0)
-    width = x.shape[-1] if x is not None else None
+    given = part.argument("x", 0)
+    width = given.shape[-1] if given is not None else None
     cfg = part.ctx.full_config
     # the checkpoint's width: the tiny width scaled back where it is a head's (the attention's q and k norm)
     if width is not None and getattr(part.ctx.tiny_config, "head_dim", None) == width and getattr(cfg, "head_dim", None):
@@ -156,17 +163,25 @@ def weightless_norm(part: Part) -> Chain:
 
     def rms() -> Chain:
         return Chain([
-            Step(rf"\rho=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} x_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
-            Step(rf"y=x/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+            Step(rf"\rho=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
+            Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
         ], [X], "y")
 
     def l2() -> Chain:
         return Chain([
-            Step(r"\rho=\textstyle\sum_{j} x_j^2", "rho", lambda e: (e["x"] ** 2).sum(-1, keepdim=True)),
-            Step(rf"y=x/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+            Step(rf"\rho=\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).sum(-1, keepdim=True)),
+            Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
         ], [X], "y")
 
-    return part.choose("norm", {"rms": rms, "l2": l2})
+    def layer() -> Chain:
+        return Chain([
+            Step(rf"\mu=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} {x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+            Step(rf"\sigma^2=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} ({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+            Step(rf"{y}=({x}-\mu)/\sqrt{{\sigma^2+{T.num(eps)}}}\quad\text{{(no gain, no bias)}}", "y",
+                 lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt(), summary=True),
+        ], [X], "y")
+
+    return part.choose("norm", {"rms": rms, "l2": l2, "layer": layer})
 
 
 # --- linear maps, lookups, dropout, activations -----------------------------------------------------

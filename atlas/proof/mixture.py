@@ -76,14 +76,66 @@ def offset(part: Part) -> Chain:
     return Chain([Step(rf"y=x+b,\quad b\in\mathbb{{R}}^{{{T.num(tensor.numel())}}}", "y", lambda e: e["x"] + e.w(name).reshape(-1), summary=True)], [X], "y")
 
 
+TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts")  # the config's experts per token (Gemma 4 names it top_k_experts)
+
+
+def _norm_child(part: Part, projection: str) -> str | None:
+    """A norm the router applies to the tokens before its projection (Gemma 4's router.norm)."""
+    from atlas.proof.library import has_epsilon
+
+    return next((n for n, c in part.tiny.named_children() if n != projection and has_epsilon(c)), None)
+
+
+def normed_router(part: Part, projection: str, norm: str) -> Chain:
+    """A router that normalizes the tokens first (its own norm, then a learned gain per feature and,
+    where it reproduces the module, 1/sqrt(width)), takes a softmax over its logits, keeps the top k,
+    renormalizes them and multiplies each by a learned number of its expert (Gemma 4)."""
+    n, d = part.full.get_submodule(projection).weight.shape
+    k = _setting(part, ("top_k",), TOP_K_KEYS)
+    tiny_k = _setting(part, ("top_k",), TOP_K_KEYS, part.ctx.tiny_config)
+    own = dict(part.tiny.named_parameters(recurse=False))
+    gain = next((name for name, t in own.items() if t.dim() == 1 and t.shape[0] == part.tiny.get_submodule(projection).weight.shape[1]), None)
+    per_expert = next((name for name, t in own.items() if t.dim() == 1 and t.shape[0] == n_rows(part) and name != gain), None)
+    part.note("count", n, "the router's projection rows")
+    part.note("top_k", k, "the config's experts per token")
+    part.note("router_norm", norm, "the router's child norm, applied to the tokens before the projection")
+    if per_expert:
+        part.note("per_expert_scale", per_expert, "the router holds one learned number per expert")
+
+    def build(root: bool) -> Chain:
+        shown = lambda name: name.replace("_", r"\_")  # noqa: E731
+        steps = [Step(r"x\ \text{as rows, one per token}", "x", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
+                 Step(r"\hat x=\operatorname{Norm}(x)", "xh", sub(part, norm, x="x"))]
+        if gain:
+            factor = rf"\,/\sqrt{{{T.num(d)}}}" if root else ""
+            steps.append(Step(rf"\hat x\leftarrow \hat x\odot g{factor},\quad g\in\mathbb{{R}}^{{{T.num(d)}}}\ \text{{the router's {shown(gain)}}}", "xh",
+                              (lambda e: e["xh"] * e.w(gain) / e["xh"].shape[-1] ** 0.5) if root else (lambda e: e["xh"] * e.w(gain))))
+        steps += [
+            Step(rf"z=\hat x\,W_r^{{\top}},\quad W_r\in\mathbb{{R}}^{{{T.num(n)}\times{T.num(d)}}}", "z", sub(part, projection, x="xh"), value="router_logits", summary=True),
+            Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["z"].softmax(-1), summary=True),
+            Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(s),\quad G_i=s_i\ \ (i\in\mathcal{{E}})", ("G", "E"),
+                 lambda e: tuple(e["s"].topk(tiny_k, dim=-1)), summary=True),
+            Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True),
+        ]
+        if per_expert:
+            steps.append(Step(rf"G_i\leftarrow G_i\,c_i\quad c\in\mathbb{{R}}^{{{T.num(n)}}}\ \text{{the router's {shown(per_expert)}, one number per expert}}", "G",
+                              lambda e: e["G"] * e.w(per_expert)[e["E"]], summary=True))
+        return Chain(steps, [TOKENS], ("s", "G", "E"), output_values=("", "expert_weights", "expert_indices"))
+
+    return part.choose("router_gain", {"gain_over_sqrt_width": lambda: build(True), "gain": lambda: build(False)})
+
+
 def router(part: Part) -> Chain:
     import torch
 
     projection = _router_projection(part.tiny)  # "" where the router holds its weight, else its linear child
+    norm = _norm_child(part, projection) if projection else None
+    if norm:
+        return normed_router(part, projection, norm)
     at = f"{projection}." if projection else ""
     n, d = part.full.get_submodule(projection).weight.shape if projection else part.full.weight.shape
-    k = _setting(part, ("top_k",), ("num_experts_per_tok",))
-    tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
+    k = _setting(part, ("top_k",), TOP_K_KEYS)
+    tiny_k = _setting(part, ("top_k",), TOP_K_KEYS, part.ctx.tiny_config)
     scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",)) or 1.0
     groups = _setting(part, ("num_group", "n_group"), ("n_group",)) or 1
     topk_group = _setting(part, ("topk_group",), ("topk_group",)) or 1

@@ -45,9 +45,50 @@ def _depth_scaled_block(part: Part, depth: float) -> Chain:
                   times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
 
 
+def own_scalar(module) -> str | None:
+    """The name of a one-number tensor the block holds itself (Gemma 4's layer_scalar, stored in the
+    checkpoint), which scales the block's whole output; None where it holds none."""
+    own = {**dict(module.named_parameters(recurse=False)), **{n: b for n, b in module.named_buffers(recurse=False)
+                                                              if n not in module._non_persistent_buffers_set}}
+    found = [n for n, t in own.items() if t.numel() == 1 and t.is_floating_point()]
+    return found[0] if len(found) == 1 else None
+
+
+def _scaled_output(part: Part, chain: Chain) -> Chain:
+    """The block's chain with its output scaled by the block's own stored number, where it holds one
+    (decided from the structure; the preview moves the number off 1, so a chain without the product
+    would not reproduce the block)."""
+    import dataclasses
+
+    name = own_scalar(part.tiny)
+    if name is None:
+        return chain
+    steps = list(chain.steps)
+    steps[-1] = dataclasses.replace(steps[-1], value=None)
+    shown = name.replace("_", r"\_")
+    steps.append(Step(rf"y\leftarrow s\,y\quad s\ \text{{the block's stored {shown}, one number per block}}", "y",
+                      lambda e: e.w(name) * e["y"], value="layer_output", summary=True))
+    part.note("output_scale", name, "the block holds one stored number of its own, which scales its output")
+    return dataclasses.replace(chain, steps=steps)
+
+
 def _block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None) -> Chain:
     """Norms, attention, MLP and the two adds; ``factor`` scales each sublayer's contribution at its add
     (``tiny_factor`` on the preview run and ``times`` its TeX, where they are not the config's residual_multiplier)."""
+    side = side_mixture(part.tiny)
+    if side and len(side["norms"]) == 3:
+        import itertools
+
+        # which spare norm feeds the experts and which follows the MLP or the experts: measured
+        return part.choose("side_mixture_norms", {
+            f"experts' input {a}, after the MLP {b}, after the experts {c}":
+                (lambda p=(a, b, c): _scaled_output(part, _plain_block(part, factor, tiny_factor, times, {**side, "roles": p})))
+            for a, b, c in itertools.permutations(side["norms"])})
+    return _scaled_output(part, _plain_block(part, factor, tiny_factor, times, side))
+
+
+def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = None, times: str | None = None,
+                 side: dict | None = None) -> Chain:
     r = block_roles(part.tiny)
     if r.sublayers == 1:
         return _one_sublayer(part, r, factor)
@@ -87,9 +128,13 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
         steps.append(Step(rf"\Delta_{{\mathrm{{shared}}}}=\operatorname{{Shared}}({mlp_arg})", "ds", sub(part, r.block_shared, x=mlp_in),
                           value="shared_expert_output", summary=True))
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{shared}}", "dm", lambda e: e["dm"] + e["ds"], summary=True))
+    if side:  # a mixture of experts the block runs beside its MLP, on the stream before the MLP's norm (Gemma 4)
+        steps += _side_mixture_steps(part, side, r)
     if r.mlp_post_norm:
         steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
     steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
+    if side:
+        part.note("side_mixture", side, "the block's own router and experts beside its MLP, and the norms around them (which norm does what: measured)")
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, **({"ssm": r.ssm} if r.ssm else {})}, "the block's children by role")
     part.note("norms", {"before attention": first_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm}, "the block's children by role")
@@ -120,6 +165,70 @@ def _handed_residual_block(part: Part, normed: bool) -> Chain:
     part.note("handed_residual", "the normed stream" if normed else "the block's input, then the stream after the attention",
               "measured: the stream the sublayers are handed to add their output to")
     return Chain(steps, [X], "y", output_element=0)
+
+
+def _routes_to(module, rows: int) -> bool:
+    import torch
+
+    from atlas.proof.library import has_epsilon
+
+    linear = [c for c in module.children() if isinstance(c, torch.nn.Linear)]
+    return (len(linear) == 1 and linear[0].out_features == rows
+            and all(isinstance(c, torch.nn.Linear) or has_epsilon(c) for c in module.children()))
+
+
+def side_mixture(block) -> dict[str, str] | None:
+    """A router and routed experts held by the block itself beside its MLP (Gemma 4's 26B-A4B), with the
+    block's norms no other role takes: {"router", "experts", "norms": [...]}; None where there are none."""
+    from atlas.proof.library import has_epsilon
+
+    r = block_roles(block)
+    if r.experts or not r.mlp:
+        return None
+    kids = dict(block.named_children())
+    import torch
+
+    experts = next((n for n, m in kids.items() if isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3), None)
+    rows = experts and kids[experts].gate_up_proj.shape[0]
+    # the router: a child whose one linear map has a row per expert, beside nothing but norms
+    router = next((n for n, m in kids.items() if n not in (r.attention, r.mlp) and _routes_to(m, rows)), None) if experts else None
+    if not (experts and router):
+        return None
+    taken = {r.attention_norm, r.attention_post_norm, r.mlp_norm, r.mlp_post_norm}
+    norms = [n for n, m in kids.items() if n not in taken and has_epsilon(m) and not any(True for _ in m.children())]
+    return {"router": router, "experts": experts, "norms": norms}
+
+
+def _side_mixture_steps(part: Part, side: dict, r) -> list[Step]:
+    """The mixture beside the MLP: the router reads the stream x' itself, the experts read it through a
+    norm of their own, and the dense MLP's and the experts' outputs each pass a norm before they are
+    summed. Which of the block's three spare norms does which is measured on the run."""
+    from atlas.proof.library import chain_of
+
+    router, experts, norms = side["router"], side["experts"], side["norms"]
+    if len(norms) != 3:
+        from atlas.errors import AtlasError
+
+        raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
+                         f"a mixture beside the MLP with {len(norms)} norms of its own, not 3: no steps describe it yet")
+
+    def steps_for(before: str, after_mlp: str, after_experts: str) -> list[Step]:
+        chain_of(part.child(router))
+        return [
+            Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_{5}(\Delta_{\mathrm{ffn}})\quad\text{(the dense MLP's own post-norm)}", "dm",
+                 sub(part, after_mlp, x="dm")),
+            Step(r"x'_{\mathrm{tok}}=x'\ \text{as rows, one per token}", "xt", lambda e: e["xm"].reshape(-1, e["xm"].shape[-1])),
+            Step(r"(s,\,G,\,\mathcal{E})=\operatorname{Router}(x')\quad\text{(the stream itself, not a normed copy)}", ("s", "G", "E"),
+                 sub(part, router, x="xt"), value=(None, "expert_weights", "expert_indices"), summary=True),
+            Step(r"h''=\operatorname{Norm}_{6}(x')\quad\text{(the experts' own input norm)}", "he", sub(part, before, x="xt")),
+            Step(r"\Delta_{\mathrm{moe}}=\operatorname{Experts}(h'',\mathcal{E},G)", "de", sub(part, experts, x="he"), value="routed_output", summary=True),
+            Step(r"\Delta_{\mathrm{moe}}\leftarrow\operatorname{Norm}_{7}(\Delta_{\mathrm{moe}})", "de",
+                 lambda e, f=sub(part, after_experts, x="de"): f(e).reshape(e["xm"].shape)),
+            Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{moe}}\quad\text{(the MLP and the mixture side by side)}", "dm",
+                 lambda e: e["dm"] + e["de"], summary=True),
+        ]
+
+    return steps_for(*side["roles"])
 
 
 def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
