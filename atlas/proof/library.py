@@ -151,19 +151,24 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     """x divided by its root mean square, by its length, or centred and divided by its deviation, over
     the last axis, which one measured; no gain, no bias."""
     eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    from atlas.layers import global_value, heterogeneous
+
     given = part.argument("x", 0)
     width = given.shape[-1] if given is not None else None
-    cfg = part.ctx.full_config
-    # the checkpoint's width: the tiny width scaled back where it is a head's (the attention's q and k norm)
-    if width is not None and getattr(part.ctx.tiny_config, "head_dim", None) == width and getattr(cfg, "head_dim", None):
-        width = cfg.head_dim
-    n = T.num(width) if width else "d"
+    cfg, tiny_cfg = part.ctx.full_config, part.ctx.tiny_config
+    # the checkpoint's width: the tiny width scaled back where it is a head's (the attention's q and k
+    # norm); not said where head widths differ from block to block (Gemma 4), as one number would be wrong
+    if heterogeneous(cfg):
+        width = None
+    elif width is not None and global_value(tiny_cfg, "head_dim") == width and global_value(cfg, "head_dim"):
+        width = global_value(cfg, "head_dim")
+    mean = rf"\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_{{j}}" if width else r"\operatorname{mean}_j\,"
     part.note("eps", eps, "the module's epsilon")
     part.note("gain", "none", "the module holds no tensor")
 
     def rms() -> Chain:
         return Chain([
-            Step(rf"\rho=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
+            Step(rf"\rho={mean}{x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
             Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
         ], [X], "y")
 
@@ -175,8 +180,8 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
 
     def layer() -> Chain:
         return Chain([
-            Step(rf"\mu=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} {x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
-            Step(rf"\sigma^2=\tfrac{{1}}{{{n}}}\textstyle\sum_{{j}} ({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
+            Step(rf"\mu={mean}{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
+            Step(rf"\sigma^2={mean}({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
             Step(rf"{y}=({x}-\mu)/\sqrt{{\sigma^2+{T.num(eps)}}}\quad\text{{(no gain, no bias)}}", "y",
                  lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt(), summary=True),
         ], [X], "y")
