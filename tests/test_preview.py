@@ -73,6 +73,7 @@ HYBRID_IDENTITIES = {
     (True, False, False): "attention_block_sum",
     (False, True, False): "mlp_block_sum",
     (False, True, True): "ssm_mlp_block_sum",
+    (True, True, True): "two_mixers_block_sum",  # attention and a state-space mixer side by side, then an MLP (Falcon-H1)
 }
 
 
@@ -206,12 +207,17 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
             L[i].mlp.router_logits.topk(c["num_experts_per_tok"], dim=-1).values.sigmoid()),
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0) - own.hidden_states[0],
-        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
+        "embeddings": lambda _: (t.embedding_norm_output if t.has("embedding_norm_output") else  # BLOOM: a norm on the embeddings
+                                 embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0)) - own.hidden_states[0],
+        "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) * c.get("lm_head_multiplier", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
         "ssm_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
         "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,
         "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
         "ssm_mlp_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
+        # each mixer's output times the config's constant for it (Falcon-H1)
+        "two_mixers_block_sum": lambda i: (L[i].input + c.get("ssm_out_multiplier", 1.0) * L[i].ssm.ssm_output
+                                           + c.get("attention_out_multiplier", 1.0) * L[i].self_attn.attention_output
+                                           + L[i].mlp.mlp_output - L[i].output),
     }
     where = {"mixture_sum": mixture_blocks, "expert_slots": mixture_blocks, "expert_weights_sum": mixture_blocks, "router_scores": mixture_blocks,
              "embeddings": None, "logits": None}
