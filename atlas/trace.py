@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from atlas import standard
 
@@ -386,22 +386,27 @@ def softmax_inputs() -> Iterator[list]:
         F.softmax = softmax
 
 
-def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
-    """Hooks that keep the input of the softmax an inline eager attention calls (its masked scores)."""
+def _hooks_keeping(module, keeping, stored: Callable[[list], None]) -> list:
+    """Hooks that open ``keeping()`` (a context that yields a list and fills it) around the module's
+    forward, and hand the filled list to ``stored`` when the forward returns."""
     state: dict[str, Any] = {}
 
     def before(m, args, kwargs):
-        state["context"] = softmax_inputs()
+        state["context"] = keeping()
         state["kept"] = state["context"].__enter__()
 
     def after(m, args, kwargs, output):
         context = state.pop("context", None)
         if context is not None:
             context.__exit__(None, None, None)
-            kept = state.pop("kept")
-            capture.store("attention_scores", index, kept[0] if kept else None)
+            stored(state.pop("kept"))
 
     return [module.register_forward_pre_hook(before, with_kwargs=True), module.register_forward_hook(after, with_kwargs=True)]
+
+
+def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
+    """Hooks that keep the input of the softmax an inline eager attention calls (its masked scores)."""
+    return _hooks_keeping(module, softmax_inputs, lambda kept: capture.store("attention_scores", index, kept[0] if kept else None))
 
 
 @contextmanager
@@ -427,21 +432,11 @@ def sigmoid_outputs() -> Iterator[list]:
 def _sigmoid_hooks(capture: "_Capture", module, wanted: list[tuple[str, int, int]]) -> list:
     """Hooks that keep the outputs of the sigmoids a module's forward calls: (name, block index, which
     sigmoid) for each value read there (an RG-LRU's input gate is its first, its recurrence gate its second)."""
-    state: dict[str, Any] = {}
+    def stored(kept: list) -> None:
+        for name, index, element in wanted:
+            capture.store(name, index, kept[element] if element < len(kept) else None)
 
-    def before(m, args, kwargs):
-        state["context"] = sigmoid_outputs()
-        state["kept"] = state["context"].__enter__()
-
-    def after(m, args, kwargs, output):
-        context = state.pop("context", None)
-        if context is not None:
-            context.__exit__(None, None, None)
-            kept = state.pop("kept")
-            for name, index, element in wanted:
-                capture.store(name, index, kept[element] if element < len(kept) else None)
-
-    return [module.register_forward_pre_hook(before, with_kwargs=True), module.register_forward_hook(after, with_kwargs=True)]
+    return _hooks_keeping(module, sigmoid_outputs, stored)
 
 
 def family_overrides(model) -> Mapping[str, str]:
