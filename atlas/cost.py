@@ -22,6 +22,7 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
+from atlas.introspect import num_blocks
 
 DEFAULT_CONTEXT = 4096  # the context the page shows before the reader moves the slider
 CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
@@ -78,7 +79,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
     if attention_type in SLIDING_TYPES and not window:
         raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
-    attention = getattr(block, roles.attention) if roles.attention else None
+    attention = block.get_submodule(roles.attention) if roles.attention else None
     expand = None
     if _latent(config):
         kind = "latent"
@@ -105,13 +106,24 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
 
     top_k = getattr(config, "num_experts_per_tok", None)
-    matrices, routed = _matrix_values(block, roles, top_k, exclude=expand)
+    # a block that runs its attentions from a list (LongCat-Flash: two) caches and attends once per attention
+    attentions = len(block.get_submodule(roles.attention.rpartition(".")[0])) if roles.sublayer_lists and "." in roles.attention else 1
+    expands = [block.get_submodule(f"{roles.attention.rpartition('.')[0]}.{i}").kv_b_proj for i in range(attentions)] if attentions > 1 and expand is not None else expand
+    matrices, routed = _matrix_values(block, roles, top_k, exclude=expands)
     per_key = attention_flops_per_key(heads, qk, v)
     key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
     if expand is not None:
         expand_values = expand.weight.numel()
         per_key += 2 * expand_values
         key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
+    if attentions > 1:
+        per_key *= attentions
+        key_words = f"{attentions} attentions × ({key_words}) = {grouped(per_key)} per key"
+        cache_values *= attentions
+        cache_formula = f"{attentions} attentions per block × ({cache_formula}) = {grouped(cache_values)} values"
+        if expanded is not None:
+            expanded *= attentions
+            expanded_formula = f"{attentions} attentions per block × ({expanded_formula})"
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
     if window:
@@ -126,7 +138,7 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
     (one "position" of that size, never more), and a token's FLOPs do not grow with the context."""
     import torch
 
-    mixer = getattr(block, roles.attention)
+    mixer = block.get_submodule(roles.attention)
     conv = next(c for c in mixer.children() if isinstance(c, torch.nn.Conv1d))
     sizes = _sizes(config)
     heads, key_dim, value_dim = sizes["linear_value_heads"], sizes["linear_key_head_dim"], sizes["linear_value_head_dim"]
@@ -174,7 +186,7 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
     import torch
 
-    mixer = getattr(block, roles.ssm)
+    mixer = block.get_submodule(roles.ssm)
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
     matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
@@ -233,7 +245,7 @@ def attention_flops_per_key(heads: int, key_dim: int, value_dim: int) -> int:
 
 
 def _experts_module(block, roles):
-    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    mlp = block.get_submodule(roles.mlp) if roles.mlp else None
     return getattr(mlp, roles.experts) if mlp is not None and roles.experts else None
 
 
@@ -247,12 +259,15 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
     from atlas.proof.kinds import is_offset
 
     for module in block.modules():
-        if exclude is not None and module is exclude:
+        if exclude is not None and any(module is m for m in (exclude if isinstance(exclude, list) else [exclude])):
             continue
         if is_offset(module):  # a vector added, not a matrix multiplied (ERNIE 4.5's [1, E] selection bias)
             continue
         for _, p in module.named_parameters(recurse=False):
-            if id(p) in expert_ids:
+            if id(p) in expert_ids and "Experts" in type(module).__name__ and p.dim() >= 3 and p.shape[0] > n_experts:
+                # rows for zero-computation experts too (LongCat-Flash as transformers allocates it): one expert's slice, top_k times
+                total += p.numel() // p.shape[0] * top_k
+            elif id(p) in expert_ids:
                 per_expert_dims = p.dim() - 1 if p.shape[0] == n_experts and "Experts" in type(module).__name__ else p.dim()
                 if per_expert_dims >= 2:
                     total += p.numel() * top_k // n_experts
@@ -262,13 +277,14 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
 
 
 def _expert_count(experts) -> int:
-    return getattr(experts, "num_experts", None) or len(list(experts.children()))
+    # num_routed_experts: the experts with weights where zero-computation experts are routed to as well (LongCat-Flash)
+    return getattr(experts, "num_experts", None) or getattr(experts, "num_routed_experts", None) or len(list(experts.children()))
 
 
 def _quantizable(block, roles) -> list[tuple[tuple[int, ...], int]]:
     """The matrices of a block an FP8 or 4-bit checkpoint would quantize: every matrix but the router's,
     as (matrix shape, how many such matrices)."""
-    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    mlp = block.get_submodule(roles.mlp) if roles.mlp else None
     router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
     router_ids = {id(p) for p in router.parameters()} if router is not None else set()
     experts = _experts_module(block, roles)
@@ -322,7 +338,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     the active parameters, and the measurements of the preview run that check the rules."""
     from atlas.introspect import find_block_list
 
-    _, blocks = find_block_list(model, config.num_hidden_layers)
+    _, blocks = find_block_list(model, num_blocks(config))
     kinds = []
     for k in facts["block_kinds"]:
         t = block_terms(blocks[k["indices"][0]], config, k["attention_type"], family)
@@ -396,20 +412,27 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     from atlas.introspect import find_block_list, layer_types
 
     model, config = run.model, run.config
-    _, blocks = find_block_list(model, config.num_hidden_layers)
+    _, blocks = find_block_list(model, num_blocks(config))
     types = layer_types(config) or [None] * len(blocks)
     terms = [block_terms(b, config, types[i], family) for i, b in enumerate(blocks)]
     prompt = run.ids.shape[1]
+    zero_slots = _zero_expert_slots(blocks)  # block -> [routing choices of the extra token], where zero experts exist
     with torch.no_grad():
         out = model(run.ids, use_cache=True)
         cache = out.cache
         held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+        zero_slots.start()
         with FlopCounterMode(display=False) as counter:
             model(run.ids[:, -1:], cache=cache, use_cache=True)
+        zero_slots.stop()
     counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
     root = type(model).__name__
     head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
     checks = []
+    if len(held) != len(blocks) and len(held) % len(blocks) == 0:
+        # a cache layer per attention, several attentions a block (LongCat-Flash: layer 2i and 2i+1 are block i's)
+        per = len(held) // len(blocks)
+        held = [sum(held[i * per:(i + 1) * per]) for i in range(len(blocks))]
     if len(held) != len(blocks):
         raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
     for i, t in enumerate(terms):
@@ -423,11 +446,12 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
+        idle, idle_words = zero_slots.idle_flops(i)
         checks.append({
             "figure": f"FLOPs of block {i}",
-            "formula": t.flops_fixed + t.flops_per_key * keys,
+            "formula": t.flops_fixed + t.flops_per_key * keys - idle,
             "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
-            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}; "
+            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
     head_flops = 2 * model.get_output_embeddings().weight.numel()
@@ -437,6 +461,53 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
     return checks
+
+
+class _ZeroSlots:
+    """The routing choices of one token at each block whose experts include zero-computation ones
+    (LongCat-Flash): a slot routed to such an expert multiplies no matrix, so the top-k rule, which
+    counts every slot as a real expert, is that many experts' FLOPs above the token's own."""
+
+    def __init__(self, experts_by_block):
+        self.experts = experts_by_block  # block index -> (experts module, real experts, FLOPs of one expert)
+        self.chosen: dict[int, Any] = {}
+        self.handles: list = []
+
+    def start(self):
+        for i, (module, _, _) in self.experts.items():
+            self.handles.append(module.register_forward_hook(lambda m, args, out, i=i: self.chosen.__setitem__(i, args[1])))
+
+    def stop(self):
+        for h in self.handles:
+            h.remove()
+
+    def idle_flops(self, block: int) -> tuple[int, str]:
+        if block not in self.experts or block not in self.chosen:
+            return 0, ""
+        _, real, per_expert = self.experts[block]
+        zero = int((self.chosen[block] >= real).sum())
+        if not zero:
+            return 0, "; every routing slot chose a real expert"
+        return zero * per_expert, (f" − {zero} routing slot{'s' if zero != 1 else ''} sent to a zero-computation expert × "
+                                   f"{grouped(per_expert)} (one expert's matrices, which such a slot never multiplies)")
+
+
+def _zero_expert_slots(blocks) -> _ZeroSlots:
+    """The blocks whose experts module allocates more gate rows than it has down projections: the rest
+    are zero-computation experts, chosen by the router like the others."""
+    from atlas.standard import block_roles
+
+    found = {}
+    for i, block in enumerate(blocks):
+        roles = block_roles(block)
+        experts = _experts_module(block, roles)
+        down = getattr(experts, "down_proj", None) if experts is not None else None
+        gate_up = getattr(experts, "gate_up_proj", None) if experts is not None else None
+        if down is None or gate_up is None or gate_up.shape[0] <= down.shape[0]:
+            continue
+        per_expert = 2 * sum(p.numel() // p.shape[0] for p in (gate_up, down))
+        found[i] = (experts, down.shape[0], per_expert)
+    return _ZeroSlots(found)
 
 
 def cache_layer_values(layer) -> int:
@@ -533,9 +604,9 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     routed_all = 0
     for block in blocks:
         roles = block_roles(block)
-        mlp = getattr(block, roles.mlp) if roles.mlp else None
+        mlp = block.get_submodule(roles.mlp) if roles.mlp else None
         owner = {}
-        for role, module in (("attention", getattr(block, roles.attention) if roles.attention else None),
+        for role, module in (("attention", block.get_submodule(roles.attention) if roles.attention else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
                              ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
@@ -543,6 +614,12 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
             if module is not None:
                 for m in module.modules():
                     owner[id(m)] = role  # later roles are inside the MLP: they override it
+        for name in roles.sublayer_lists:  # sublayers run from lists (LongCat-Flash): every attention, every dense MLP
+            listed = block.get_submodule(name)
+            role = ("attention" if roles.attention and roles.attention.startswith(name + ".") else
+                    None if (roles.attention_norm or "").startswith(name + ".") or (roles.mlp_norm or "").startswith(name + ".") else "dense MLPs")
+            if role:
+                owner.update({id(m): role for m in listed.modules()})
         n_experts = None
         experts = _experts_module(block, roles)
         if experts is not None:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 from atlas import standard
+from atlas.introspect import num_blocks
 
 TRACE_NAME = "atlas_trace"  # the implementation name registered while a trace is active
 
@@ -248,6 +249,24 @@ class _Capture:
 
         return traced_experts
 
+    def own_experts_hook(self, index: int):
+        """For an experts module whose class runs its own loop, never dispatched through transformers'
+        experts functions (LongCat-Flash's, with its zero-computation experts): each routing slot's
+        weighted output, by calling the class's own forward with every other slot's weight set to zero."""
+
+        def hook(module, args, kwargs, output):
+            import torch
+
+            hidden_states, top_k_index, top_k_weights = (list(args) + [kwargs.get(k) for k in ("hidden_states", "top_k_index", "top_k_weights")][len(args):])[:3]
+            own = type(module).forward
+            with torch.no_grad():
+                # every slot's weight but slot k's set to zero: what is left is slot k's weighted output
+                only = lambda k: torch.zeros_like(top_k_weights).index_copy(1, torch.tensor([k]), top_k_weights[:, k : k + 1])
+                slots = [own(module, hidden_states, top_k_index, only(k)) for k in range(top_k_index.shape[-1])]
+            self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), torch.stack(slots, dim=1)))
+
+        return hook
+
 
 LINEAR_ARGS = ("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
                "linear_attention_decay", "linear_attention_beta")
@@ -378,7 +397,7 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     if _ACTIVE:
         raise RuntimeError("atlas.trace blocks do not nest")
     config = model.config
-    layers = config.get_text_config().num_hidden_layers  # a wrapper (vision + text) counts its text blocks
+    layers = num_blocks(config.get_text_config())  # a wrapper (vision + text) counts its text blocks
     resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
     has_experts = any(b.experts for b in resolution.roles.blocks)
     implementations = {
@@ -408,6 +427,10 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
 
     handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
+    for index, block in enumerate(resolution.roles.blocks):
+        experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}") if block.experts else None
+        if experts is not None and not hasattr(type(experts).forward, "__wrapped__"):  # not dispatched through ExpertsInterface
+            handles.append(experts.register_forward_hook(capture.own_experts_hook(index), with_kwargs=True))
     for module, index in inline_scores:
         handles += _inline_score_hooks(capture, module, index)
     for path in sorted(reads):

@@ -59,6 +59,8 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
         # a parallel block (both sublayers read the block's input and are added at once), as measured
         "parallel": "parallel" if fact(block, "residual") == "parallel" else None,
+        # a block that runs its sublayers from lists (LongCat-Flash): the first dense MLP beside the mixture
+        "dense": parts.get("dense_mlp"),
     }
 
 
