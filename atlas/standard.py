@@ -272,6 +272,9 @@ class Read:
     split_heads: bool = False
     flatten_tokens: bool = False  # the module sees batch × seq as one axis: unflatten it
     from_block: bool = False  # ``module`` is relative to the block, not the host (a post-norm beside the attention)
+    # expert_slots of an experts class that runs its own loop, never dispatched to transformers' experts
+    # functions (LongCat-Flash): each slot from that forward, every other slot's weight set to zero
+    own_loop: bool = False
 
     def words(self) -> str:
         where = "the module's own" if not self.module else f"the child module {self.module}'s"
@@ -296,6 +299,8 @@ class Read:
             return f"inside the forward: the arguments of the delta-rule function, element {self.element} ({DELTA_RULE_ARGS[self.element]})"
         if self.kind == "delta_rule_result":
             return f"inside the forward: the output of the delta-rule function, element {self.element} ({DELTA_RULE_RESULTS[self.element]})"
+        if self.kind == "expert_slots" and self.own_loop:
+            return f"inside {where} forward: one routing slot at a time, through the class's own forward with every other slot's weight set to zero"
         if self.kind == "expert_slots":
             return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
         if self.kind == "call_argument":
@@ -404,6 +409,9 @@ class BlockRoles:
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
+    # The experts class runs its own loop, not dispatched through transformers' experts functions
+    # (LongCat-Flash's, whose zero-computation experts those functions do not know)
+    experts_own_loop: bool = False
     # Children that are lists of sublayers the block runs in turn (LongCat-Flash's two attentions, two
     # dense MLPs and their norms): the roles above name the first entries; empty elsewhere.
     sublayer_lists: tuple[str, ...] = ()
@@ -580,6 +588,7 @@ def block_roles(block) -> BlockRoles:
         block_shared=_child(block, SHARED_EXPERT_NAMES) if experts and not _child(mlp_module, SHARED_EXPERT_NAMES) else None,
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         mlp_inline=_inline_mlp(block) if mlp_module is None else None,
+        experts_own_loop=_own_loop(mlp_module, experts),
     )
 
 
@@ -607,7 +616,16 @@ def _block_roles_of_lists(block, attention: str | None, mlp: str | None, lists: 
         channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         sublayer_lists=lists,
+        experts_own_loop=_own_loop(mlp_module, experts),
     )
+
+
+def _own_loop(mlp_module, experts: str | None) -> bool:
+    """An experts class whose forward transformers' use_experts_implementation never wrapped: it runs its
+    own loop over the experts, and no experts function is called."""
+    if mlp_module is None or experts is None:
+        return False
+    return not hasattr(type(getattr(mlp_module, experts)).forward, "__wrapped__")
 
 
 def _inline_mlp(block) -> tuple[str, str, str | None] | None:
@@ -774,7 +792,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("router_logits", Read("output", b.router, element=0, flatten_tokens=True) if b.router else None, mixture_words)
     rule("expert_indices", Read("input", b.experts, element=1, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
+    rule("expert_outputs", Read("expert_slots", b.experts, own_loop=b.experts_own_loop) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("shared_expert_output", Read("output", b.block_shared, from_block=True) if b.block_shared else
          Read("output", b.shared_expert, flatten_tokens=True) if b.shared_expert else None,

@@ -116,9 +116,9 @@ def _list_block(part: Part) -> Chain:
         steps += [
             Step(rf"h_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{attn}}}}_{{{n}}}({xs})", f"h{i}", sub(part, f"{attention_norms}.{i}", x=x),
                  value="attention_norm_output" if first else None, summary=True),
-            Step(rf"x_{{{2 * i + 1}}}={xs}+\operatorname{{Attn}}_{{{n}}}(h_{{{n}}}{',' + T.c('R') if rotary else ''})", f"a{i}",
+            Step(rf"a_{{{n}}}=\operatorname{{Attn}}_{{{n}}}(h_{{{n}}}{',' + T.c('R') if rotary else ''})", f"a{i}",
                  child_output(part, f"{attentions}.{i}", **call), value="attention_output" if first else None, summary=True),
-            Step(rf"\quad\text{{(the add)}}", f"x{2 * i + 1}", (lambda e, x=x, i=i: e[x] + e[f"a{i}"]), value="layer_mid" if first else None),
+            Step(rf"x_{{{2 * i + 1}}}={xs}+a_{{{n}}}", f"x{2 * i + 1}", (lambda e, x=x, i=i: e[x] + e[f"a{i}"]), value="layer_mid" if first else None),
             Step(rf"h'_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{ffn}}}}_{{{n}}}(x_{{{2 * i + 1}}})", f"hm{i}", sub(part, f"{mlp_norms}.{i}", x=f"x{2 * i + 1}"),
                  value="mlp_norm_output" if first else None, summary=True),
         ]
@@ -126,8 +126,8 @@ def _list_block(part: Part) -> Chain:
             steps.append(Step(r"m=\operatorname{MoE}(h'_{1})\quad\text{(the shortcut: added at the block's end)}", "m",
                               sub(part, r.mlp, x="hm0"), value="mlp_output", summary=True))
         steps += [
-            Step(rf"x_{{{2 * i + 2}}}=x_{{{2 * i + 1}}}+\operatorname{{MLP}}_{{{n}}}(h'_{{{n}}})", f"d{i}", sub(part, f"{dense}.{i}", x=f"hm{i}"), summary=True),
-            Step(r"\quad\text{(the add)}", f"x{2 * i + 2}", (lambda e, i=i: e[f"x{2 * i + 1}"] + e[f"d{i}"])),
+            Step(rf"f_{{{n}}}=\operatorname{{MLP}}_{{{n}}}(h'_{{{n}}})", f"d{i}", sub(part, f"{dense}.{i}", x=f"hm{i}"), summary=True),
+            Step(rf"x_{{{2 * i + 2}}}=x_{{{2 * i + 1}}}+f_{{{n}}}", f"x{2 * i + 2}", (lambda e, i=i: e[f"x{2 * i + 1}"] + e[f"d{i}"])),
         ]
         x = f"x{2 * i + 2}"
     steps.append(Step(rf"y=x_{{{2 * pairs}}}+m", "y", lambda e, x=x: e[x] + e["m"], value="layer_output", summary=True))
