@@ -22,6 +22,7 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
+from atlas.introspect import num_blocks
 
 DEFAULT_CONTEXT = 4096  # the context the page shows before the reader moves the slider
 CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
@@ -131,7 +132,10 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
 
     top_k = _top_k(config)
-    matrices, routed = _matrix_values(block, roles, top_k, exclude=expand)
+    # a block that runs its attentions from a list (LongCat-Flash: two) caches and attends once per attention
+    attentions = len(block.get_submodule(roles.attention.rpartition(".")[0])) if roles.sublayer_lists and "." in roles.attention else 1
+    expands = [block.get_submodule(f"{roles.attention.rpartition('.')[0]}.{i}").kv_b_proj for i in range(attentions)] if attentions > 1 and expand is not None else expand
+    matrices, routed = _matrix_values(block, roles, top_k, exclude=expands)
     per_key = attention_flops_per_key(heads, qk, v)
     key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
     if expand is not None:
@@ -141,6 +145,14 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     indexer = getattr(attention, roles.indexer) if attention is not None and roles.indexer else None
     if indexer is not None:
         cache_values, cache_formula, per_key, key_words = _indexer_terms(indexer, cache_values, cache_formula, per_key, key_words)
+    if attentions > 1:
+        per_key *= attentions
+        key_words = f"{attentions} attentions × ({key_words}) = {grouped(per_key)} per key"
+        cache_values *= attentions
+        cache_formula = f"{attentions} attentions per block × ({cache_formula}) = {grouped(cache_values)} values"
+        if expanded is not None:
+            expanded *= attentions
+            expanded_formula = f"{attentions} attentions per block × ({expanded_formula})"
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
     if chunk:
@@ -269,7 +281,7 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
 
     from atlas.standard import is_recurrent_block
 
-    mixer = getattr(block, roles.ssm)
+    mixer = block.get_submodule(roles.ssm)
     if is_recurrent_block(mixer):
         return recurrent_block_terms(mixer, matrices, routed)
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
@@ -381,7 +393,7 @@ def _top_k(config) -> int | None:
 
 
 def _experts_module(block, roles):
-    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    mlp = block.get_submodule(roles.mlp) if roles.mlp else None
     if mlp is not None and roles.experts:
         return getattr(mlp, roles.experts)
     from atlas.proof.stack import side_mixture
@@ -400,12 +412,15 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
     from atlas.proof.kinds import is_offset
 
     for module in block.modules():
-        if exclude is not None and module is exclude:
+        if exclude is not None and any(module is m for m in (exclude if isinstance(exclude, list) else [exclude])):
             continue
         if is_offset(module):  # a vector added, not a matrix multiplied (ERNIE 4.5's [1, E] selection bias)
             continue
         for _, p in module.named_parameters(recurse=False):
-            if id(p) in expert_ids:
+            if id(p) in expert_ids and "Experts" in type(module).__name__ and p.dim() >= 3 and p.shape[0] > n_experts:
+                # rows for zero-computation experts too (LongCat-Flash as transformers allocates it): one expert's slice, top_k times
+                total += p.numel() // p.shape[0] * top_k
+            elif id(p) in expert_ids:
                 per_expert_dims = p.dim() - 1 if p.shape[0] == n_experts and "Experts" in type(module).__name__ else p.dim()
                 if per_expert_dims >= 2:
                     # dense dispatch (Llama 4): every expert multiplies every token's (scaled) row
@@ -416,13 +431,14 @@ def _matrix_values(block, roles, top_k: int | None, exclude=None) -> tuple[int, 
 
 
 def _expert_count(experts) -> int:
-    return getattr(experts, "num_experts", None) or len(list(experts.children()))
+    # num_routed_experts: the experts with weights where zero-computation experts are routed to as well (LongCat-Flash)
+    return getattr(experts, "num_experts", None) or getattr(experts, "num_routed_experts", None) or len(list(experts.children()))
 
 
 def _quantizable(block, roles) -> list[tuple[tuple[int, ...], int]]:
     """The matrices of a block an FP8 or 4-bit checkpoint would quantize: every matrix but the router's,
     as (matrix shape, how many such matrices)."""
-    mlp = getattr(block, roles.mlp) if roles.mlp else None
+    mlp = block.get_submodule(roles.mlp) if roles.mlp else None
     router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
     router_ids = {id(p) for p in router.parameters()} if router is not None else set()
     experts = _experts_module(block, roles)
@@ -477,7 +493,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     from atlas.introspect import find_block_list
     from atlas.layers import layer_config  # a block built with sizes of its own (Gemma 4's global blocks)
 
-    _, blocks = find_block_list(model, config.num_hidden_layers)
+    _, blocks = find_block_list(model, num_blocks(config))
     kinds = []
     for k in facts["block_kinds"]:
         t = block_terms(blocks[k["indices"][0]], layer_config(config, k["indices"][0]), k["attention_type"], family)
@@ -558,7 +574,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     from atlas.introspect import find_block_list, layer_types
 
     model, config = run.model, run.config
-    _, blocks = find_block_list(model, config.num_hidden_layers)
+    _, blocks = find_block_list(model, num_blocks(config))
     types = layer_types(config) or [None] * len(blocks)
     from atlas.layers import layer_config
 
@@ -570,6 +586,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     needing = [p for p in model.parameters() if p.requires_grad]
     for p in needing:
         p.requires_grad_(False)
+    zero_slots = _zero_expert_slots(blocks)  # block -> [routing choices of the extra token], where zero experts exist
     try:
         with torch.no_grad():
             out = model(run.ids, use_cache=True)
@@ -580,9 +597,10 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
                 cache = DynamicCache(config=config)
                 model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
-            held = [held_on_modules(blocks[i]) // run.ids.shape[0] if t.attention == "recurrent" else n for i, (t, n) in enumerate(zip(terms, held))]
+            zero_slots.start()
             with FlopCounterMode(display=False) as counter:
                 model(run.ids[:, -1:], cache=cache, use_cache=True)
+            zero_slots.stop()
     finally:
         for p in needing:
             p.requires_grad_(True)
@@ -590,8 +608,14 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     root = type(model).__name__
     head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
     checks = []
+    if len(held) != len(blocks) and len(held) % len(blocks) == 0:
+        # a cache layer per attention, several attentions a block (LongCat-Flash: layer 2i and 2i+1 are block i's)
+        per = len(held) // len(blocks)
+        held = [sum(held[i * per:(i + 1) * per]) for i in range(len(blocks))]
     if len(held) != len(blocks):
         raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
+    # a recurrent block's state is held by its own modules, not by the cache (RecurrentGemma)
+    held = [held_on_modules(blocks[i]) // run.ids.shape[0] if t.attention == "recurrent" else n for i, (t, n) in enumerate(zip(terms, held))]
     for i, t in enumerate(terms):
         positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
         how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
@@ -609,11 +633,12 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
+        idle, idle_words = zero_slots.idle_flops(i)
         checks.append({
             "figure": f"FLOPs of block {i}",
-            "formula": t.flops_fixed + t.flops_per_key * keys,
+            "formula": t.flops_fixed + t.flops_per_key * keys - idle,
             "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
-            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}; "
+            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
     head_flops = 2 * model.get_output_embeddings().weight.numel()
@@ -623,6 +648,53 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
     return checks
+
+
+class _ZeroSlots:
+    """The routing choices of one token at each block whose experts include zero-computation ones
+    (LongCat-Flash): a slot routed to such an expert multiplies no matrix, so the top-k rule, which
+    counts every slot as a real expert, is that many experts' FLOPs above the token's own."""
+
+    def __init__(self, experts_by_block):
+        self.experts = experts_by_block  # block index -> (experts module, real experts, FLOPs of one expert)
+        self.chosen: dict[int, Any] = {}
+        self.handles: list = []
+
+    def start(self):
+        for i, (module, _, _) in self.experts.items():
+            self.handles.append(module.register_forward_hook(lambda m, args, out, i=i: self.chosen.__setitem__(i, args[1])))
+
+    def stop(self):
+        for h in self.handles:
+            h.remove()
+
+    def idle_flops(self, block: int) -> tuple[int, str]:
+        if block not in self.experts or block not in self.chosen:
+            return 0, ""
+        _, real, per_expert = self.experts[block]
+        zero = int((self.chosen[block] >= real).sum())
+        if not zero:
+            return 0, "; every routing slot chose a real expert"
+        return zero * per_expert, (f" − {zero} routing slot{'s' if zero != 1 else ''} sent to a zero-computation expert × "
+                                   f"{grouped(per_expert)} (one expert's matrices, which such a slot never multiplies)")
+
+
+def _zero_expert_slots(blocks) -> _ZeroSlots:
+    """The blocks whose experts module allocates more gate rows than it has down projections: the rest
+    are zero-computation experts, chosen by the router like the others."""
+    from atlas.standard import block_roles
+
+    found = {}
+    for i, block in enumerate(blocks):
+        roles = block_roles(block)
+        experts = _experts_module(block, roles)
+        down = getattr(experts, "down_proj", None) if experts is not None else None
+        gate_up = getattr(experts, "gate_up_proj", None) if experts is not None else None
+        if down is None or gate_up is None or gate_up.shape[0] <= down.shape[0]:
+            continue
+        per_expert = 2 * sum(p.numel() // p.shape[0] for p in (gate_up, down))
+        found[i] = (experts, down.shape[0], per_expert)
+    return _ZeroSlots(found)
 
 
 def cache_layer_values(layer) -> int:
@@ -721,11 +793,11 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     routed_all = 0
     for block in blocks:
         roles = block_roles(block)
-        mlp = getattr(block, roles.mlp) if roles.mlp else None
+        mlp = block.get_submodule(roles.mlp) if roles.mlp else None
         owner = {}
         for role, module in (("attention", block.get_submodule(roles.attention) if roles.attention else None),
                              # a state-space, short-convolution or recurrent mixer in the attention's place
-                             ("state-space and recurrent mixers", getattr(block, roles.ssm) if roles.ssm else None),
+                             ("state-space and recurrent mixers", block.get_submodule(roles.ssm) if roles.ssm else None),
                              ("dense MLPs", mlp),
                              ("routers", getattr(mlp, roles.router) if mlp is not None and roles.router else None),
                              ("shared experts", getattr(mlp, roles.shared_expert) if mlp is not None and roles.shared_expert else None),
@@ -733,6 +805,12 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
             if module is not None:
                 for m in module.modules():
                     owner[id(m)] = role  # later roles are inside the MLP: they override it
+        for name in roles.sublayer_lists:  # sublayers run from lists (LongCat-Flash): every attention, every dense MLP
+            listed = block.get_submodule(name)
+            role = ("attention" if roles.attention and roles.attention.startswith(name + ".") else
+                    None if (roles.attention_norm or "").startswith(name + ".") or (roles.mlp_norm or "").startswith(name + ".") else "dense MLPs")
+            if role:
+                owner.update({id(m): role for m in listed.modules()})
         n_experts = None
         experts = _experts_module(block, roles)
         if experts is not None:

@@ -32,8 +32,10 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     with preflight.reads(config) as read:  # what the model takes from its config, to find silent defaults
         model = build_on_meta(family, config, checkpoint.config_path)
     preflight.check_defaulted_sizes(family, checkpoint, read)
+    # the files decide what is counted: a tensor allocated larger than the files store it is cut to them
+    not_stored = params.cut_unstored(model, checkpoint.pinned.get("not_stored"), config, str(checkpoint.pinned_path))
 
-    block_path, blocks = introspect.find_block_list(model, config.num_hidden_layers)
+    block_path, blocks = introspect.find_block_list(model, introspect.num_blocks(config))
     kinds = introspect.kinds_of_blocks(blocks, config)
     kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
     attention_name = standard.block_roles(blocks[0]).attention
@@ -63,6 +65,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "provenance": checkpoint.pinned.get("provenance", ""),
             "config_source": _config_source(checkpoint),
             "overrides": _overrides(family, checkpoint),
+            # tensors transformers allocates larger than the files hold them: counted as the files hold them
+            "not_stored": not_stored,
         },
         "model": {
             "class": type(model).__name__,
@@ -134,7 +138,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     The preview runs on ``local_model`` (loaded from --weights) where there is one; the run is returned."""
     from atlas import notes, preview, proof
 
-    resolution = standard.resolve(model, config.num_hidden_layers, family.standard_overrides)
+    resolution = standard.resolve(model, introspect.num_blocks(config), family.standard_overrides)
     if local_model is not None:
         run = preview.run_model(family, local_model, facts["checkpoint_check"]["local"]["directory"])
     else:
@@ -188,7 +192,7 @@ def _standardized_sizes(config) -> dict[str, int | None]:
     from atlas.layers import global_config
 
     sizes = standard.checkpoint_sizes(global_config(config))  # the whole configuration's own; block_sizes has the others
-    return {"num_layers": config.num_hidden_layers, **{k: sizes[k] for k in STANDARDIZED if k in sizes}}
+    return {"num_layers": introspect.num_blocks(config), **{k: sizes[k] for k in STANDARDIZED if k in sizes}}
 
 
 STANDARDIZED = ("hidden_size", "num_heads", "num_kv_heads", "head_dim", "qk_head_dim", "vocab_size", "intermediate_size")
@@ -226,7 +230,7 @@ def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
     if entries:
         # The configuration class knows the block count whatever config.json calls it (n_layer, ...).
         config = model.config if model is not None else transformers_config(family, checkpoint)
-        tensors += expand_stored_buffers(entries, config.num_hidden_layers)
+        tensors += expand_stored_buffers(entries, introspect.num_blocks(config))
     if family.stored_extras:
         tensors += family.call("stored_extras", checkpoint.config, predict)
     return (tensors, predict) if with_predictor else tensors

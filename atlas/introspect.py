@@ -72,6 +72,18 @@ def module_node(module, path: str, name: str) -> dict[str, Any]:
 # --- the block stack -------------------------------------------------------------------------------
 
 
+def num_blocks(config) -> int:
+    """How many decoder blocks the model stacks: ``num_hidden_layers``, except where the configuration
+    class derives ``num_hidden_layers`` from ``num_layers`` (a property over it) and the two differ. That
+    is a block holding several attention sublayers, each with its own cache slot (LongCat-Flash: two per
+    block, num_hidden_layers = 2 × num_layers); the block list then has num_layers entries."""
+    derived = isinstance(getattr(type(config), "num_hidden_layers", None), property)
+    layers = getattr(config, "num_layers", None) if derived else None
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+        return layers
+    return config.num_hidden_layers
+
+
 def find_block_list(model, num_layers: int) -> tuple[str, Any]:
     """The ModuleList that holds the decoder blocks: the one whose length is the configured layer count."""
     import torch

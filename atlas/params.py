@@ -65,7 +65,8 @@ def routed_expert_parameters(block) -> tuple[int, int]:
     """(parameters of the routed experts, how many experts) in a block; (0, 0) in a dense block."""
     for module in block.modules():
         if "Experts" in type(module).__name__:
-            n_experts = getattr(module, "num_experts", None) or len(list(module.children()))
+            # num_routed_experts: the experts with weights where zero-computation experts are routed to as well (LongCat-Flash)
+            n_experts = getattr(module, "num_experts", None) or getattr(module, "num_routed_experts", None) or len(list(module.children()))
             return count(module, "parameter"), n_experts
     return 0, 0
 
@@ -437,6 +438,49 @@ def _quantizer(config: Mapping[str, Any] | None):
     if method not in QUANTIZERS:
         raise AtlasError("config.json", "quantization_config.quant_method", f"{method!r} has no layout rule (known: {', '.join(QUANTIZERS)})")
     return QUANTIZERS[method](config)
+
+
+def cut_unstored(model, entries: Any, config, where: str) -> list[dict[str, Any]]:
+    """checkpoint.json's "not_stored": tensors transformers allocates larger than the released files hold
+    them (LongCat-Flash's gate_up_proj has a slot for every zero-computation expert; the files store the
+    real experts only). The files decide what is counted: each matching parameter of the meta model is
+    replaced by one of the stored shape, its first ``stored`` entries along ``axis``, where ``stored``
+    names the config key that gives the count. Returns, per entry, what was allocated and what is counted."""
+    import re
+
+    import torch
+
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise AtlasError(where, "not_stored", "must be a list of {tensor, axis, stored, why}")
+    found = []
+    for i, entry in enumerate(entries):
+        field = f"not_stored[{i}]"
+        if not (isinstance(entry, dict) and set(entry) == {"tensor", "axis", "stored", "why"} and isinstance(entry["tensor"], str)
+                and isinstance(entry["axis"], int) and isinstance(entry["stored"], str) and isinstance(entry["why"], str) and entry["why"].strip()):
+            raise AtlasError(where, field, "must be {tensor (a model tensor name, {block} for any block), axis, stored (a config key), why}")
+        kept = getattr(config, entry["stored"], None)
+        if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+            raise AtlasError(where, f"{field}.stored", f"{entry['stored']!r} is no whole-number setting of the config")
+        rx = re.compile(re.escape(entry["tensor"]).replace(re.escape("{block}"), r"\d+") + "$")
+        matched = [(n, p) for n, p in model.named_parameters() if rx.match(n)]
+        if not matched:
+            raise AtlasError(where, f"{field}.tensor", f"{entry['tensor']!r} names no parameter of {type(model).__name__}")
+        allocated = list(matched[0][1].shape)
+        axis = entry["axis"]
+        if not 0 <= axis < len(allocated) or kept > allocated[axis]:
+            raise AtlasError(where, field, f"cannot keep {kept} entries of axis {axis} of a tensor of shape {allocated}")
+        stored = allocated[:axis] + [kept] + allocated[axis + 1:]
+        for name, _ in matched:
+            owner_path, _, attr = name.rpartition(".")
+            owner = model.get_submodule(owner_path)
+            setattr(owner, attr, torch.nn.Parameter(torch.empty(stored, device="meta", dtype=getattr(owner, attr).dtype), requires_grad=False))
+        per = math.prod(allocated) - math.prod(stored)
+        found.append({"tensor": entry["tensor"], "axis": axis, "config_key": entry["stored"], "kept": kept,
+                      "allocated": allocated, "stored": stored, "instances": len(matched),
+                      "not_counted": per * len(matched), "why": entry["why"].strip()})
+    return found
 
 
 def expand_stored_buffers(entries: list[Mapping[str, Any]], num_blocks: int) -> list[StoredTensor]:

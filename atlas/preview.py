@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from atlas.introspect import num_blocks
+
 SEED = 20250711
 PROMPT = "Every layer adds to the stream."
 TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
@@ -567,7 +569,7 @@ def selection_changes(preview: PreviewRun) -> dict[str, int]:
 
     from atlas.introspect import find_block_list
 
-    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    _, blocks = find_block_list(preview.model, num_blocks(preview.config))
     changed = {}
     for i, layer in enumerate(preview.eager.layers):
         biased = any(getattr(m, "e_score_correction_bias", None) is not None for m in blocks[i].modules())
@@ -736,7 +738,7 @@ def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str,
     the tiny model keeps the checkpoint's kinds, by label)."""
     from atlas.introspect import block_kinds, find_block_list, layer_types
 
-    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    _, blocks = find_block_list(preview.model, num_blocks(preview.config))
     labels = {k.label for k in block_kinds(blocks, layer_types(preview.config)) if set(k.indices) <= set(preview.eager.parallel)}
     return sorted(i for k in checkpoint_kinds if k["label"] in labels for i in k["indices"])
 
@@ -744,7 +746,7 @@ def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str,
 def _first_of_each_kind(preview: PreviewRun) -> list[int]:
     from atlas.introspect import find_block_list, kinds_of_blocks
 
-    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    _, blocks = find_block_list(preview.model, num_blocks(preview.config))
     return [k.indices[0] for k in kinds_of_blocks(blocks, preview.config)]
 
 
@@ -796,7 +798,7 @@ def preview_facts(preview: PreviewRun, family, checkpoint_config=None, checkpoin
         "prompt": PROMPT,
         "tokens": preview.tokens,
         "token_labels": preview.labels,
-        "config": {"num_hidden_layers": preview.config.num_hidden_layers, **sizes, **_tiny_raw(preview.config)},
+        "config": {"num_hidden_layers": num_blocks(preview.config), **sizes, **_tiny_raw(preview.config)},
         "implementations": {"default": preview.default_implementations, "eager": preview.eager.implementations},
         "conditions": conditions(preview),
         "identities": measured,
@@ -841,7 +843,7 @@ def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
     """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
     from atlas.introspect import find_block_list, kinds_of_blocks
 
-    _, blocks = find_block_list(preview.model, preview.config.num_hidden_layers)
+    _, blocks = find_block_list(preview.model, num_blocks(preview.config))
     return [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, preview.config)]
 
 
@@ -852,7 +854,7 @@ def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
 
     pinned = load_pinned(family.checkpoint, section=family.config_section)
     config = transformers_config(family, pinned)
-    _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), config.num_hidden_layers)
+    _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), num_blocks(config))
     return config, [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, config)]
 
 
@@ -861,7 +863,7 @@ def _count(n: int, label: str) -> str:
 
 
 def _blocks_words(config, kinds: list[dict[str, Any]]) -> str:
-    words = _count(config.num_hidden_layers, "block")
+    words = _count(num_blocks(config), "block")
     if len(kinds) > 1:
         parts = [_count(k["count"], k["label"]) for k in kinds]
         words += ": " + ", ".join(parts[:-1]) + " and " + parts[-1]

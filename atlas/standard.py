@@ -83,6 +83,8 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
     head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
     rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
     experts = next((getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
+    if experts and getattr(config, "zero_expert_num", None):
+        experts += config.zero_expert_num  # the router's choices: zero-computation experts (LongCat-Flash) are chosen like the others
     return {
         "hidden_size": config.hidden_size,
         "num_heads": heads,
@@ -344,6 +346,9 @@ class Read:
     flatten_tokens: bool = False  # the module sees batch × seq as one axis: unflatten it
     sum_experts: bool = False  # the module returns one row per expert and token, expert by expert: summed over the experts
     from_block: bool = False  # ``module`` is relative to the block, not the host (a post-norm beside the attention)
+    # expert_slots of an experts class that runs its own loop, never dispatched to transformers' experts
+    # functions (LongCat-Flash): each slot from that forward, every other slot's weight set to zero
+    own_loop: bool = False
 
     def words(self) -> str:
         where = "the module's own" if not self.module else f"the child module {self.module}'s"
@@ -375,6 +380,8 @@ class Read:
                     f"({GATE_SIGMOIDS[self.element]})")
         if self.kind == "indexer_scores":
             return f"inside {where} forward: the scores its top-k ranks, read where it adds the causal mask to them"
+        if self.kind == "expert_slots" and self.own_loop:
+            return f"inside {where} forward: one routing slot at a time, through the class's own forward with every other slot's weight set to zero"
         if self.kind == "expert_slots":
             return f"inside {where} forward: one routing slot at a time, through transformers' batched experts code"
         if self.kind == "call_argument":
@@ -496,6 +503,12 @@ class BlockRoles:
     # The attention computes its scores itself instead of calling transformers' attention functions
     # (Falcon, BLOOM): its modeling file defines no eager_attention_forward for a hook to stand in for.
     attention_inline: bool = False
+    # The experts class runs its own loop, not dispatched through transformers' experts functions
+    # (LongCat-Flash's, whose zero-computation experts those functions do not know)
+    experts_own_loop: bool = False
+    # Children that are lists of sublayers the block runs in turn (LongCat-Flash's two attentions, two
+    # dense MLPs and their norms): the roles above name the first entries; empty elsewhere.
+    sublayer_lists: tuple[str, ...] = ()
     # An MLP whose layers are the block's own children, with no MLP module around them (OPT's fc1,
     # fc2 and activation_fn): (up, down, activation), relative to the block; None elsewhere.
     mlp_inline: tuple[str, str, str | None] | None = None
@@ -668,11 +681,32 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
     return attention, mlp, ssm
 
 
+def _first_of_list(block, name: str | None) -> str | None:
+    """A role's child that is a list of modules (LongCat-Flash's two attentions, two norms of each kind):
+    the role is its first entry, ``name.0``; the list is named in ``BlockRoles.sublayer_lists``."""
+    import torch
+
+    if name is not None and isinstance(getattr(block, name), torch.nn.ModuleList) and len(getattr(block, name)):
+        return f"{name}.0"
+    return name
+
+
+def sublayer_lists(block) -> tuple[str, ...]:
+    """The block's children that are lists of sublayers (attentions, MLPs, norms), each entry run in turn
+    by the block itself: LongCat-Flash's self_attn, mlps, input_layernorm, post_attention_layernorm."""
+    import torch
+
+    return tuple(n for n, m in block.named_children() if isinstance(m, torch.nn.ModuleList) and len(m) > 1)
+
+
 def block_roles(block) -> BlockRoles:
     wrapper = attention_wrapper(block)
     if wrapper is not None:
         return _wrapped_roles(block, wrapper)
     attention, mlp, ssm = _mixers(block)
+    lists = sublayer_lists(block)
+    if lists:
+        return _block_roles_of_lists(block, attention, mlp, lists)
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
     # then it is the attention's post-norm (Gemma 2/3, OLMo 2).
@@ -729,6 +763,7 @@ def block_roles(block) -> BlockRoles:
         attention_adds_residual=adds_residual(attn_module),
         mlp_adds_residual=adds_residual(mlp_module),
         indexer=_indexer_child(attn_module),
+        experts_own_loop=_own_loop(mlp_module, experts),
     )
 
 
@@ -774,6 +809,42 @@ def block_roles_of_children(block, exclude: str) -> BlockRoles:
         if name != exclude:
             view.add_module(name, module)
     return block_roles(view)
+
+
+def _block_roles_of_lists(block, attention: str | None, mlp: str | None, lists: tuple[str, ...]) -> BlockRoles:
+    """The roles of a block that runs its sublayers from lists (LongCat-Flash): the first attention and
+    its norm, the first post-attention norm, and the block's mixture of experts as its MLP; the later
+    entries of each list are the block's own, shown by its proof (``sublayer_lists``)."""
+    attention = _first_of_list(block, attention)
+    attention_norm = _first_of_list(block, _child(block, ATTENTION_NORM_NAMES))
+    mlp_norm = _first_of_list(block, next((n for n in MLP_NORM_NAMES if n in dict(block.named_children())), None))
+    attn_module = block.get_submodule(attention) if attention else None
+    mlp_module = block.get_submodule(mlp) if mlp else None
+    experts = _child(mlp_module, EXPERTS_NAMES) if mlp_module is not None else None
+    return BlockRoles(
+        attention=attention, mlp=mlp, attention_norm=attention_norm, mlp_norm=mlp_norm,
+        attention_post_norm=None, mlp_post_norm=None,
+        mlp_class=type(mlp_module).__name__ if mlp_module is not None else None,
+        output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
+        activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) if mlp_module is not None else None),
+        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) if mlp_module is not None else None),
+        router=_child(mlp_module, ROUTER_NAMES) if experts else None,
+        experts=experts,
+        shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
+        linear_attention=is_linear_attention(attn_module),
+        channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
+        attention_inline=attn_module is not None and attention_is_inline(attn_module),
+        sublayer_lists=lists,
+        experts_own_loop=_own_loop(mlp_module, experts),
+    )
+
+
+def _own_loop(mlp_module, experts: str | None) -> bool:
+    """An experts class whose forward transformers' use_experts_implementation never wrapped: it runs its
+    own loop over the experts, and no experts function is called."""
+    if mlp_module is None or experts is None:
+        return False
+    return not hasattr(type(getattr(mlp_module, experts)).forward, "__wrapped__")
 
 
 def _inline_mlp(block) -> tuple[str, str, str | None] | None:
@@ -953,7 +1024,7 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("router_logits", Read("output", b.router, element=0, flatten_tokens=True) if b.router else None, mixture_words)
     rule("expert_indices", Read("input", b.experts, element=1, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("expert_weights", Read("input", b.experts, element=2, flatten_tokens=True) if b.experts else None, mixture_words)
-    rule("expert_outputs", Read("expert_slots", b.experts) if b.experts else None, mixture_words, needs_eager="experts")
+    rule("expert_outputs", Read("expert_slots", b.experts, own_loop=b.experts_own_loop) if b.experts else None, mixture_words, needs_eager="experts")
     rule("routed_output", Read("output", b.experts, flatten_tokens=True) if b.experts else None, mixture_words)
     rule("router_scores", None, mixture_words if not b.experts else
          f"block {index}'s router hands the chosen experts' weights, not a score for every expert")

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
 from atlas import standard
+from atlas.introspect import num_blocks
 
 TRACE_NAME = "atlas_trace"  # the implementation name registered while a trace is active
 
@@ -253,7 +254,7 @@ class _Capture:
 
         return traced_experts
 
-    def own_experts_hook(self, module, args, kwargs, output):
+    def own_slots_hook(self, module, args, kwargs, output):
         """Experts whose class runs its own loop without transformers' experts interface (DBRX): each
         routing slot's weighted output, by the class's own forward called one slot at a time."""
         index = self.experts_index.get(id(module))
@@ -270,6 +271,26 @@ class _Capture:
                  for k in range(top_k_index.shape[-1])]
         stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
         self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
+
+    def own_experts_hook(self, index: int):
+        """For an experts module whose class runs its own loop, never dispatched through transformers'
+        experts functions (LongCat-Flash's, with its zero-computation experts): each routing slot's
+        weighted output, by calling the class's own forward with every other slot's weight set to zero."""
+
+        def hook(module, args, kwargs, output):
+            import torch
+
+            hidden_states, top_k_index, top_k_weights = (list(args) + [kwargs.get(k) for k in ("hidden_states", "top_k_index", "top_k_weights")][len(args):])[:3]
+            if top_k_index is None or top_k_weights is None:  # dense dispatch (Llama 4): every expert on every row, no slots
+                return
+            own = type(module).forward
+            with torch.no_grad():
+                # every slot's weight but slot k's set to zero: what is left is slot k's weighted output
+                only = lambda k: torch.zeros_like(top_k_weights).index_copy(1, torch.tensor([k]), top_k_weights[:, k : k + 1])
+                slots = [own(module, hidden_states, top_k_index, only(k)) for k in range(top_k_index.shape[-1])]
+            self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), torch.stack(slots, dim=1)))
+
+        return hook
 
 
 def _selected_positions_mask(module, query, key, attention_mask, kwargs, original):
@@ -489,7 +510,7 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
     if _ACTIVE:
         raise RuntimeError("atlas.trace blocks do not nest")
     config = model.config
-    layers = config.get_text_config().num_hidden_layers  # a wrapper (vision + text) counts its text blocks
+    layers = num_blocks(config.get_text_config())  # a wrapper (vision + text) counts its text blocks
     resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
     import torch
 
@@ -525,13 +546,20 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
 
     handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
+    own_loops = set()  # experts classes never dispatched through ExpertsInterface (LongCat-Flash's): their own hook
+    for index, block in enumerate(resolution.roles.blocks):
+        experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}") if block.experts else None
+        if experts is not None and not hasattr(type(experts).forward, "__wrapped__"):
+            handles.append(experts.register_forward_hook(capture.own_experts_hook(index), with_kwargs=True))
+            own_loops.add(id(experts))
     for module, index in inline_scores:
         handles += _inline_score_hooks(capture, module, index)
     if implementations["experts"] in (None, "eager"):
         for index, block in enumerate(resolution.roles.blocks):
             if block.experts:
                 experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}")
-                handles.append(experts.register_forward_hook(capture.own_experts_hook, with_kwargs=True))
+                if id(experts) not in own_loops:
+                    handles.append(experts.register_forward_hook(capture.own_slots_hook, with_kwargs=True))
     for path in sorted(sigmoids):
         handles += _sigmoid_hooks(capture, model.get_submodule(path), sigmoids[path])
     for index, block in enumerate(resolution.roles.blocks):

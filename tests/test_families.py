@@ -485,7 +485,7 @@ def test_every_family_collects_and_passes_its_checks(collected, name):
     facts = family.facts
     assert facts["family"]["name"] == name
     c = released_config(name)
-    layers = next(c[k] for k in ("num_hidden_layers", "n_layer", "n_layers") if k in c)  # n_layers: DBRX's name
+    layers = next(c[k] for k in ("num_hidden_layers", "n_layer", "n_layers", "num_layers") if k in c)  # n_layers: DBRX's name; num_layers: LongCat-Flash's blocks
     assert len(facts["blocks"]) == facts["model"]["num_blocks"] == facts["config"]["standardized"]["num_layers"] == layers
     assert facts["excerpts"], "every family pins the source of its classes"
 

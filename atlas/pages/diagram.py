@@ -53,6 +53,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     kids = kids_of(tree)
     kid = slug(kind_id)
     a = anatomy(tree)
+    if a.get("dense"):  # sublayers run from lists, a mixture added at the block's end (LongCat-Flash)
+        return list_block_diagram(kind_id, tree, s, known, by_module, attention_type)
     boxes, lines, adds, sums = [], [], [], []
     inner_lines = []  # wires inside a mixture's box, drawn over it
     terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
@@ -265,6 +267,86 @@ def _two_mixers(tree: dict[str, Any], a: dict[str, Any], row: int, boxes: list, 
     lines += [(centers[0], y_sum, MID - 7, y_sum), (centers[1], y_sum, MID + 7, y_sum)]
     sums.append({"x": MID, "y": y_sum, "r": 7, "part": None})
     return y_sum + 7
+
+
+def list_block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str], by_module: dict[str, str],
+                       attention_type: str | None = None) -> dict[str, Any]:
+    """A block that runs its sublayers from lists (LongCat-Flash): for each entry i, norm → attention → add,
+    then norm → dense MLP → add; the mixture of experts reads the first MLP's normed input, beside the
+    dense MLP, and its output runs down the right edge to the block's last add (the shortcut)."""
+    kid = slug(kind_id)
+    kids = {c["name"]: c for c in tree["children"]}
+    for c in tree["children"]:  # the entries of each list, by their dotted names (self_attn.0)
+        if role(c) == "list":
+            kids.update({f"{c['name']}.{g['name']}": g for g in c["children"]})
+    a = anatomy(tree)
+    pairs = fact(tree, "sublayers")["pairs"]
+    base = lambda name: name.rpartition(".")[0]  # noqa: E731
+    boxes, lines, adds = [], [], []
+    terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
+
+    def link(name: str) -> str | None:
+        nid = f"{kid}.{name}"
+        return nid if nid in known else None
+
+    def norm_row(y, name, part):
+        lines.append((SPINE, y + 20, 52, y + 20))
+        boxes.append(_box(52, y, 186, 40, name, norm_word(kids[name]), part, link(name), "norm"))
+
+    def add_at(y_from, y, part):
+        lines.extend([(MID, y_from, MID, y), (MID, y, SPINE + 10, y)])
+        adds.append({"x": SPINE, "y": y, "part": part})
+
+    kind_word = ATTENTION_TYPES.get(attention_type, (attention_type or "").replace("_", " "))
+    y, moe_out = 44, None
+    for i in range(pairs):
+        first = i == 0
+        attn, norm_a = f"{base(a['attn'])}.{i}", f"{base(a['pre_attn'])}.{i}"
+        norm_m, dense = f"{base(a['pre_ffn'])}.{i}", f"{base(a['dense'])}.{i}"
+        norm_row(y, norm_a, "attention_norm_output" if first else None)
+        lines.append((238, y + 20, MAIN_X, y + 20))
+        sub = title_of(kids[attn]) + (f" · {kind_word}" if kind_word and kind_word.lower() not in title_of(kids[attn]).lower() else "")
+        boxes.append(_box(MAIN_X, y, MAIN_W, 40, attn, sub, "attention_output" if first else None, link(attn), "attn"))
+        add_at(y + 40, y + 68, "layer_mid" if first else None)
+        y += 96
+        norm_row(y, norm_m, "mlp_norm_output" if first else None)
+        if first:  # the mixture beside the dense MLP, on the same normed input
+            moe = kids[a["ffn"]]
+            mk = {c["name"]: c for c in moe["children"]}
+            router = next((n for n in ("gate", "router") if n in mk), None)
+            rt = routing(s, mk.get(router) if router else None)
+            lines.append((238, y + 20, MAIN_X, y + 20))
+            boxes.append(_box(MAIN_X, y, MAIN_W, 128, a["ffn"], "MoE · shortcut to the end", "mlp_output", link(a["ffn"]), "mlp moe"))
+            if router:
+                boxes.append(_box(MAIN_X + 8, y + 28, MAIN_W - 16, 34, router, f"router: top-{rt['k']} of {rt['n']}",
+                                  by_module.get(f"{a['ffn']}.{router}") or "expert_weights", link(f"{a['ffn']}.{router}"), "router"))
+            boxes.append(_box(MAIN_X + 8, y + 74, MAIN_W - 16, 40, "experts", f"top-{rt['k']} of {rt['n']}", "routed_output", link(f"{a['ffn']}.experts"), "experts"))
+            moe_out = y + 128
+            lines.extend([(MID, moe_out, MID, moe_out + 12), (MID, moe_out + 12, WIDTH - 4, moe_out + 12)])
+            lines.append((238 + 9, y + 20, 238 + 9, y + 176))  # the same normed input, down to the dense MLP
+            lines.append((238 + 9, y + 176, MAIN_X, y + 176))
+            y += 156
+        else:
+            lines.append((238, y + 20, MAIN_X, y + 20))
+        boxes.append(_box(MAIN_X, y, MAIN_W, 40, dense, f"{title_of(kids[dense])} · {grouped(gated_inner(kids[dense]))} wide", None, link(dense), "mlp"))
+        last = i == pairs - 1
+        y_add = y + 68
+        if last and moe_out is not None:  # the shortcut joins the last add
+            lines.extend([(WIDTH - 4, moe_out + 12, WIDTH - 4, y_add), (WIDTH - 4, y_add, MID, y_add)])
+        add_at(y + 40, y_add, "layer_output" if last else None)
+        y = y_add + 28
+    height = y + 16
+    lines.insert(0, (SPINE, 24, SPINE, height - 10))
+    terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": "layers[i] output → next block"})
+    return {
+        "kind": kind_id, "id": kid, "mixture": True, "width": WIDTH, "height": height, "boxes": boxes,
+        "lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": p != r} for p, q, r, t in lines],
+        "inner_lines": [], "adds": adds, "sums": [], "terminals": terminals,
+        "order": [{"kind": kind, "index": i} for kind, i, _ in sorted(
+            [("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
+            + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
+            + [("add", i, (d["y"], d["x"])) for i, d in enumerate(adds)], key=lambda piece: piece[2])],
+    }
 
 
 def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

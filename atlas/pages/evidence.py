@@ -52,11 +52,14 @@ def holding(facts: dict[str, Any], cls: str, text: str) -> str:
 
 def _call_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
     """How the code calls a child the steps run: ``self.model(``, or, where the child's own child is
-    what the forward calls (OPT's ``self.model.decoder(``), ``self.model.``."""
+    what the forward calls (OPT's ``self.model.decoder(``), ``self.model.``, or where the child is a list
+    whose entries are called, ``self.mlps[``."""
     called = f"self.{attribute}("
     through = f"self.{attribute}."
     parts = runs(facts, cls)
     has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
+    if not has(called) and not has(through) and has(f"self.{attribute}["):
+        return f"self.{attribute}["  # an entry of a list of sublayers, called by its index (LongCat-Flash's self.self_attn[0](
     return through if not has(called) and has(through) else called
 
 

@@ -61,6 +61,8 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         "parallel": "parallel" if fact(block, "residual") == "parallel" else None,
         # attention and a state-space mixer side by side on one normed stream (Falcon-H1), as the proof ran them
         "two": bool(parts.get("attention") and parts.get("ssm") and fact(block, "mixer_multipliers")),
+        # a block that runs its sublayers from lists (LongCat-Flash): the first dense MLP beside the mixture
+        "dense": parts.get("dense_mlp"),
     }
 
 

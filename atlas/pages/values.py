@@ -145,6 +145,12 @@ def consumers(name: str, a: dict[str, str | None]) -> list[str]:
             "attention_output": [a["post_attn"] or "the add, beside the MLP's output"],
             "mlp_output": [a["post_ffn"] or "the add, beside the attention's output"],
         })
+    if a.get("dense"):  # the mixture reads the first dense MLP's input and is added at the block's end (LongCat-Flash)
+        block.update({
+            "layer_mid": [f"{a['pre_ffn']} (the MLP branch and the mixture's)", "the second add (the residual path)"],
+            "mlp_norm_output": [f"{a['ffn']} (the mixture, added at the block's end)", f"{a['dense']} (the dense MLP)"],
+            "mlp_output": ["the block's last add, after the second attention and dense MLP"],
+        })
     return block.get(name) or CONSUMERS.get(name, [])
 
 

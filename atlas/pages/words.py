@@ -61,6 +61,8 @@ ROLE_TITLES = {
     "stacked_experts": "Routed experts (stacked)",
     "expert_glu": "Expert gated MLP",
     "norm_attention_norm": "Norm, attention, norm",
+    "identity": "Identity",
+    "list": "List of sublayers",
 }
 
 
@@ -292,6 +294,14 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
                 f"enters and how fast the state decays (a = σ(−Λ) to the power {fact(node, 'decay_constant'):g} r).")
     if r == "depthwise_conv":
         return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
+    if r == "identity":
+        return "Returns its input unchanged; it has no parameters."
+    if r == "list":
+        return f"Holds {len(node['children'])} modules of one kind; the block runs them one at a time, each in its own place in the stream."
+    if r == "block" and fact(node, "sublayers", {}).get("pairs"):
+        pairs = fact(node, "sublayers")["pairs"]
+        return (f"Runs {pairs} rounds of attention then a dense MLP, each after its own RMSNorm and added back to the residual stream; "
+                "the mixture of experts reads the first round's MLP input and its output is added only at the block's end.")
     if r == "block" and anatomy(node).get("single"):
         a = anatomy(node)
         mixer = lowercase_title(title_of(kids[a["mixer"]]))
@@ -367,6 +377,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         q = f"queries from a {grouped(latent['q_lora_rank'])}-wide latent, " if latent.get("q_lora_rank") else "queries straight from the stream, "
         parts.append(f"{s.get('num_heads')} heads: {q}keys and values rebuilt from a {grouped(latent['kv_lora_rank'])}-wide latent, "
                      f"each query and key carrying a {latent['rope_dims']}-wide rotary part (one rotary key shared by all heads)")
+        scales = fact(node, "latent_scales")
+        if scales:
+            parts.append(f"queries scaled by {scales['queries']:.4g} and the normed key–value latent by {scales['keys_values']:.4g}")
     else:
         h, kv = heads.get("query"), heads.get("key_value")
         share = (f"{h} query heads sharing one key–value head" if kv == 1 else

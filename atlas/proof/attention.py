@@ -669,6 +669,14 @@ def latent_attention(part: Part) -> Chain:
     qC, qR, kC, kR = T.q("q^{C}_h"), T.q("q^{R}_h"), T.k("k^{C}_h"), T.k("k^{R}")
     cq, cq_hat, ckv, ckv_hat = T.q("c^{Q}"), T.q(r"\hat c^{Q}"), T.k("c^{KV}"), T.k(r"\hat c^{KV}")
 
+    # Latents scaled by the square root of the width over their rank (LongCat-Flash's mla_scale_q_lora,
+    # mla_scale_kv_lora): settings the module holds, multiplied in after the split and after the norm
+    sq, skv = getattr(part.full, "mla_scale_q_lora", None), getattr(part.full, "mla_scale_kv_lora", None)
+    tsq, tskv = getattr(part.tiny, "mla_scale_q_lora", None), getattr(part.tiny, "mla_scale_kv_lora", None)
+    lora_scales = all(isinstance(v, float) for v in (sq, skv, tsq, tskv))
+    if lora_scales:
+        part.note("latent_scales", {"queries": sq, "keys_values": skv}, "the module's settings")
+
     def build(rotate, words: str) -> Chain:
         steps: list[Step] = []
         if "q_a_proj" in names:
@@ -686,12 +694,20 @@ def latent_attention(part: Part) -> Chain:
             q = e["q"].view(B, T_, th, tn + tr).transpose(1, 2)
             return q[..., :tn], q[..., tn:]
 
+        steps.append(Step(rf"{qC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {qR}\in\mathbb{{R}}^{{{T.num(rope)}}}\ \text{{per head }}h=1..{T.num(h)}", ("qC", "qR"), heads))
+        if lora_scales:
+            steps.append(Step(rf"{qC}\leftarrow{T.num(sq)}\,{qC},\ {qR}\leftarrow{T.num(sq)}\,{qR}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(cfg.q_lora_rank)}}}\text{{, the width over the query latent's)}}",
+                              ("qC", "qR"), lambda e: (e["qC"] * tsq, e["qR"] * tsq)))
         steps += [
-            Step(rf"{qC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {qR}\in\mathbb{{R}}^{{{T.num(rope)}}}\ \text{{per head }}h=1..{T.num(h)}", ("qC", "qR"), heads),
             Step(rf"[{ckv};\,{kR}]=x W_{{DKV}}^{{\top}}{T.maps(width, f'{T.num(rkv)}+{T.num(rope)}')}", "ckv", sub(part, "kv_a_proj_with_mqa"), summary=True),
             Step(rf"{ckv},\ {kR}\ \text{{the first }}{T.num(rkv)}\text{{ and last }}{T.num(rope)}\text{{ columns}}", ("ckv", "kR"),
                  lambda e: (e["ckv"][..., :tkv], e["ckv"][..., tkv:].unsqueeze(1))),
             Step(rf"{ckv_hat}=\operatorname{{Norm}}({ckv})", "ckv", sub(part, "kv_a_layernorm", x="ckv")),
+        ]
+        if lora_scales:
+            steps.append(Step(rf"{ckv_hat}\leftarrow{T.num(skv)}\,{ckv_hat}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(rkv)}}}\text{{, the width over the key-value latent's)}}",
+                              "ckv", lambda e: e["ckv"] * tskv))
+        steps += [
             Step(rf"[{kC};\,{T.v('v_h')}]={ckv_hat}W_{{UKV}}^{{\top}}{T.maps(rkv, T.times(h, f'({T.num(nope)}+{T.num(dv)})'))}", "kv", sub(part, "kv_b_proj", x="ckv"), summary=True),
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),

@@ -17,7 +17,9 @@ def _routes(part: Part) -> bool:
     """A linear map with one output per routed expert of the (tiny) config."""
     cfg = part.ctx.tiny_config
     experts = next((getattr(cfg, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(cfg, k, None)), None)
-    return experts is not None and part.tiny.out_features == experts
+    # zero-computation experts (LongCat-Flash's zero_expert_num) are routed to like the others: one row each
+    zero = getattr(cfg, "zero_expert_num", None) or 0
+    return experts is not None and part.tiny.out_features in (experts, experts + zero)
 
 
 def is_offset(module) -> bool:
@@ -40,6 +42,10 @@ def kind_of(part: Part) -> str:
         return "embedding"
     if isinstance(m, torch.nn.Dropout):
         return "dropout"
+    if isinstance(m, torch.nn.ModuleList):
+        return "list"  # a list of sublayers the parent runs one by one (never called itself)
+    if isinstance(m, torch.nn.Identity):
+        return "identity"  # torch's identity map (LongCat-Flash's zero-computation expert)
     if isinstance(m, torch.nn.Linear) and type(m).forward is not torch.nn.Linear.forward and _routes(part):
         return "router"  # a Linear whose own forward adds a routing rule to its product (one row per expert)
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
@@ -141,6 +147,22 @@ BUILDERS = {
     "rotary": attention.rotary,
     "recurrent_block": rglru.recurrent_block,
 }
+
+
+def identity(part: Part) -> Chain:
+    """A module that returns what it is given."""
+    from atlas.proof.steps import Step
+
+    return Chain([Step(r"y=x", "y", lambda e: e["x"], summary=True)], [library.X], "y")
+
+
+def module_list(part: Part) -> Chain:
+    """A list of sublayers: its parent calls the entries; the list itself is never called, so it has no steps."""
+    raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}", "a list of modules is never called: its parent runs its entries")
+
+
+BUILDERS["identity"] = identity
+BUILDERS["list"] = module_list
 
 
 def build(part: Part) -> Chain:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, X, activation_name, sub
@@ -345,8 +347,14 @@ def experts(part: Part) -> Chain:
         gu = (x[:, None, None, :] @ w).squeeze(-2) if stored_in_out else (w @ x[:, None, :, None]).squeeze(-1)
         return gu + (e.w("gate_up_proj_bias")[e["E"]] if biases else 0)
 
+    # Fewer down projections than routing choices: the experts past the last down projection compute
+    # nothing of their own (LongCat-Flash's zero-computation experts); what they return is measured.
+    # (Measured on the preview model's own tensors: the full model's may be cut to what the files store.)
+    real, tiny_real = part.full.down_proj.shape[0], part.tiny.down_proj.shape[0]
+    zero = part.tiny.gate_up_proj.shape[0] - tiny_real
+
     def down(h, e):
-        w = e.w("down_proj")[e["E"]]
+        w = e.w("down_proj")[e["E"].clamp(max=tiny_real - 1)]
         o = (h[..., None, :] @ w).squeeze(-2) if stored_in_out else (w @ h[..., None]).squeeze(-1)
         return o + (e.w("down_proj_bias")[e["E"]] if biases else 0)
 
@@ -381,6 +389,10 @@ def experts(part: Part) -> Chain:
         return Chain(steps, inputs, "y")
 
     part.note("count", n, "the fused weights' first axis")
+    if zero > 0:
+        part.note("zero_experts", True, "the preview model's routing choices past its last down projection")
+        return part.choose("zero_experts", {"identity": lambda: _with_zero_experts(halves(), real, tiny_real, "identity"),
+                                            "nothing": lambda: _with_zero_experts(halves(), real, tiny_real, "nothing")})
     variants = {"gated_halves": halves}
     if hasattr(part.tiny, "limit") and hasattr(part.tiny, "alpha"):
         variants = {"clamped_interleaved": clamped, **variants}
@@ -453,6 +465,24 @@ def _routes_like(part: Part, trial: Chain) -> bool:
     if difference(E.gather(-1, order), ref_E.gather(-1, ref_order)) != 0:
         return False
     return difference(G.gather(-1, order), ref_G.gather(-1, ref_order)) <= tolerance(ref_G)
+
+
+def _with_zero_experts(chain: Chain, real: int, tiny_real: int, rule: str) -> Chain:
+    """The experts' chain where the choices from ``real`` on are zero-computation experts: such a slot's
+    E_i(x) is x itself ("identity") or nothing ("nothing"), put in place of the gated MLP's result
+    before the slot's weight multiplies it."""
+    import torch
+
+    steps = list(chain.steps)
+    at = next(i for i, s in enumerate(steps) if s.out == "e_out") + 1
+    if rule == "identity":
+        tex = rf"E_i(x)=x\quad\text{{for a zero-computation expert, }}i\ge{T.num(real)}"
+        fn = lambda e: torch.where((e["E"] >= tiny_real)[..., None], e["x"][:, None, :].expand_as(e["e_out"]), e["e_out"])
+    else:
+        tex = rf"E_i(x)=0\quad\text{{for a zero-computation expert, }}i\ge{T.num(real)}"
+        fn = lambda e: torch.where((e["E"] >= tiny_real)[..., None], torch.zeros_like(e["e_out"]), e["e_out"])
+    steps.insert(at, Step(tex, "e_out", fn, summary=True))
+    return dataclasses.replace(chain, steps=steps)
 
 
 def _mixture_selection(part: Part, route: str) -> str | None:

@@ -60,8 +60,8 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,
                   declared={k: dict(v) for k, v in family.equations.items()})
     block_path = facts["model"]["block_path"]
-    _, full_blocks = introspect.find_block_list(full_model, full_config.num_hidden_layers)
-    _, tiny_blocks = introspect.find_block_list(tiny, tiny_config.num_hidden_layers)
+    _, full_blocks = introspect.find_block_list(full_model, introspect.num_blocks(full_config))
+    _, tiny_blocks = introspect.find_block_list(tiny, introspect.num_blocks(tiny_config))
     tiny_kinds = {k.id: k for k in introspect.kinds_of_blocks(tiny_blocks, tiny_config)}
     where = f"family {family.name}"
 
@@ -89,14 +89,14 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
         proven[part.id] = (part, chain_of(part))
     by_id = {p.id: p for p in parts}
     rotary = [ctx.calls[f"{block_path}.{n}"].kwargs.get("position_embeddings") for n in range(len(tiny_blocks))]
-    stack = stacks.Stack([ctx.chains[kind_of_block[n]] for n in range(len(tiny_blocks))], rotary, block_path, full_config.num_hidden_layers)
+    stack = stacks.Stack([ctx.chains[kind_of_block[n]] for n in range(len(tiny_blocks))], rotary, block_path, introspect.num_blocks(full_config))
     first, last = ctx.calls[f"{block_path}.0"], ctx.calls[f"{block_path}.{len(tiny_blocks) - 1}"]
     ctx.call_overrides["blocks"] = Call((first.kwargs.get("hidden_states", first.args[0] if first.args else None),), {},
                                         last.output[0] if isinstance(last.output, tuple) else last.output)
     blocks_part = Part("blocks", block_path, full_model.get_submodule(block_path), tiny.get_submodule(block_path), ctx)
     proven["blocks"] = (blocks_part, stacks.blocks(blocks_part, stack))
     model_part = Part("model", "", full_model, tiny, ctx)
-    roles = standard.find_roles(tiny, tiny_config.num_hidden_layers)
+    roles = standard.find_roles(tiny, introspect.num_blocks(tiny_config))
     proven["model"] = (model_part, stacks.model(model_part, stack, roles))
 
     # what each child is used as: the name its parent's step gives its result ("Q", "g", "z" ...)

@@ -10,9 +10,12 @@ from atlas.proof.core import Part
 from atlas.proof.library import X, child_output, handed_residual, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.standard import block_roles
+from atlas.introspect import num_blocks
 
 
 def block(part: Part) -> Chain:
+    if block_roles(part.tiny).sublayer_lists:
+        return _list_block(part)
     factor = getattr(part.ctx.full_config, "residual_multiplier", None)
     depth = getattr(part.ctx.full_config, "scale_depth", None)
     if factor in (None, 1, 1.0) and depth is not None:
@@ -229,6 +232,49 @@ def _side_mixture_steps(part: Part, side: dict, r) -> list[Step]:
         ]
 
     return steps_for(*side["roles"])
+
+
+def _list_block(part: Part) -> Chain:
+    """A block that holds its sublayers in lists and runs them in turn (LongCat-Flash): for each entry i,
+    norm, attention and add, then norm, dense MLP and add; the mixture of experts reads the first
+    post-attention norm's output, and its output joins the stream only at the block's end (a shortcut
+    past the second pair of sublayers)."""
+    r = block_roles(part.tiny)
+    base = lambda name: name.rpartition(".")[0]
+    attentions, attention_norms, mlp_norms = base(r.attention), base(r.attention_norm), base(r.mlp_norm)
+    dense = next(n for n in r.sublayer_lists if n not in (attentions, attention_norms, mlp_norms))
+    pairs = len(part.tiny.get_submodule(attentions))
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
+    steps: list[Step] = []
+    x = "x"
+    for i in range(pairs):
+        n = i + 1
+        first = i == 0
+        xs = "x" if first else rf"x_{{{2 * i}}}"
+        call = {"x": f"h{i}", **({"R": "R"} if rotary else {})}
+        steps += [
+            Step(rf"h_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{attn}}}}_{{{n}}}({xs})", f"h{i}", sub(part, f"{attention_norms}.{i}", x=x),
+                 value="attention_norm_output" if first else None, summary=True),
+            Step(rf"a_{{{n}}}=\operatorname{{Attn}}_{{{n}}}(h_{{{n}}}{',' + T.c('R') if rotary else ''})", f"a{i}",
+                 child_output(part, f"{attentions}.{i}", **call), value="attention_output" if first else None, summary=True),
+            Step(rf"x_{{{2 * i + 1}}}={xs}+a_{{{n}}}", f"x{2 * i + 1}", (lambda e, x=x, i=i: e[x] + e[f"a{i}"]), value="layer_mid" if first else None),
+            Step(rf"h'_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{ffn}}}}_{{{n}}}(x_{{{2 * i + 1}}})", f"hm{i}", sub(part, f"{mlp_norms}.{i}", x=f"x{2 * i + 1}"),
+                 value="mlp_norm_output" if first else None, summary=True),
+        ]
+        if first:
+            steps.append(Step(r"m=\operatorname{MoE}(h'_{1})\quad\text{(the shortcut: added at the block's end)}", "m",
+                              sub(part, r.mlp, x="hm0"), value="mlp_output", summary=True))
+        steps += [
+            Step(rf"f_{{{n}}}=\operatorname{{MLP}}_{{{n}}}(h'_{{{n}}})", f"d{i}", sub(part, f"{dense}.{i}", x=f"hm{i}"), summary=True),
+            Step(rf"x_{{{2 * i + 2}}}=x_{{{2 * i + 1}}}+f_{{{n}}}", f"x{2 * i + 2}", (lambda e, i=i: e[f"x{2 * i + 1}"] + e[f"d{i}"])),
+        ]
+        x = f"x{2 * i + 2}"
+    steps.append(Step(rf"y=x_{{{2 * pairs}}}+m", "y", lambda e, x=x: e[x] + e["m"], value="layer_output", summary=True))
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "dense_mlp": f"{dense}.0", "pairs": pairs}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "before MLP": r.mlp_norm}, "the block's children by role")
+    return Chain(steps, inputs, "y", output_element=0)
 
 
 def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
@@ -473,7 +519,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             return run_blocks(stack, e, e[s], stack.path)
 
         all_blocks.child_name, all_blocks.child_inputs = stack.path, {"x": x0}
-        steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(cfg.num_hidden_layers)}",
+        steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(num_blocks(cfg))}",
                           "xL", all_blocks, summary=True))
         steps[-1].sub = "blocks"
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
