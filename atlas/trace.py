@@ -287,7 +287,7 @@ class _Capture:
             with torch.no_grad():
                 # every slot's weight but slot k's set to zero: what is left is slot k's weighted output
                 only = lambda k: torch.zeros_like(top_k_weights).index_copy(1, torch.tensor([k]), top_k_weights[:, k : k + 1])
-                slots = [own(module, hidden_states, top_k_index, only(k)) for k in range(top_k_index.shape[-1])]
+                slots = [own(module, hidden_states, top_k_index, only(k)).reshape(-1, hidden_states.shape[-1]) for k in range(top_k_index.shape[-1])]
             self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), torch.stack(slots, dim=1)))
 
         return hook
