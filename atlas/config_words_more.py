@@ -1283,8 +1283,8 @@ def _index_head_dim(key, v, c):
 @explains("index_topk")
 def _index_topk(key, v, c):
     k = c.count("index_topk")
-    return (f"Each query attends only to the {_plural(k, 'earlier position')} the indexer scores highest (to every "
-            f"earlier position while there are no more than {grouped(k)})")
+    return (f"Each query attends only to the {_plural(k, 'position')} up to its own that the indexer scores highest "
+            f"(to all of them while there are no more than {grouped(k)})")
 
 
 _switch("indexer_rope_interleave",
@@ -1410,8 +1410,8 @@ def _w_init_variance(key, v, c):
 @explains("final_w_init_variance_scale")
 def _final_w_init_variance(key, v, c):
     s = c.number(key)
-    words = (f"The variance scale, {_num(s)}, of the random initialization of each block's output projection; trained "
-             "weights replace it, so it changes nothing in the model")
+    words = (f"The variance scale, {_num(s)}, of the random initialization of the attention's and the recurrent "
+             "blocks' output projections; trained weights replace it, so it changes nothing in the model")
     layers = c.get_count("num_hidden_layers")
     if layers and c.raw.get("model_type") == "recurrent_gemma":
         own = 2 / layers
