@@ -1075,3 +1075,470 @@ _switch("slow_but_exact", "With tensor-parallel pretraining, the output projecti
 def _offset_alibi(key, v, c):
     return (f"A setting ({grouped(c.count(key))}) of the training code's ALiBi bias; transformers builds the bias from the "
             "heads' slopes and the key positions alone")
+
+
+# --- DBRX's own names and sub-configs, the sparse-attention indexer, Gemma 4's audio and image markers,
+# --- RecurrentGemma's recurrent blocks, Falcon-H1's multipliers --------------------------------------
+
+def _later_words() -> None:
+    """Registered in one place: several keys here wrap or reuse explainers defined above."""
+    from atlas.config_words import EXPLAIN, ROLE_VERBS, _token
+
+    # DBRX spells four of the common keys its own way; its config class maps them onto the usual names.
+    _alias("d_model", "hidden_size")
+    _alias("n_heads", "num_attention_heads")
+    _alias("n_layers", "num_hidden_layers")
+    _alias("max_seq_len", "max_position_embeddings")
+    # RecurrentGemma's names for the window of its attention blocks and for the cap on its logits.
+    _alias("attention_window_size", "sliding_window")
+    _alias("logits_soft_cap", "final_logit_softcapping")
+
+    ROLE_VERBS["audio placeholder"] = (
+        "holds an audio clip's place in the text; the audio tower's features replace its embedding",
+        "hold an audio clip's place in the text; the audio tower's features replace their embeddings")
+    ROLE_VERBS["audio-start"] = ("opens an audio clip in the text", "open an audio clip in the text")
+    ROLE_VERBS["audio-end"] = ("closes an audio clip in the text", "close an audio clip in the text")
+
+    plain = {}
+    for key, role in (("audio_token_id", "audio placeholder"), ("boi_token_id", "image-start"),
+                      ("eoi_token_id", "image-end"), ("boa_token_id", "audio-start"), ("eoa_token_id", "audio-end")):
+        _token(key, role)
+        plain[key] = EXPLAIN[key]
+
+    def audio_token(key, v, c):
+        words = plain[key](key, v, c)
+        if v is not None and "audio_config" in c.raw and c.raw["audio_config"] is None:
+            words += "; audio_config is unset here, so no audio tower exists to fill it"
+        return words
+
+    def marker(key, v, c):
+        words = plain[key](key, v, c)
+        if v is not None and c.raw.get("model_type") == "gemma4":
+            words += ("; Gemma 4's model never looks for it: its processor writes the marker into the prompt from "
+                      "the tokenizer's own token, so the id here is a record")
+        return words
+
+    EXPLAIN["audio_token_id"] = audio_token
+    for key in ("boi_token_id", "eoi_token_id", "boa_token_id", "eoa_token_id"):
+        EXPLAIN[key] = marker
+
+    def eoa_index(key, v, c):
+        words = marker("eoa_token_id", v, c.renamed("eoa_token_id", key, v))
+        other = c.raw.get("eoa_token_id") if "eoa_token_id" in c.raw else ...
+        if other is ...:
+            return words
+        if other == v:
+            words += "; eoa_token_id holds the same id"
+            if c.raw.get("model_type") == "gemma4":
+                words += ", and of the two names Gemma 4's configuration class declares only this one"
+            return words
+        return f"{words}; eoa_token_id says {_value_words(other)}"
+
+    EXPLAIN["eoa_token_index"] = eoa_index
+
+    # Falcon-H1 sets the state-space blocks' inner width outright, which leaves mamba_expand unused.
+    expand = EXPLAIN["mamba_expand"]
+
+    def mamba_expand(key, v, c):
+        words = expand(key, v, c)
+        if c.raw.get("mamba_d_ssm") is not None:
+            words += (f"; mamba_d_ssm ({grouped(c.count('mamba_d_ssm', c.raw['mamba_d_ssm']))}) is given here and "
+                      "sets the inner width instead, so this factor goes unused")
+        return words
+
+    EXPLAIN["mamba_expand"] = mamba_expand
+
+    # Where the state-space blocks have no norm on their output, the groups normalize nothing.
+    groups = EXPLAIN["mamba_n_groups"]
+
+    def mamba_groups(key, v, c):
+        words = groups(key, v, c)
+        if c.raw.get("mamba_rms_norm") is False:
+            words += "; mamba_rms_norm is off here, though, so no group norm exists and the groups share only B and C"
+        return words
+
+    EXPLAIN["mamba_n_groups"] = mamba_groups
+
+
+_later_words()
+
+
+# DBRX: the embedding dropout it keeps, and its two sub-configs.
+
+@explains("emb_pdrop")
+def _emb_pdrop(key, v, c):
+    p = c.number("emb_pdrop")
+    words = ("No dropout on the embeddings (probability 0)" if p == 0
+             else f"Dropout with probability {_num(p)} on the embeddings in training; off at inference")
+    if c.raw.get("model_type") == "dbrx":
+        words += "; transformers' DBRX stores the value but applies no dropout to the embeddings, whatever it is"
+    return words
+
+
+def _entries(c: _Config, key: str, v: Any) -> dict:
+    if not isinstance(v, dict):
+        c.fail(key, f"must be an object of settings, not {_value_words(v)}")
+    return v
+
+
+@explains("attn_config")
+def _attn_config(key, v, c):
+    v = _entries(c, key, v)
+    parts = []
+    for name, value in v.items():
+        where = f"{key}.{name}"
+        if name == "clip_qkv" and value is not None:
+            limit = _num(c.number(where, value))
+            parts.append(f"clip_qkv {limit} (every entry of the fused query-key-value projection is clamped into "
+                         f"[−{limit}, {limit}] before the heads are split)")
+        elif name == "kv_n_heads":
+            kv = c.count(where, value)
+            heads = c.get_count("num_attention_heads")
+            if heads is not None and (kv == 0 or heads % kv):
+                c.fail(where, f"{kv} does not divide the {heads} query heads")
+            share = f", each shared by {heads // kv} of the {heads} query heads" if heads else ""
+            parts.append(f"kv_n_heads {grouped(kv)} (key and value heads{share})")
+        elif name == "rope_theta":
+            base = _num(c.number(where, value))
+            parts.append(f"rope_theta {base} (the rotary base the checkpoint was trained with, which transformers' "
+                         "rotary embedding does not take from here: it reads the top-level rope_parameters)")
+        elif name == "attn_pdrop":
+            parts.append(f"attn_pdrop {_num(c.number(where, value))} (dropout on the attention pattern in training only)")
+        elif name == "model_type":
+            parts.append(f"model_type {_value_words(value)} (a label the sub-config was saved with; nothing reads it)")
+        else:
+            parts.append(f"{name} {_value_words(value)} (a setting the atlas has no words for)")
+    return "The attention's own section of the config: " + "; ".join(parts) if parts else \
+        "The attention's own section of the config, empty: every setting takes the class's default"
+
+
+@explains("ffn_config")
+def _ffn_config(key, v, c):
+    v = _entries(c, key, v)
+    experts = v.get("moe_num_experts")
+    parts = []
+    for name, value in v.items():
+        where = f"{key}.{name}"
+        if name == "ffn_hidden_size":
+            parts.append(f"ffn_hidden_size {grouped(c.count(where, value))} (the hidden width of each expert)")
+        elif name == "moe_num_experts":
+            parts.append(f"moe_num_experts {grouped(c.count(where, value))} (routed experts per mixture block)")
+        elif name == "moe_top_k":
+            k = c.count(where, value)
+            of = f" of the {grouped(c.count(f'{key}.moe_num_experts', experts))}" if experts is not None else ""
+            parts.append(f"moe_top_k {grouped(k)} (each token goes to {grouped(k)}{of} experts, picked by the "
+                         "top softmax scores of the router)")
+        elif name == "moe_jitter_eps":
+            if value is None:
+                parts.append("moe_jitter_eps unset (the router's input gets no noise)")
+            else:
+                eps = c.number(where, value)
+                parts.append(f"moe_jitter_eps {_num(eps)} (in training only, the router's input is multiplied by "
+                             f"noise drawn uniformly from [{_num(1 - eps)}, {_num(1 + eps)}]; none at inference)")
+        elif name == "moe_loss_weight":
+            parts.append(f"moe_loss_weight {_num(c.number(where, value))} (the weight of training's balancing loss, "
+                         "added only when router logits are returned with labels; no effect on a forward pass)")
+        elif name == "moe_normalize_expert_weights":
+            if value is None:
+                parts.append("moe_normalize_expert_weights unset (the chosen experts keep their softmax scores)")
+            else:
+                parts.append(f"moe_normalize_expert_weights {_num(c.number(where, value))} (the chosen experts' "
+                             "weights are divided by their p-norm with this p)")
+        elif name == "ffn_act_fn":
+            act = value.get("name") if isinstance(value, dict) else None
+            if not isinstance(act, str):
+                c.fail(where, "must be an object naming its activation")
+            parts.append(f"ffn_act_fn {_value_words(value)} (the experts' activation: {activation_words(act)})")
+        elif name == "model_type":
+            parts.append(f"model_type {_value_words(value)} (a label the sub-config was saved with; nothing reads it)")
+        else:
+            parts.append(f"{name} {_value_words(value)} (a setting the atlas has no words for)")
+    words = ("The mixture of experts' own section of the config: " + "; ".join(parts) if parts else
+             "The mixture of experts' own section of the config, empty")
+    missing = [name for name in ("ffn_act_fn", "moe_normalize_expert_weights") if name not in v]
+    if missing and c.raw.get("model_type") == "dbrx":
+        words += f"; {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} absent, so DBRX's class defaults apply"
+    return words
+
+
+# The sparse-attention indexer of DeepSeek-V3.2 and GLM-5: a small scorer picks the keys each query attends to.
+
+@explains("index_n_heads")
+def _index_heads(key, v, c):
+    n = c.count("index_n_heads")
+    return (f"The indexer scores earlier positions with {_plural(n, 'query head')} against one shared key; each "
+            "head's score passes a ReLU, and the heads are summed with weights computed from the query's token")
+
+
+@explains("index_head_dim")
+def _index_head_dim(key, v, c):
+    d = c.count("index_head_dim")
+    words = f"Each of the indexer's query heads, and its one key, is {grouped(d)} wide"
+    rot = c.get_count("qk_rope_head_dim")
+    if rot is not None and rot <= d:
+        words += f"; the first {grouped(rot)} dims are rotated by position, the other {grouped(d - rot)} are not"
+    return words
+
+
+@explains("index_topk")
+def _index_topk(key, v, c):
+    k = c.count("index_topk")
+    return (f"Each query attends only to the {_plural(k, 'position')} up to its own that the indexer scores highest "
+            f"(to all of them while there are no more than {grouped(k)})")
+
+
+_switch("indexer_rope_interleave",
+        "The indexer's rotated dims are stored as interleaved pairs (x0, x1), (x2, x3), …, each pair turned together",
+        "The indexer's rotated dims are stored as two halves, dim i turned with dim i + half")
+
+
+def _indexer_interleave_note() -> None:
+    from atlas.config_words import EXPLAIN
+
+    switch = EXPLAIN["indexer_rope_interleave"]
+
+    def explain(key, v, c):
+        words = switch(key, v, c)
+        if c.raw.get("model_type") == "glm_moe_dsa":
+            words += ("; transformers' GLM-MoE-DSA indexer reads no such switch and always rotates interleaved "
+                      "pairs" + (", as this says" if v else ", which this contradicts"))
+        return words
+
+    EXPLAIN["indexer_rope_interleave"] = explain
+
+
+_indexer_interleave_note()
+
+
+@explains("qk_head_dim")
+def _qk_head_dim(key, v, c):
+    d = c.count("qk_head_dim")
+    words = f"Each query and key head is {grouped(d)} wide in all"
+    nope, rope = c.get_count("qk_nope_head_dim"), c.get_count("qk_rope_head_dim")
+    if nope is not None and rope is not None:
+        total = nope + rope
+        words += f": qk_nope_head_dim {grouped(nope)} + qk_rope_head_dim {grouped(rope)} = {grouped(total)}"
+        if total != d:
+            words += f", not {grouped(d)}; the configuration class recomputes it from those two, so {grouped(total)} holds"
+        else:
+            words += "; the configuration class recomputes it from those two rather than reading it"
+    return words
+
+
+# Gemma 4's wrapper: the audio section it may lack, and the image size its original code counted.
+
+@explains("audio_config", unset=True)
+def _audio_config(key, v, c):
+    if v is None:
+        return ("Left unset: the checkpoint has no audio tower, so the wrapper builds no audio encoder and no "
+                "embedder for audio features")
+    v = _entries(c, key, v)
+    return f"The audio tower's configuration, {_plural(len(v), 'key')}: {settings_words(v)}"
+
+
+@explains("vision_soft_tokens_per_image")
+def _soft_tokens(key, v, c):
+    n = c.count("vision_soft_tokens_per_image")
+    words = f"Each image enters the text as {_plural(n, 'soft token')}, the vision tower's pooled outputs"
+    if c.raw.get("model_type") == "gemma4":
+        words += ("; transformers' Gemma 4 takes the count from its image processor instead, which sets each image's "
+                  "count from its size, up to the processor's own max_soft_tokens")
+    return words
+
+
+# RecurrentGemma: which blocks recur and which attend, the recurrent blocks' widths, its initialization.
+
+@explains("_block_types", "block_types")
+def _block_types(key, v, c):
+    if not isinstance(v, list) or not v or not all(isinstance(t, str) for t in v):
+        c.fail(key, "must be a list of block kinds")
+    layers = c.get_count("num_hidden_layers")
+    words = f"The block kinds, repeated in this order through the depth: {', '.join(v)}"
+    if layers:
+        blocks = [v[i % len(v)] for i in range(layers)]
+        counts = {t: blocks.count(t) for t in dict.fromkeys(blocks)}
+        parts = [f"{n} {t}" for t, n in counts.items()]
+        listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        words += f"; over {_plural(layers, 'block')} that makes {listed} blocks"
+    if key == "_block_types" and c.raw.get("model_type") == "recurrent_gemma":
+        from transformers import RecurrentGemmaConfig
+
+        default = list(RecurrentGemmaConfig.block_types)
+        words += ("; the file saves it under a leading underscore, which transformers' RecurrentGemmaConfig does not "
+                  "read: it takes block_types, whose default " + ("is the same list" if default == v else
+                                                                  f"differs ({', '.join(default)})"))
+    return words
+
+
+@explains("lru_width")
+def _lru_width(key, v, c):
+    w = c.count("lru_width")
+    words = (f"The recurrent blocks' inner width: the stream is projected to {grouped(w)} channels twice, one branch "
+             "through the convolution and the RG-LRU recurrence, the other through the activation, and their product "
+             "is projected back")
+    heads = c.get_count("num_attention_heads")
+    if heads and w % heads == 0:
+        words += (f"; the recurrence's gates are block-diagonal, {heads} blocks of {grouped(w // heads)} "
+                  "(one per attention head)")
+    return words
+
+
+@explains("conv1d_width")
+def _conv1d_width(key, v, c):
+    return (f"The recurrent blocks run a causal convolution {_plural(c.count('conv1d_width'), 'position')} wide over "
+            "each channel before the recurrence")
+
+
+@explains("embeddings_scale_by_sqrt_dim")
+def _embeddings_sqrt(key, v, c):
+    on = c.flag("embeddings_scale_by_sqrt_dim")
+    words = f"The original code's switch for multiplying the embeddings by √(width): {'on' if on else 'off'}"
+    if c.raw.get("model_type") == "recurrent_gemma":
+        width = c.get_count("hidden_size")
+        by = f"√{grouped(width)} ≈ {width ** 0.5:.4g}" if width else "√hidden_size"
+        words += (f"; transformers' RecurrentGemma reads no such switch and always multiplies them by {by} "
+                  "(a constant it keeps in bfloat16)")
+    return words
+
+
+@explains("w_init_variance_scale")
+def _w_init_variance(key, v, c):
+    return (f"The variance scale, {_num(c.number(key))}, of the random initialization of the recurrent blocks' "
+            "convolution and recurrence gates; trained weights replace it, so it changes nothing in the model")
+
+
+@explains("final_w_init_variance_scale")
+def _final_w_init_variance(key, v, c):
+    s = c.number(key)
+    words = (f"The variance scale, {_num(s)}, of the random initialization of the attention's and the recurrent "
+             "blocks' output projections; trained weights replace it, so it changes nothing in the model")
+    layers = c.get_count("num_hidden_layers")
+    if layers and c.raw.get("model_type") == "recurrent_gemma":
+        own = 2 / layers
+        words += (f"; transformers' RecurrentGemmaConfig sets it to 2/num_hidden_layers = 2/{layers} ≈ {own:.4g} "
+                  "whatever the file says" + ("; here the two agree" if math.isclose(own, s) else "; here they differ"))
+    return words
+
+
+# Falcon-H1: the state-space width set outright, its gated norm, and the fixed multipliers of each path.
+
+@explains("mamba_d_ssm", unset=True)
+def _mamba_d_ssm(key, v, c):
+    width, expand = c.get_count("hidden_size"), c.raw.get("mamba_expand")
+    product = (f" ({_num(expand)} × {grouped(width)} = {_num(expand * width)})"
+               if width and isinstance(expand, (int, float)) and not isinstance(expand, bool) else "")
+    if v is None:
+        return f"Left unset: the state-space blocks' inner width is mamba_expand × hidden_size{product}"
+    d, heads, head = c.count(key), c.get_count("mamba_n_heads"), c.raw.get("mamba_d_head")
+    if heads and isinstance(head, int) and not isinstance(head, bool) and heads * head != d:
+        c.fail(key, f"{d} is not mamba_n_heads × mamba_d_head ({heads} × {head})")
+    return (f"The state-space blocks' inner width, {_plural(c.count(key), 'channel')}, set outright in place of "
+            f"mamba_expand × hidden_size{product}")
+
+
+@explains("mamba_rms_norm")
+def _mamba_rms_norm(key, v, c):
+    if c.flag(key):
+        return ("The state-space blocks' output passes a gated RMS norm, each group normalized on its own, before "
+                "the output projection")
+    return ("The state-space blocks' output is multiplied by SiLU of the gate and goes to the output projection with "
+            "no norm")
+
+
+@explains("mamba_norm_before_gate")
+def _mamba_norm_before_gate(key, v, c):
+    if c.flag(key):
+        words = "Where the state-space blocks normalize their output, they normalize first and multiply by the gate after"
+    else:
+        words = "Where the state-space blocks normalize their output, they multiply by the gate first and normalize the product"
+    if c.raw.get("mamba_rms_norm") is False:
+        words += "; mamba_rms_norm is off here, so there is no such norm and the switch changes nothing"
+    return words
+
+
+@explains("mamba_use_mlp")
+def _mamba_use_mlp(key, v, c):
+    on = c.flag(key)
+    words = f"The original code's switch for an MLP after the mixers in each block: {'on' if on else 'off'}"
+    if c.raw.get("model_type") == "falcon_h1":
+        words += "; transformers' Falcon-H1 reads no such switch and builds that MLP in every block"
+    return words
+
+
+_switch("projectors_bias", "The state-space blocks' output projection adds a learned bias",
+        "The state-space blocks' output projection has no bias")
+
+
+def _factor(c: _Config, key: str) -> str:
+    f = c.number(key)
+    return f"{_num(f)}, which leaves it as it is" if f == 1 else _num(f)
+
+
+@explains("attention_in_multiplier")
+def _attention_in(key, v, c):
+    return (f"On its way into the attention (not into the state-space mixer), the normed stream is multiplied by "
+            f"{_factor(c, key)}")
+
+
+@explains("attention_out_multiplier")
+def _attention_out(key, v, c):
+    return (f"The attention's output is multiplied by {_factor(c, key)} before it is summed with the state-space "
+            "mixer's and added to the stream")
+
+
+@explains("ssm_in_multiplier")
+def _ssm_in(key, v, c):
+    return f"The state-space mixer's input is multiplied by {_factor(c, key)} before its input projection"
+
+
+@explains("ssm_out_multiplier")
+def _ssm_out(key, v, c):
+    return (f"The state-space mixer's output is multiplied by {_factor(c, key)} before it is summed with the "
+            "attention's and added to the stream")
+
+
+@explains("key_multiplier")
+def _key_multiplier(key, v, c):
+    return (f"The keys are multiplied by {_factor(c, key)} straight after their projection, before rotation, so "
+            "every attention score is scaled by it too")
+
+
+@explains("lm_head_multiplier")
+def _lm_head_multiplier(key, v, c):
+    return f"The head's logits are multiplied by {_factor(c, key)}"
+
+
+def _factors(c: _Config, key: str, v: Any, n: int) -> list[int | float]:
+    if not isinstance(v, list) or len(v) != n:
+        c.fail(key, f"must be a list of {n} numbers")
+    return [c.number(key, x) for x in v]
+
+
+@explains("mlp_multipliers")
+def _mlp_multipliers(key, v, c):
+    gate, down = _factors(c, key, v, 2)
+    return (f"Two fixed factors of the MLP: the gate projection's output is multiplied by {_num(gate)} before the "
+            f"activation, and the down projection's output by {_num(down)}")
+
+
+SSM_PARTS = ("the gate", "the inputs x", "the map into the state (B)", "the map out of the state (C)", "the step size")
+
+
+@explains("ssm_multipliers")
+def _ssm_multipliers(key, v, c):
+    factors = _factors(c, key, v, len(SSM_PARTS))
+    return ("The state-space mixer's input projection gives five parts, each multiplied by a fixed factor of its own: "
+            + ", ".join(f"{part} by {_num(f)}" for part, f in zip(SSM_PARTS, factors)))
+
+
+@explains("attn_layer_indices", unset=True)
+def _attn_layer_indices(key, v, c):
+    if v is None:
+        words = "Left unset: no list singles out attention blocks"
+        if c.raw.get("model_type") == "falcon_h1":
+            words += "; every Falcon-H1 block runs its attention and its state-space mixer side by side, so none needs one"
+        return words
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        c.fail(key, "must be a list of block numbers")
+    return (f"The blocks that use attention (counting from 0): {', '.join(map(str, v))}; the others are state-space "
+            "blocks")
