@@ -1077,6 +1077,12 @@ def _offset_alibi(key, v, c):
             "heads' slopes and the key positions alone")
 
 
+def _built_as(c, model_class: str) -> bool:
+    """Whether config.json names this transformers class in ``architectures``: words that say what that
+    class does with a key hold only where the file is built as it."""
+    return model_class in (c.raw.get("architectures") or [])
+
+
 # --- DBRX's own names and sub-configs, the sparse-attention indexer, Gemma 4's audio and image markers,
 # --- RecurrentGemma's recurrent blocks, Falcon-H1's multipliers --------------------------------------
 
@@ -1113,7 +1119,7 @@ def _later_words() -> None:
 
     def marker(key, v, c):
         words = plain[key](key, v, c)
-        if v is not None and c.raw.get("model_type") == "gemma4":
+        if v is not None and _built_as(c, "Gemma4ForConditionalGeneration"):
             words += ("; Gemma 4's model never looks for it: its processor writes the marker into the prompt from "
                       "the tokenizer's own token, so the id here is a record")
         return words
@@ -1129,7 +1135,7 @@ def _later_words() -> None:
             return words
         if other == v:
             words += "; eoa_token_id holds the same id"
-            if c.raw.get("model_type") == "gemma4":
+            if _built_as(c, "Gemma4ForConditionalGeneration"):
                 words += ", and of the two names Gemma 4's configuration class declares only this one"
             return words
         return f"{words}; eoa_token_id says {_value_words(other)}"
@@ -1170,7 +1176,7 @@ def _emb_pdrop(key, v, c):
     p = c.number("emb_pdrop")
     words = ("No dropout on the embeddings (probability 0)" if p == 0
              else f"Dropout with probability {_num(p)} on the embeddings in training; off at inference")
-    if c.raw.get("model_type") == "dbrx":
+    if _built_as(c, "DbrxForCausalLM"):
         words += "; transformers' DBRX stores the value but applies no dropout to the embeddings, whatever it is"
     return words
 
@@ -1256,7 +1262,7 @@ def _ffn_config(key, v, c):
     words = ("The mixture of experts' own section of the config: " + "; ".join(parts) if parts else
              "The mixture of experts' own section of the config, empty")
     missing = [name for name in ("ffn_act_fn", "moe_normalize_expert_weights") if name not in v]
-    if missing and c.raw.get("model_type") == "dbrx":
+    if missing and _built_as(c, "DbrxForCausalLM"):
         words += f"; {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} absent, so DBRX's class defaults apply"
     return words
 
@@ -1299,7 +1305,7 @@ def _indexer_interleave_note() -> None:
 
     def explain(key, v, c):
         words = switch(key, v, c)
-        if c.raw.get("model_type") == "glm_moe_dsa":
+        if _built_as(c, "GlmMoeDsaForCausalLM"):
             words += ("; transformers' GLM-MoE-DSA indexer reads no such switch and always rotates interleaved "
                       "pairs" + (", as this says" if v else ", which this contradicts"))
         return words
@@ -1340,7 +1346,7 @@ def _audio_config(key, v, c):
 def _soft_tokens(key, v, c):
     n = c.count("vision_soft_tokens_per_image")
     words = f"Each image enters the text as {_plural(n, 'soft token')}, the vision tower's pooled outputs"
-    if c.raw.get("model_type") == "gemma4":
+    if _built_as(c, "Gemma4ForConditionalGeneration"):
         words += ("; transformers' Gemma 4 takes the count from its image processor instead, which sets each image's "
                   "count from its size, up to the processor's own max_soft_tokens")
     return words
@@ -1360,7 +1366,7 @@ def _block_types(key, v, c):
         parts = [f"{n} {t}" for t, n in counts.items()]
         listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         words += f"; over {_plural(layers, 'block')} that makes {listed} blocks"
-    if key == "_block_types" and c.raw.get("model_type") == "recurrent_gemma":
+    if key == "_block_types" and _built_as(c, "RecurrentGemmaForCausalLM"):
         from transformers import RecurrentGemmaConfig
 
         default = list(RecurrentGemmaConfig.block_types)
@@ -1393,7 +1399,7 @@ def _conv1d_width(key, v, c):
 def _embeddings_sqrt(key, v, c):
     on = c.flag("embeddings_scale_by_sqrt_dim")
     words = f"The original code's switch for multiplying the embeddings by √(width): {'on' if on else 'off'}"
-    if c.raw.get("model_type") == "recurrent_gemma":
+    if _built_as(c, "RecurrentGemmaForCausalLM"):
         width = c.get_count("hidden_size")
         by = f"√{grouped(width)} ≈ {width ** 0.5:.4g}" if width else "√hidden_size"
         words += (f"; transformers' RecurrentGemma reads no such switch and always multiplies them by {by} "
@@ -1413,7 +1419,7 @@ def _final_w_init_variance(key, v, c):
     words = (f"The variance scale, {_num(s)}, of the random initialization of the attention's and the recurrent "
              "blocks' output projections; trained weights replace it, so it changes nothing in the model")
     layers = c.get_count("num_hidden_layers")
-    if layers and c.raw.get("model_type") == "recurrent_gemma":
+    if layers and _built_as(c, "RecurrentGemmaForCausalLM"):
         own = 2 / layers
         words += (f"; transformers' RecurrentGemmaConfig sets it to 2/num_hidden_layers = 2/{layers} ≈ {own:.4g} "
                   "whatever the file says" + ("; here the two agree" if math.isclose(own, s) else "; here they differ"))
@@ -1460,7 +1466,7 @@ def _mamba_norm_before_gate(key, v, c):
 def _mamba_use_mlp(key, v, c):
     on = c.flag(key)
     words = f"The original code's switch for an MLP after the mixers in each block: {'on' if on else 'off'}"
-    if c.raw.get("model_type") == "falcon_h1":
+    if _built_as(c, "FalconH1ForCausalLM"):
         words += "; transformers' Falcon-H1 reads no such switch and builds that MLP in every block"
     return words
 
@@ -1535,10 +1541,72 @@ def _ssm_multipliers(key, v, c):
 def _attn_layer_indices(key, v, c):
     if v is None:
         words = "Left unset: no list singles out attention blocks"
-        if c.raw.get("model_type") == "falcon_h1":
+        if _built_as(c, "FalconH1ForCausalLM"):
             words += "; every Falcon-H1 block runs its attention and its state-space mixer side by side, so none needs one"
         return words
     if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         c.fail(key, "must be a list of block numbers")
     return (f"The blocks that use attention (counting from 0): {', '.join(map(str, v))}; the others are state-space "
             "blocks")
+
+
+# --- LongCat-Flash: blocks of two rounds, zero-computation experts, latent scales --------------------
+
+_alias("ffn_hidden_size", "intermediate_size")
+_alias("expert_ffn_hidden_size", "moe_intermediate_size")
+
+
+@explains("num_layers")
+def _num_layers(key, v, c):
+    n = c.count(key)
+    words = f"The number of blocks: {grouped(n)}"
+    if _built_as(c, "LongcatFlashForCausalLM"):
+        words += (f"; each runs two attentions, so transformers' LongcatFlashConfig reports num_hidden_layers as "
+                  f"{grouped(2 * n)}, the count of attentions, not of blocks")
+    return words
+
+
+@explains("zero_expert_num")
+def _zero_expert_num(key, v, c):
+    n = c.count(key)
+    real = c.get_count("n_routed_experts")
+    words = f"{_plural(n, 'zero-computation expert')} join the router's choices, which hold no weights and run no MLP"
+    if real:
+        words += f": the router picks among {grouped(real + n)}, of which {grouped(real)} are real experts"
+    return words
+
+
+@explains("zero_expert_type")
+def _zero_expert_type(key, v, c):
+    if not isinstance(v, str):
+        c.fail(key, "must be a name")
+    words = f"What a zero-computation expert does with its token: {v!r}"
+    if _built_as(c, "LongcatFlashForCausalLM"):
+        words += ("; transformers reads no such setting: its zero experts always hand back the token's input, "
+                  "times the slot's weight (the preview run measures which rule holds)")
+    return words
+
+
+def _latent_scale(kind: str, rank_key: str):
+    def explain(key, v, c):
+        on = c.flag(key)
+        rank, width = c.get_count(rank_key), c.get_count("hidden_size")
+        by = f"√({grouped(width)}/{grouped(rank)}) ≈ {(width / rank) ** 0.5:.4g}" if rank and width else f"√(hidden_size/{rank_key})"
+        words = f"The original code's switch for multiplying the {kind} expanded from the latent by {by}: {'on' if on else 'off'}"
+        if _built_as(c, "LongcatFlashForCausalLM"):
+            words += "; transformers reads no such switch and always applies the factor"
+        return words
+
+    return explain
+
+
+explains("mla_scale_q_lora")(_latent_scale("queries", "q_lora_rank"))
+explains("mla_scale_kv_lora")(_latent_scale("keys", "kv_lora_rank"))
+
+
+@explains("attention_method")
+def _attention_method(key, v, c):
+    if not isinstance(v, str):
+        c.fail(key, "must be a name")
+    return (f"The original code's name for its attention, {v!r}; transformers reads it nowhere: the class it builds "
+            "decides the attention")

@@ -85,7 +85,9 @@ def mlp_reads_the_attention(run) -> bool:
 
     from atlas.standard import find_roles
 
-    roles = find_roles(run.model, run.config.num_hidden_layers)
+    from atlas.introspect import num_blocks
+
+    roles = find_roles(run.model, num_blocks(run.config))  # LongCat-Flash: num_hidden_layers counts attentions, two a block
     # the first block that runs an attention and an MLP (a hybrid's first blocks may run neither)
     first = next((i for i, b in enumerate(roles.blocks) if b.attention and (b.mlp or b.mlp_inline)), None)
     if first is None:
