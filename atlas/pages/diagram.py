@@ -7,7 +7,7 @@ from typing import Any
 from atlas.numbers import grouped
 from atlas.pages.roles import anatomy, fact, gated_inner, kids_of, role, slug, norm_word
 from atlas.pages.sizes import Sizes, routing
-from atlas.pages.words import title_of
+from atlas.pages.titles import title_of
 
 
 SPINE = 22

@@ -14,7 +14,7 @@ from typing import Any
 
 from atlas import sources
 from atlas.pages.roles import role
-from atlas.pages.words import lowercase_title, title_of
+from atlas.pages.titles import lowercase_title, title_of
 
 FIELDS = ("path", "start", "end", "version", "sha256", "text", "qualname")
 

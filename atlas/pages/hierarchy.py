@@ -11,7 +11,8 @@ from atlas.pages.evidence import called, evidence, holding, item, tensor_evidenc
 from atlas.pages.roles import anatomy, fact, role, slug
 from atlas.pages.shapes import io, named_dims
 from atlas.pages.sizes import Sizes
-from atlas.pages.words import describe, title_of
+from atlas.pages.titles import title_of
+from atlas.pages.words import describe
 
 
 def _kind_title(kind: dict[str, Any]) -> str:
