@@ -127,7 +127,6 @@ class _Capture:
         self.experts_index: dict[int, int] = {}  # id(experts module) -> block index
         self.linear_index: dict[int, int] = {}  # id(linear-attention mixer) -> block index
         self.mixing: int | None = None  # the block whose linear-attention mixer is running now
-        self.interfaced: set[int] = set()  # id(experts module) whose calls went through the experts interface
 
     def store(self, name: str, index: int | None, tensor) -> None:
         if tensor is not None:
@@ -234,7 +233,6 @@ class _Capture:
         from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS, batched_mm_experts_forward
 
         def traced_experts(module, hidden_states, top_k_index, top_k_weights, *args, **kwargs):
-            self.interfaced.add(id(module))
             eager = original in (None, "eager")
             own = inspect.unwrap(type(module).forward)  # the class's own loop over experts
             implementation = own if eager else ALL_EXPERTS_FUNCTIONS.get_interface(original, own)
@@ -253,24 +251,6 @@ class _Capture:
             return result
 
         return traced_experts
-
-    def own_slots_hook(self, module, args, kwargs, output):
-        """Experts whose class runs its own loop without transformers' experts interface (DBRX): each
-        routing slot's weighted output, by the class's own forward called one slot at a time."""
-        index = self.experts_index.get(id(module))
-        if index is None or id(module) in self.interfaced:
-            return
-        import torch
-
-        hidden_states = call_argument(module, args, kwargs, 0)
-        top_k_index, top_k_weights = call_argument(module, args, kwargs, 1), call_argument(module, args, kwargs, 2)
-        if top_k_index is None or top_k_weights is None:  # dense dispatch (Llama 4): every expert on every row, no slots
-            return
-        own = inspect.unwrap(type(module).forward)
-        slots = [own(module, hidden_states, top_k_index[:, k : k + 1], top_k_weights[:, k : k + 1]).reshape(-1, hidden_states.shape[-1])
-                 for k in range(top_k_index.shape[-1])]
-        stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
-        self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
 
     def own_experts_hook(self, index: int):
         """For an experts module whose class runs its own loop, never dispatched through transformers'
@@ -546,20 +526,12 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
             capture.experts_index[id(model.get_submodule(f"{prefix}.{block.mlp}.{block.experts}"))] = index
 
     handles = [model.register_forward_pre_hook(capture.root_pre_hook, with_kwargs=True)]
-    own_loops = set()  # experts classes never dispatched through ExpertsInterface (LongCat-Flash's): their own hook
-    for index, block in enumerate(resolution.roles.blocks):
+    for index, block in enumerate(resolution.roles.blocks):  # experts never dispatched through ExpertsInterface (DBRX's, LongCat-Flash's)
         experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}") if block.experts else None
         if experts is not None and not hasattr(type(experts).forward, "__wrapped__"):
             handles.append(experts.register_forward_hook(capture.own_experts_hook(index), with_kwargs=True))
-            own_loops.add(id(experts))
     for module, index in inline_scores:
         handles += _inline_score_hooks(capture, module, index)
-    if implementations["experts"] in (None, "eager"):
-        for index, block in enumerate(resolution.roles.blocks):
-            if block.experts:
-                experts = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.mlp}.{block.experts}")
-                if id(experts) not in own_loops:
-                    handles.append(experts.register_forward_hook(capture.own_slots_hook, with_kwargs=True))
     for path in sorted(sigmoids):
         handles += _sigmoid_hooks(capture, model.get_submodule(path), sigmoids[path])
     for index, block in enumerate(resolution.roles.blocks):
