@@ -23,6 +23,7 @@ from typing import Any
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.introspect import num_blocks
+from atlas.standard import experts_per_token
 
 DEFAULT_CONTEXT = 4096  # the context the page shows before the reader moves the slider
 CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
@@ -131,7 +132,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     elif window:
         cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
 
-    top_k = _top_k(config)
+    top_k = experts_per_token(config)
     # a block that runs its attentions from a list (LongCat-Flash: two) caches and attends once per attention
     attentions = len(block.get_submodule(roles.attention.rpartition(".")[0])) if roles.sublayer_lists and "." in roles.attention else 1
     expands = [block.get_submodule(f"{roles.attention.rpartition('.')[0]}.{i}").kv_b_proj for i in range(attentions)] if attentions > 1 and expand is not None else expand
@@ -207,7 +208,7 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
     cache_formula = (f"{heads} value heads × {grouped(key_dim)} key dims × {grouped(value_dim)} value dims = {grouped(state)} values of "
                      f"recurrent state, + {grouped(channels)} convolution channels × {kernel} inputs = {grouped(channels * kernel)}: "
                      f"{grouped(cache_values)} values per sequence, whatever the context (held as one position)")
-    top_k = _top_k(config)
+    top_k = experts_per_token(config)
     matrices, routed = _matrix_values(block, roles, top_k, exclude=conv)
     # a per-head vector stored with extra unit axes (Kimi's A_log, 1 × 1 × heads × 1) multiplies nothing
     matrices -= sum(p.numel() for p in mixer.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1
@@ -271,7 +272,7 @@ def ssm_state_values(conv_channels: int, kernel: int, heads: int, head_dim: int,
 def _no_attention_terms(block, roles, config) -> BlockTerms:
     """A block with no attention: nothing grows with the context. A state-space mixer keeps a state of
     fixed size (held as one "position" that never grows: cap 1); an MLP block keeps nothing."""
-    matrices, routed = _matrix_values(block, roles, _top_k(config))
+    matrices, routed = _matrix_values(block, roles, experts_per_token(config))
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}"
     if roles.ssm is None:
@@ -384,12 +385,6 @@ def standard_cache_values(kv_heads: int, key_dim: int, value_dim: int) -> int:
 def attention_flops_per_key(heads: int, key_dim: int, value_dim: int) -> int:
     """A token's scores against one key (a dot product per head) and that key's value added to its output."""
     return 2 * heads * (key_dim + value_dim)
-
-
-def _top_k(config) -> int | None:
-    from atlas.standard import experts_per_token
-
-    return experts_per_token(config)
 
 
 def _experts_module(block, roles):
@@ -788,7 +783,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     from atlas.introspect import own_tensors
     from atlas.standard import block_roles
 
-    top_k = _top_k(config)
+    top_k = experts_per_token(config)
     parts = {name: 0 for name in ACTIVE_PARTS}
     routed_all = 0
     for block in blocks:

@@ -8,6 +8,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, X, activation_name, sub
 from atlas.proof.steps import Chain, Input, Step
+from atlas.standard import TOP_K_KEYS
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")
 TOKENS = Input("x", "x", "hidden_states", "the tokens routed, one row each")
@@ -77,8 +78,6 @@ def offset(part: Part) -> Chain:
     name, tensor = next(iter(full.items()))
     return Chain([Step(rf"y=x+b,\quad b\in\mathbb{{R}}^{{{T.num(tensor.numel())}}}", "y", lambda e: e["x"] + e.w(name).reshape(-1), summary=True)], [X], "y")
 
-
-TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts")  # the config's experts per token (Gemma 4 names it top_k_experts)
 
 
 def _norm_child(part: Part, projection: str) -> str | None:
