@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import warnings
 from pathlib import Path
 
 from atlas import families
+from atlas.collected import Collected
 from atlas.errors import AtlasError
 
 # transformers' advice to its users (a rope setting renamed, an activation's numerics) is not the build's
@@ -46,24 +48,29 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     if published is not None and published.up_to_date():  # the site holds what this build would write
         return False
 
-    from atlas.check import check
     from atlas.parallel import collect_all, stderr_progress
-    from atlas.schema import check_facts
-    from atlas.site import render_family, write_site
+    from atlas.site import write_site
 
-    # collect: facts from models and checkpoints, in worker processes, or from the cache where nothing changed
-    collected = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress)
-    for name, family in zip(names, collected):  # the facts have the shape atlas/facts.schema.json gives them
-        check_facts(family.facts, Path(out) / name / "facts.json")
-    for family in collected:  # check: every claim against an independent source
-        check(family)
-    pages = {}  # render: pages from the facts alone
-    for family in collected:
-        pages.update(cache.rendered(family.facts["family"]["name"], family.facts, render_family))
-    write_site(out, pages, families.names())  # write: atomically, the old site stays on failure
+    # collect, then check and render: each family in a worker process, its facts from the cache where nothing changed
+    built = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress,
+                        then=functools.partial(checked_pages, out=out))
+    write_site(out, {path: text for pages in built for path, text in pages.items()}, families.names())  # write: atomically, the old site stays on failure
     if published is not None:
         published.record()
     return True
+
+
+def checked_pages(family: Collected, out: Path) -> dict[str, str]:
+    """One family's pages, rendered once its facts have passed every check (in the process that collected it)."""
+    from atlas import cache
+    from atlas.check import check
+    from atlas.schema import check_facts
+    from atlas.site import render_family
+
+    name = family.facts["family"]["name"]
+    check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts.schema.json gives them
+    check(family)  # check: every claim against an independent source
+    return cache.rendered(name, family.facts, render_family)  # render: pages from the facts alone
 
 
 def serve(out: Path, port: int) -> None:

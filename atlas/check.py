@@ -166,9 +166,10 @@ def check_local_headers(directory: str, layout: list, read: list) -> None:
 PREVIEW_BYTES = 1_000_000  # the preview data a page embeds, at most
 
 
-def check_preview(family: str, preview: dict[str, Any]) -> None:
+def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) -> None:
     """Every identity holds within its tolerance; every captured value has its layout's shape at the
-    tiny sizes; every value the resolver placed was captured; the data stays small."""
+    tiny sizes; every value the resolver placed was captured; the data stays small (unless
+    ``data_size`` is false: collecting checks the run before its notes, and the check step again after)."""
     import json
 
     from atlas.standard import BY_NAME, resolve_dims
@@ -196,7 +197,7 @@ def check_preview(family: str, preview: dict[str, Any]) -> None:
     changed = preview["selection_changed_by_bias"]
     if changed and not any(changed.values()) and preview["weights"] is None:  # seeded runs only
         raise AtlasError(family, "preview run", "the seeded router bias changes no token's experts: the run would not show the bias at work")
-    size = len(json.dumps(preview["tensors"]))
+    size = len(json.dumps(preview["tensors"])) if data_size else 0
     if size > PREVIEW_BYTES:
         raise AtlasError(family, "preview tensors", f"{grouped(size)} bytes of preview data, more than {grouped(PREVIEW_BYTES)}")
 

@@ -739,7 +739,9 @@ def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[d
 def stored_pairs(layout: list, dtype: str) -> list[tuple[Any, Any]]:
     """(quantized tensor, its scale) of a predicted layout: FP8 weights with their ``_scale_inv``, or
     MXFP4's ``_blocks`` with their ``_scales``."""
-    by_name = {t.name: t for t in layout}
+    by_name = {t.name: t for t in layout if t.role == "scale"}  # the predicted layout gives every scale this role
+    if not by_name:
+        return []
     pairs = []
     for t in layout:
         if t.dtype != dtype or t.role != "parameter":

@@ -162,7 +162,7 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         seen.add(line["path"])
         line["values"] = hosted.get(line["path"], []) if first else []
     # The notes' code relies on the identities: a broken one is reported as itself, not as a notes failure.
-    check_preview(family.name, facts["preview"])
+    check_preview(family.name, facts["preview"], data_size=False)
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
     return run
@@ -360,10 +360,11 @@ def _layout_sample(layout) -> list[dict[str, Any]]:
     """The stored tensors of the first block of each shape and those outside the blocks, expert lists cut to one."""
     import re
 
+    index = re.compile(r"\.(\d+)\.")
     seen_shapes: set = set()
     sample = []
     for t in layout:
-        key = re.sub(r"\.(\d+)\.", ".N.", t.name)
+        key = index.sub(".N.", t.name)
         generic = (key, t.dtype, t.shape)
         if generic in seen_shapes:
             continue

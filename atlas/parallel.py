@@ -11,6 +11,11 @@ machine's core count, and two workers do not fight over two cores with four thre
 so a parallel build hands the very same facts to the rest of the pipeline as a serial one. An
 ``AtlasError`` raised in a worker comes back as itself; the first failing family in that order is the
 one reported, as a serial build would report it, and the other workers are stopped.
+
+What the build does next with a family's facts (check them, render its pages: ``then``) runs in the
+worker that collected it, and only its result (the pages) comes back: the parent then has nothing
+left to do per family but write, and the facts and the predicted layout (tens of thousands of tensors
+for the largest mixtures) never cross between processes.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from atlas import cache
 from atlas.collected import Collected
@@ -29,6 +34,7 @@ if TYPE_CHECKING:  # the pool is imported only when there are families to collec
     from concurrent.futures import Future, ProcessPoolExecutor
 
 Progress = Callable[[str, str, float], None]  # (family, "collected" | "cached", seconds)
+T = TypeVar("T")
 
 
 def default_jobs() -> int:
@@ -40,10 +46,13 @@ def default_jobs() -> int:
 
 
 def collect_all(names: list[str], weights: Path | None = None, *, jobs: int | None = None,
-                use_cache: bool = True, progress: Progress | None = None) -> list[Collected]:
-    """Every family's Collected, in the order of ``names``."""
+                use_cache: bool = True, progress: Progress | None = None,
+                then: Callable[[Collected], Any] | None = None) -> list[Any]:
+    """Every family's Collected, in the order of ``names``; with ``then``, what ``then`` makes of it,
+    computed in the process that collected it (a worker) or read it from the cache (this one)."""
     report = progress or (lambda *_: None)
-    results: dict[str, Collected] = {}
+    finish = then or _as_collected
+    results: dict[str, Any] = {}
     keys: dict[str, str] = {}
     for name in names:
         if weights is not None or not use_cache:
@@ -52,29 +61,37 @@ def collect_all(names: list[str], weights: Path | None = None, *, jobs: int | No
         keys[name] = cache.facts_key(name)
         hit = cache.load_facts(name, keys[name])
         if hit is not None:
-            results[name] = hit
+            results[name] = finish(hit)
             report(name, "cached", time.perf_counter() - start)
     missing = [n for n in names if n not in results]
     workers = min(jobs or default_jobs(), len(missing))
     if workers <= 1:  # one family to collect (or one core): a worker process would only add its start-up
         for name in missing:
-            results[name], seconds = collect_timed(name, weights)
-            _keep(name, keys, results[name])
+            results[name], seconds = collect_timed(name, weights, keys.get(name), finish)
             report(name, "collected", seconds)
     else:
-        results.update(_in_workers(missing, weights, workers, keys, report))
+        results.update(_in_workers(missing, weights, workers, keys, report, finish))
     return [results[n] for n in names]
 
 
-def collect_timed(name: str, weights: Path | None) -> tuple[Collected, float]:
-    """What a worker runs: collect one family, and how long that took."""
+def _as_collected(collected: Collected) -> Collected:
+    return collected
+
+
+def collect_timed(name: str, weights: Path | None, key: str | None = None,
+                  then: Callable[[Collected], T] = _as_collected) -> tuple[T, float]:
+    """What a worker runs: collect one family (keeping its facts in the cache under ``key``), hand them
+    to ``then``, and say how long it all took."""
     import torch
 
     from atlas.facts import collect
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    return collect(name, weights), time.perf_counter() - start
+    collected = collect(name, weights)
+    if key is not None:
+        cache.store_facts(name, key, collected)
+    return then(collected), time.perf_counter() - start
 
 
 def _import_before_forking(names: list[str]) -> None:
@@ -98,13 +115,8 @@ def _import_before_forking(names: list[str]) -> None:
             pass
 
 
-def _keep(name: str, keys: dict[str, str], collected: Collected) -> None:
-    if name in keys:
-        cache.store_facts(name, keys[name], collected)
-
-
 def _in_workers(names: list[str], weights: Path | None, workers: int, keys: dict[str, str],
-                report: Progress) -> dict[str, Collected]:
+                report: Progress, then: Callable[[Collected], Any]) -> dict[str, Any]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_all_start_methods, get_context
@@ -113,24 +125,41 @@ def _in_workers(names: list[str], weights: Path | None, workers: int, keys: dict
     if fork:
         _import_before_forking(names)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork" if fork else "spawn"))
-    futures: dict[str, Future] = {n: pool.submit(collect_timed, n, weights) for n in names}
+    # the longest first: a giant started last would keep one worker busy after the other has finished
+    by_cost = sorted(names, key=_expected_cost, reverse=True)
+    futures: dict[str, Future] = {n: pool.submit(collect_timed, n, weights, keys.get(n), then) for n in by_cost}
     for name, future in futures.items():  # reported as each finishes, in whatever order that is
         future.add_done_callback(lambda f, name=name: _finished(name, f, report))
     results = {}
     try:
-        for name, future in futures.items():  # taken in the order asked for: the first failure is a serial build's
+        for name in names:  # taken in the order asked for: the first failure is a serial build's
             try:
-                results[name] = future.result()[0]
+                results[name] = futures[name].result()[0]
             except BrokenProcessPool:
                 raise AtlasError(f"atlas/families/{name}.py", None,
                                  "the worker process collecting this family died (out of memory?); "
                                  "try again with --jobs 1") from None
-            _keep(name, keys, results[name])
     except BaseException:
         _stop(pool)
         raise
     pool.shutdown()
     return results
+
+
+def _expected_cost(name: str) -> int:
+    """How long a family takes to collect, as a rank read from config.json alone: the blocks times the
+    routed experts in each (every expert of every block is stored tensors to predict and name), which
+    puts the large mixtures first."""
+    from atlas.preflight import LAYERS, check_inputs
+    from atlas.standard import routed_experts
+
+    try:
+        _, checkpoint = check_inputs(name)
+    except AtlasError:  # its worker reports the error, in the order a serial build would
+        return 0
+    config = checkpoint.config
+    blocks = next((config[k] for k in LAYERS if isinstance(config.get(k), int)), 1)
+    return blocks * (1 + (routed_experts(config) or 0))
 
 
 def _finished(name: str, future: Future, report: Progress) -> None:

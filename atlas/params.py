@@ -169,6 +169,13 @@ class LayoutPredictor:
             self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype, self.rules
         )
 
+    def under(self, prefix: str, **config_changes: Any) -> list[StoredTensor]:
+        """The stored tensors of the model's tensors whose names start with ``prefix`` (one block of a
+        model built longer, say): only those are converted back, not the whole model's."""
+        return predicted_tensors(
+            self.build(config_changes), self.raw_config.get("quantization_config"), self.weight_dtype, self.rules, prefix
+        )
+
     def state_order(self) -> list[list[str]]:
         """For each module, in the model's state_dict order, the stored names its tensors become (what
         atlas.files.save_order needs to cut shards as the saving code did)."""
@@ -296,10 +303,13 @@ class _SavedNames:
 
 
 def predicted_tensors(
-    model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules = StoredRules()
+    model, quantization: Mapping[str, Any] | None, weight_dtype: str, rules: StoredRules = StoredRules(), under: str = ""
 ) -> list[StoredTensor]:
-    """The tensors save_pretrained would write for this model, under the released quantization."""
+    """The tensors save_pretrained would write for this model (for its tensors named ``under...``), under
+    the released quantization."""
     unique, _ = _unique_state(model, rules)
+    if under:
+        unique = {key: tensor for key, tensor in unique.items() if key.startswith(under)}
     tensors = [t for t, _ in _file_tensors(model, unique, quantization, weight_dtype, dataclasses.replace(rules, prefix_removed=""))]
     if rules.prefix_removed:
         if not any(t.name.startswith(rules.prefix_removed) for t in tensors):
@@ -382,7 +392,7 @@ class _BlockFP8:
     def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
         import torch
 
-        if len(shape) != 2 or not key.endswith(".weight") or any(part in self.skip for part in key.split(".")):
+        if len(shape) != 2 or not key.endswith(".weight") or not self.skip.isdisjoint(key.split(".")):
             return False
         # Linear layers, and fused expert tensors stored one matrix per expert.
         return isinstance(owner, torch.nn.Linear) or "Experts" in type(owner).__name__

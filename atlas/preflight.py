@@ -17,6 +17,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from atlas.errors import AtlasError
+from atlas.standard import EXPERT_KEYS
 
 MAX_LAYERS = 10_000
 MAX_PARAMETERS = 10**14
@@ -28,7 +29,7 @@ WIDTH = ("hidden_size", "n_embd", "d_model")
 HEADS = ("num_attention_heads", "n_head", "num_heads")
 VOCAB = ("vocab_size",)
 FEED_FORWARD = ("intermediate_size", "moe_intermediate_size", "n_inner", "ffn_dim", "d_ff")
-EXPERTS = ("n_routed_experts", "num_local_experts", "num_experts")
+EXPERTS = EXPERT_KEYS
 CORE = LAYERS + WIDTH + HEADS + VOCAB  # must be in config.json as a positive integer
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -50,6 +50,8 @@ def _period(pattern: list) -> int:
 
 def tiny_values(config) -> dict[str, Any]:
     """The config values the preview changes, by the generic rule (a family's ``preview`` adds to it)."""
+    from atlas.standard import TOP_K_KEYS, expert_key
+
     values: dict[str, Any] = {k: v for k, v in TINY.items() if getattr(config, k, None) is not None}
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
@@ -90,8 +92,8 @@ def tiny_values(config) -> dict[str, Any]:
     if getattr(config, "attn_temperature_tuning", None) and getattr(config, "floor_scale", None):
         # the positions per step of the query temperature (Llama 4's NoPE blocks): short, so the temperature rises on the prompt
         values["floor_scale"] = TINY_SLIDING_WINDOW // 2
-    experts_key = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
-    top_k_key = next((k for k in ("num_experts_per_tok", "top_k_experts") if getattr(config, k, None)), None)  # Gemma 4: top_k_experts
+    experts_key = expert_key(config)
+    top_k_key = next((k for k in TOP_K_KEYS if getattr(config, k, None)), None)
     if experts_key and top_k_key:
         # the same share of experts per token: top_k / experts stays the pinned ratio
         experts = round(TINY_TOP_K * getattr(config, experts_key) / getattr(config, top_k_key))

@@ -235,8 +235,9 @@ def check_facts(facts: Any, where: str | Path) -> None:
         raise AtlasError(where, f"facts field {path}" if path else "facts", violation.problem)
 
 
-def read_facts(path: Path, shown: str | Path) -> dict[str, Any]:
-    """A facts.json already in a site, read and checked; ``shown`` is the path the user knows it by."""
+def read_facts(path: Path, shown: str | Path, checked: bool = True) -> dict[str, Any]:
+    """A facts.json already in a site, read and (unless this build wrote it: ``checked`` false) checked;
+    ``shown`` is the path the user knows it by."""
     from atlas import cache
 
     text = path.read_bytes()
@@ -245,7 +246,8 @@ def read_facts(path: Path, shown: str | Path) -> dict[str, Any]:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise AtlasError(shown, None, f"is not JSON ({e})") from None
     # every build reads back every family in the site: bytes that passed this schema before pass again
-    cache.schema_passed(path.parent.name, text, lambda: check_facts(facts, shown))
+    if checked:
+        cache.schema_passed(path.parent.name, text, lambda: check_facts(facts, shown))
     return facts
 
 
@@ -253,15 +255,16 @@ def read_site_facts(folder: Path, names: list[str], shown: Path, fresh: set[str]
     """The facts.json of every family in ``names`` that ``folder`` holds, each checked against the schema.
 
     One that does not match (written by another version of the atlas, or edited) fails the build with its
-    file and field and the command that rebuilds it; families written by this build (``fresh``) were
-    checked before they were written and are checked again here as read."""
+    file and field and the command that rebuilds it. Families written by this build (``fresh``) are only
+    parsed: their facts passed this schema before they were rendered, and facts that pass are written
+    exactly (``check_facts``)."""
     present, stale = [], []
     for name in names:
         path = folder / name / "facts.json"
         if not path.is_file():
             continue
         try:
-            present.append(read_facts(path, Path(shown) / name / "facts.json"))
+            present.append(read_facts(path, Path(shown) / name / "facts.json", checked=name not in fresh))
         except AtlasError as e:
             if name in fresh:
                 raise

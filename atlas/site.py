@@ -17,7 +17,7 @@ from typing import Any, Callable
 import jinja2
 import markupsafe
 
-from atlas import cache, compare, cost, pages, publish, search, visible_text
+from atlas import cache, compare, cost, pages, publish, search, standard, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
 from atlas.math import render as render_tex
@@ -36,13 +36,19 @@ def facts_json(facts: dict[str, Any]) -> str:
 
 
 def _dumps(value: Any, depth: int) -> str:
+    kind = type(value)
+    if kind is str:  # the commonest leaf, quoted as json.dumps(ensure_ascii=False) quotes it, without its setup
+        return _quoted(value)
     if _numeric(value) or not isinstance(value, (dict, list)) or not value:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     inner, outer = "\n" + " " * (depth + 1), "\n" + " " * depth
     if isinstance(value, dict):
-        items = [f"{json.dumps(k, ensure_ascii=False)}: {_dumps(v, depth + 1)}" for k, v in value.items()]
+        items = [f"{_quoted(k)}: {_dumps(v, depth + 1)}" for k, v in value.items()]
         return "{" + inner + ("," + inner).join(items) + outer + "}"
     return "[" + inner + ("," + inner).join(_dumps(v, depth + 1) for v in value) + outer + "]"
+
+
+_quoted = json.encoder.encode_basestring  # a str as JSON, non-ASCII kept (what ensure_ascii=False uses)
 
 
 def _numeric(value: Any) -> bool:
@@ -86,12 +92,16 @@ def _environment_with(cache_enabled: bool) -> jinja2.Environment:
 
 def excerpt_lines(ex: dict[str, Any]) -> markupsafe.Markup:
     """An excerpt's text, verbatim, with the lines that hold what it is cited for marked."""
-    marks = set(ex.get("marks") or ())
+    return _marked_lines(ex["text"], ex["start"], frozenset(ex.get("marks") or ()))
+
+
+@functools.lru_cache(maxsize=4096)  # a class's excerpt is shown on the page of every component of that class
+def _marked_lines(text: str, start: int, marks: frozenset) -> markupsafe.Markup:
     out = []
-    for n, line in enumerate(ex["text"].splitlines(keepends=True), ex["start"]):
+    for n, line in enumerate(text.splitlines(keepends=True), start):
         body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-        text = markupsafe.escape(body)
-        out.append((markupsafe.Markup('<mark class="hit">{}</mark>').format(text) if n in marks else text) + end)
+        escaped = markupsafe.escape(body)
+        out.append((markupsafe.Markup('<mark class="hit">{}</mark>').format(escaped) if n in marks else escaped) + end)
     return markupsafe.Markup("").join(out)
 
 
@@ -134,6 +144,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     for node_id, node in view["nodes"].items():
         preview = preview_payload(facts, node.get("previews") or [])
         files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
+    visible_text.check_pages(files)  # no page says None
     return files
 
 
@@ -143,7 +154,7 @@ def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | 
         return None
     pv = facts["preview"]
     config = pv["config"]
-    experts = next((config[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if config.get(k)), None)
+    experts = standard.routed_experts(config)
     return {"labels": pv["token_labels"], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 
@@ -185,7 +196,6 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
     one's result, so neither loses the other's families; a build killed at any instant leaves the old
     site or the new one whole, and what it left beside them is removed by the next build.
     """
-    visible_text.check_pages(family_files)  # before anything is written: no page says None
     shown = Path(out)
     out = publish.output_folder(shown)
     try:

@@ -82,7 +82,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
     heads = config.num_attention_heads
     head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
     rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
-    experts = next((getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None)), None)
+    experts = routed_experts(config)
     if experts and getattr(config, "zero_expert_num", None):
         experts += config.zero_expert_num  # the router's choices: zero-computation experts (LongCat-Flash) are chosen like the others
     return {
@@ -105,6 +105,22 @@ def indexer_sizes(config) -> dict[str, int]:
     """How many positions a sparse attention's indexer keeps for each query (none without an indexer)."""
     topk = getattr(config, "index_topk", None)
     return {"index_topk": topk} if isinstance(topk, int) else {}
+
+
+EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts")  # the config's routed experts, by whichever name it uses
+
+
+def expert_key(config) -> str | None:
+    """The key under which a config (a transformers config or config.json's dict) counts its routed
+    experts; None where it has no mixture."""
+    read = config.get if isinstance(config, Mapping) else (lambda k: getattr(config, k, None))
+    return next((k for k in EXPERT_KEYS if read(k)), None)
+
+
+def routed_experts(config) -> int | None:
+    """How many routed experts the config gives each mixture (None: no mixture)."""
+    key = expert_key(config)
+    return None if key is None else (config[key] if isinstance(config, Mapping) else getattr(config, key))
 
 
 TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts")  # the config's experts per token (Gemma 4: top_k_experts)

@@ -29,11 +29,10 @@ def multi_token_prediction_tensors(raw: Mapping[str, Any], layout) -> list[Store
         return []
     first = raw["num_hidden_layers"]
     width, vocab = raw["hidden_size"], raw["vocab_size"]
-    longer = layout(num_hidden_layers=first + extra_blocks)
     tensors = []
     for index in range(first, first + extra_blocks):
         prefix = f"model.layers.{index}."
-        tensors += [t for t in longer if t.name.startswith(prefix)]
+        tensors += [t for t in layout.under(prefix, num_hidden_layers=first + extra_blocks) if t.name.startswith(prefix)]
         glue = {
             "enorm.weight": (width,),
             "hnorm.weight": (width,),

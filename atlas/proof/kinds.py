@@ -6,7 +6,7 @@ from atlas.errors import AtlasError
 from atlas.proof import attention, library, linear, mixture, rglru, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.standard import is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+from atlas.standard import routed_experts, is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -16,7 +16,7 @@ def _own(module) -> dict:
 def _routes(part: Part) -> bool:
     """A linear map with one output per routed expert of the (tiny) config."""
     cfg = part.ctx.tiny_config
-    experts = next((getattr(cfg, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(cfg, k, None)), None)
+    experts = routed_experts(cfg)
     # zero-computation experts (LongCat-Flash's zero_expert_num) are routed to like the others: one row each
     zero = getattr(cfg, "zero_expert_num", None) or 0
     return experts is not None and part.tiny.out_features in (experts, experts + zero)

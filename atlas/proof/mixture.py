@@ -8,7 +8,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, X, activation_name, sub
 from atlas.proof.steps import Chain, Input, Step
-from atlas.standard import TOP_K_KEYS
+from atlas.standard import TOP_K_KEYS, routed_experts
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")
 TOKENS = Input("x", "x", "hidden_states", "the tokens routed, one row each")
@@ -603,7 +603,7 @@ def is_stacked_experts(module) -> bool:
 
 
 def _experts_count(part: Part, config) -> int:
-    return next(getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, k, None))
+    return routed_experts(config)
 
 
 def expert_glu(part: Part) -> Chain:
