@@ -17,6 +17,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from atlas import families
 from atlas.collected import Collected
@@ -54,23 +55,26 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     # collect, then check and render: each family in a worker process, its facts from the cache where nothing changed
     built = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress,
                         then=functools.partial(checked_pages, out=out))
-    write_site(out, {path: text for pages in built for path, text in pages.items()}, families.names())  # write: atomically, the old site stays on failure
+    pages = {path: text for files, _ in built for path, text in files.items()}
+    entries = {name: entry for name, (_, entry) in zip(names, built)}
+    write_site(out, pages, families.names(), entries)  # write: atomically, the old site stays on failure
     if published is not None:
         published.record()
     return True
 
 
-def checked_pages(family: Collected, out: Path) -> dict[str, str]:
-    """One family's pages, rendered once its facts have passed every check (in the process that collected it)."""
+def checked_pages(family: Collected, out: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """One family's pages, rendered once its facts have passed every check, and its entry in the pages
+    made from every family (in the process that collected it)."""
     from atlas import cache
     from atlas.check import check
     from atlas.schema import check_facts
-    from atlas.site import render_family
+    from atlas.site import render_family, site_entry
 
     name = family.facts["family"]["name"]
     check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts.schema.json gives them
     check(family)  # check: every claim against an independent source
-    return cache.rendered(name, family.facts, render_family)  # render: pages from the facts alone
+    return cache.rendered(name, family.facts, render_family), cache.index_view(family.facts, site_entry)  # render: pages from the facts alone
 
 
 def serve(out: Path, port: int) -> None:

@@ -250,7 +250,8 @@ def schema_passed(name: str, text: bytes, check: Callable[[], None], folder: Pat
 
 def index_view(facts: dict[str, Any], view: Callable[[dict[str, Any]], dict[str, Any]],
                folder: Path = FOLDER) -> dict[str, Any]:
-    """``view(facts)`` (the index card's kinds, blocks and search entries), kept like the pages are."""
+    """``view(facts)`` (a family's entry in the site-wide pages: its index card, its compare summary),
+    kept like the pages are."""
     if not _enabled:
         return view(facts)
     name = str(facts.get("family", {}).get("name", "")) if isinstance(facts.get("family"), dict) else ""

@@ -156,11 +156,11 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(present: list[dict[str, Any]]) -> dict[str, str]:
-    """The compare pages of the site's families, by path relative to the site root: one per pair of
-    near relatives, the page that assembles any pair, and the scripts holding their data."""
+    """The compare pages of the site's families (their ``summary``), by path relative to the site root:
+    one per pair of near relatives, the page that assembles any pair, and the scripts holding their data."""
     from atlas.site import _environment
 
-    summaries = sorted((summary(f) for f in present), key=lambda s: s["name"])
+    summaries = sorted(present, key=lambda s: s["name"])
     pairs = []
     for i, x in enumerate(summaries):
         for y in summaries[i + 1:]:
@@ -186,8 +186,8 @@ def _script(name: str, data: Any) -> str:
 
 
 def write_pages(staging: Path, present: list[dict[str, Any]]) -> None:
-    """Render the compare pages of the families present and write them into the staging site, each
-    page first checked to say no None, undefined, NaN or null."""
+    """Render the compare pages of the families present (their ``summary``) and write them into the
+    staging site, each page first checked to say no None, undefined, NaN or null."""
     from atlas import visible_text
 
     target = staging / "compare"

@@ -129,12 +129,22 @@ def _month(released: str) -> str:
     return f"{MONTHS[int(month) - 1]} {year}"
 
 
+def _view(facts: dict[str, Any]) -> dict[str, Any]:
+    """``pages.site(facts)``, computed once for a family's pages and its site entry (the last family's kept)."""
+    if _last_view[0] is not facts:
+        _last_view[:] = [facts, pages.site(facts)]
+    return _last_view[1]
+
+
+_last_view: list[Any] = [None, None]
+
+
 def render_family(facts: dict[str, Any]) -> dict[str, str]:
     """The files of one family's folder, by path relative to the site root: the family page, one page
     per component, tensor and standard value, and the facts."""
     name = facts["family"]["name"]
     env = _environment()
-    view = pages.site(facts)
+    view = _view(facts)
     check_pages(view, name)
     files = {
         f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
@@ -171,25 +181,36 @@ def page_data(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_index(all_facts: list[dict[str, Any]], page_exists: Callable[[str], bool] | None = None) -> str:
-    """The index page; with ``page_exists`` (a path relative to the site root -> whether the site has
-    that page), every search entry is first checked to lead to a page."""
-    views = [cache.index_view(f, card_view) for f in all_facts]
+def render_index(entries: list[dict[str, Any]], page_exists: Callable[[str], bool] | None = None) -> str:
+    """The index page from the families' site entries; with ``page_exists`` (a path relative to the site
+    root -> whether the site has that page), every search entry is first checked to lead to a page."""
+    cards = [e["card"] for e in entries]
     if page_exists is not None:
-        for f, v in zip(all_facts, views):
-            search.check_targets(f["family"]["name"], v["search"], page_exists)
-    cards = [{"f": f, "v": v} for f, v in zip(all_facts, views)]
+        for card in cards:
+            search.check_targets(card["f"]["family"]["name"], card["v"]["search"], page_exists)
     return _environment().get_template("index.html").render(cards=cards, root="")
 
 
-def card_view(facts: dict[str, Any]) -> dict[str, Any]:
-    """What a family's index card shows beyond its facts: its block kinds, blocks and search entries."""
-    view = pages.site(facts)
-    return {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}
+def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
+    """What the pages made from every family in the site need of one family: its index card (the facts
+    the card shows, its block kinds, blocks and search entries) and its compare summary. A build
+    computes it where it renders the family, and reads back only the facts.json of families it kept."""
+    view = _view(facts)
+    shown = {
+        "family": facts["family"],
+        "checkpoint": {"repo": facts["checkpoint"]["repo"]},
+        "model": {"num_blocks": facts["model"]["num_blocks"]},
+        "accounting": {"model": {k: facts["accounting"]["model"][k] for k in ("total", "active")}},
+        **({"features": facts["features"]} if "features" in facts else {}),
+    }
+    return {"card": {"f": shown, "v": {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}},
+            "compare": compare.summary(facts)}
 
 
-def write_site(out: Path, family_files: dict[str, str], known_families: list[str]) -> None:
-    """Write the built families into ``out``, keeping the other families it already holds.
+def write_site(out: Path, family_files: dict[str, str], known_families: list[str],
+               entries: dict[str, dict[str, Any]] | None = None) -> None:
+    """Write the built families into ``out``, keeping the other families it already holds; ``entries``
+    holds the site entries (``site_entry``) of the built families, where the build has them.
 
     The new site is assembled beside ``out`` and exchanged with it in one atomic step, under a lock on
     the folder holding ``out``: a second build into the same folder waits, then starts from the first
@@ -213,18 +234,26 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                     target.parent.mkdir(parents=True, exist_ok=True)
                     publish.fresh(target).write_text(text, encoding="utf-8")
                 _copy_static(staging)
-                # every facts.json the index reads matches atlas/facts.schema.json, the ones kept from before too
-                present = read_site_facts(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files})
+                present = _site_entries(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files}, entries or {})
                 index = render_index(present, lambda rel: (staging / rel).is_file())
                 visible_text.check_page("index.html", index)
                 publish.fresh(staging / "index.html").write_text(index, encoding="utf-8")
-                compare.write_pages(staging, present)  # compare/: pairs of near relatives, and any pair in the browser
+                compare.write_pages(staging, [e["compare"] for e in present])  # compare/: pairs of near relatives, and any pair in the browser
                 publish.pause("written")
                 publish.replace(staging, out)
             finally:
                 publish.discard(staging)
     except OSError as e:
         raise AtlasError("--out", str(shown), f"cannot write the site there ({e.strerror or e})") from None
+
+
+def _site_entries(staging: Path, known: list[str], shown: Path, fresh: set[str], given: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The site entry of every family the staged site holds, in the order of ``known``: those given, and
+    for the others their facts.json, read back and checked against atlas/facts.schema.json (the ones
+    kept from before too)."""
+    read = read_site_facts(staging, [n for n in known if n not in given], shown, fresh)
+    found = {**{f["family"]["name"]: cache.index_view(f, site_entry) for f in read}, **given}
+    return [found[name] for name in known if name in found]
 
 
 def _copy_static(staging: Path) -> None:

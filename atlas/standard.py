@@ -17,7 +17,9 @@ No torch here: the vocabulary and the words are plain data; only ``resolve`` wal
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -469,7 +471,7 @@ def _is_norm(module) -> bool:
     return "norm" in type(module).__name__.lower()
 
 
-@dataclass
+@dataclass(frozen=True)  # shared by every reader of a block (block_roles)
 class BlockRoles:
     """The modules of one block by role, as child names (None where the block has no such module)."""
 
@@ -716,6 +718,18 @@ def sublayer_lists(block) -> tuple[str, ...]:
 
 
 def block_roles(block) -> BlockRoles:
+    """What each child of a block does (its attention, MLP, norms, ...), read from its structure. Read
+    once per block: a block's structure is fixed once built, and the kinds, proofs and costs all ask."""
+    roles = _ROLES_OF.get(block)
+    if roles is None:
+        roles = _ROLES_OF[block] = _read_block_roles(block)
+    return roles
+
+
+_ROLES_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # gone with the model
+
+
+def _read_block_roles(block) -> BlockRoles:
     wrapper = attention_wrapper(block)
     if wrapper is not None:
         return _wrapped_roles(block, wrapper)
@@ -805,15 +819,16 @@ def _wrapped_roles(block, wrapper: str) -> BlockRoles:
     children = dict(inner.named_children())
     attention = _child(inner, ATTENTION_NAMES) or next(n for n, m in children.items() if _is_attention(m))
     first, second = [n for n, m in children.items() if _is_norm(m)]
-    outer = block_roles_of_children(block, exclude=wrapper)
     attn_module = children[attention]
-    outer.attention = f"{wrapper}.{attention}"
-    outer.attention_norm = f"{wrapper}.{first}"
-    outer.mlp_norm = f"{wrapper}.{second}"
-    outer.output_proj = _child(attn_module, OUTPUT_PROJ_NAMES)
-    outer.attention_inline = attention_is_inline(attn_module)
-    outer.wrapper = wrapper
-    return outer
+    return dataclasses.replace(
+        block_roles_of_children(block, exclude=wrapper),
+        attention=f"{wrapper}.{attention}",
+        attention_norm=f"{wrapper}.{first}",
+        mlp_norm=f"{wrapper}.{second}",
+        output_proj=_child(attn_module, OUTPUT_PROJ_NAMES),
+        attention_inline=attention_is_inline(attn_module),
+        wrapper=wrapper,
+    )
 
 
 def block_roles_of_children(block, exclude: str) -> BlockRoles:
