@@ -172,7 +172,7 @@ def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) 
     ``data_size`` is false: collecting checks the run before its notes, and the check step again after)."""
     import json
 
-    from atlas.standard import BY_NAME, resolve_dims
+    from atlas.standard import layout_of, resolve_dims
 
     for ident in preview["identities"]:
         # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way
@@ -184,7 +184,7 @@ def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) 
             )
     sizes = preview["sizes"]
     for name, by_block in preview["shapes"].items():
-        layout = BY_NAME[name].layout
+        layout = layout_of(name, sizes)
         if layout == "scalar":
             continue
         for block, shape in by_block.items():

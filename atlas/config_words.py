@@ -1136,3 +1136,4 @@ def unread_keys(raw: Mapping[str, Any], model_class, config_class) -> set[str]:
 
 # The keys of the older, multimodal and hybrid-attention configs, registered in EXPLAIN like the ones above.
 from atlas import config_words_more  # noqa: E402,F401  (imported last: it builds on this module's helpers)
+from atlas import config_words_v4  # noqa: E402,F401  (DeepSeek-V4's keys; builds on both modules above)

@@ -39,6 +39,8 @@ FIXED_STATES = ("state", "linear", "recurrent")  # block kinds whose cache is a 
 # A block kind whose cache is both: keys and values per position, and beside them a state of fixed size
 # (Falcon-H1's attention and Mamba-2 side by side); its kind's "state" holds the fixed part.
 GROWING_AND_FIXED = ("full_and_state",)
+# a sliding window plus keys pooled from windows of positions (DeepSeek-V4), by 4 with an indexer or by 128
+COMPRESSED_TYPES = ("compressed_sparse_attention", "heavily_compressed_attention")
 
 
 @dataclass
@@ -59,6 +61,11 @@ class BlockTerms:
     matrices: int  # matrix values one token is multiplied by (routed experts: the top-k share)
     routed: tuple[int, int] | None  # (top_k, experts) of a mixture block
     state_values: int = 0  # values of a fixed-size state held beside the per-position cache (GROWING_AND_FIXED)
+    # keys pooled from windows of positions (DeepSeek-V4's compressed blocks): per series {"every": m, "entry": values
+    # of one pooled key, "open": values held per position of the window not yet closed, "overlap": values kept
+    # from the last closed window once one has closed}; and the FLOPs per pooled key a token attends to or scores
+    compressed: list | None = None
+    compressed_keys: dict | None = None
 
 
 def _sizes(config) -> dict[str, Any]:
@@ -94,6 +101,10 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
+    if attention_type in COMPRESSED_TYPES:
+        from atlas.cost_compressed import compressed_block_terms
+
+        return compressed_block_terms(block, roles, config, attention_type, family)
     if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES and not (attention_type in INDEXED_TYPES and roles.indexer):
         raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
     window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
@@ -156,6 +167,12 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
             expanded_formula = f"{attentions} attentions per block × ({expanded_formula})"
     fixed = 2 * matrices
     flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
+    from atlas.cost_compressed import stream_mixing
+
+    mixing, mixing_words = stream_mixing(block)  # several residual streams mixed at each sublayer (DeepSeek-V4)
+    if mixing:
+        fixed += mixing
+        flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}{mixing_words}; attention: {key_words}"
     if chunk:
         flops_formula += (f", at most {grouped(window)} keys (transformers scores the cached window; the mask keeps only "
                           "the token's own chunk)")
@@ -467,7 +484,26 @@ def four_bit_matrix_bytes(shape: tuple[int, ...]) -> int:
 
 def cache_values_at(kinds: list[dict[str, Any]], context: int) -> int:
     """Values all blocks' caches hold after ``context`` positions (one sequence): facts["cost"]["cache"]["kinds"]."""
-    return sum(k["count"] * (k["values"] * (min(context, k["cap"]) if k["cap"] else context) + k.get("state", 0)) for k in kinds)
+    return sum(k["count"] * (k["values"] * (min(context, k["cap"]) if k["cap"] else context) + k.get("state", 0)
+                             + pooled_values(k.get("compressed"), context)) for k in kinds)
+
+
+def pooled_values(series: list | None, context: int) -> int:
+    """Values a block's compressors hold after ``context`` positions: a pooled key per closed window, the
+    not yet closed window's positions, and what the last closed window leaves for the next (overlap)."""
+    return sum(s["entry"] * (context // s["every"]) + s["open"] * (context % s["every"]) + (s["overlap"] if context >= s["every"] else 0)
+               for s in series or [])
+
+
+def _pooled_words(series: list | None, context: int) -> str:
+    """The pooled terms of a cache formula, as static/cost.js writes them."""
+    return "".join(f" + {grouped(s['entry'])} × {grouped(context // s['every'])} pooled keys + {grouped(s['open'])} × {grouped(context % s['every'])}"
+                   + (f" + {grouped(s['overlap'])}" if context >= s["every"] and s["overlap"] else "") for s in series or [])
+
+
+def pooled_key_flops(keys: dict | None, context: int) -> int:
+    """FLOPs a token at ``context`` spends on the pooled keys of its block: each pooled key so far."""
+    return keys["per_key"] * (context // keys["every"]) if keys else 0
 
 
 def flops_at(flops: dict[str, Any], context: int) -> int:
@@ -475,7 +511,7 @@ def flops_at(flops: dict[str, Any], context: int) -> int:
     total = flops["head"]["flops"]
     for k in flops["kinds"]:
         keys = min(context, k["keys_cap"]) if k["keys_cap"] else context
-        total += k["count"] * (k["fixed"] + k["per_key"] * keys)
+        total += k["count"] * (k["fixed"] + k["per_key"] * keys + pooled_key_flops(k.get("compressed_keys"), context))
     return total
 
 
@@ -496,18 +532,24 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
             "kind": k["id"], "label": k["label"], "count": k["count"], "attention": t.attention, "window": t.window,
             "cache": {"values": t.cache_values, "cap": t.cache_cap, "formula": t.cache_formula,
                       "expanded": t.expanded_values, "expanded_formula": t.expanded_formula,
-                      **({"state": t.state_values} if t.state_values else {})},
-            "flops": {"fixed": t.flops_fixed, "per_key": t.flops_per_key, "keys_cap": t.keys_cap, "formula": t.flops_formula},
+                      **({"state": t.state_values} if t.state_values else {}),
+                      **({"compressed": t.compressed} if t.compressed else {})},
+            "flops": {"fixed": t.flops_fixed, "per_key": t.flops_per_key, "keys_cap": t.keys_cap, "formula": t.flops_formula,
+                      **({"compressed_keys": t.compressed_keys} if t.compressed_keys else {})},
             "routed": list(t.routed) if t.routed else None,
         })
     head = model.get_output_embeddings()
     head_values = head.weight.numel()
     hidden = config.hidden_size
     max_context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or DEFAULT_CONTEXT
+    from atlas.cost_compressed import stream_collapse_flops
+
+    collapse, _ = stream_collapse_flops(model)
     flops = {
-        "head": {"flops": 2 * head_values,
+        "head": {"flops": 2 * head_values + collapse,
                  "formula": f"2 × {grouped(head_values)} values of the output head ({grouped(config.vocab_size)} × {grouped(hidden)}), "
-                            "multiplied whether or not it is tied to the embedding"},
+                            "multiplied whether or not it is tied to the embedding"
+                            + (f"; + {grouped(collapse)} for the map that collapses the residual streams before the final norm" if collapse else "")},
         "kinds": [{"kind": k["kind"], "label": k["label"], "count": k["count"], **k["flops"]} for k in kinds],
     }
     checks = measured_checks(family, run, facts["model"]["block_path"])
@@ -624,21 +666,34 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         if t.attention == "linear":
             how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
                    f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
-        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions + t.state_values, "measured": held[i], "how": how})
+        if t.compressed:
+            how = (f"{grouped(t.cache_values)} values × {positions} positions of the window + the pooled keys, the open window and the "
+                   f"overlap of {len(t.compressed)} compressor{'s' if len(t.compressed) > 1 else ''} after the {prompt}-token prompt; "
+                   "measured: every tensor transformers' cache holds for the block, the window's shared key-value tensor once")
+        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions + t.state_values + pooled_values(t.compressed, prompt),
+                       "measured": held[i], "how": how})
     for i, t in enumerate(terms):
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
         idle, idle_words = zero_slots.idle_flops(i)
+        pooled = pooled_key_flops(t.compressed_keys, prompt + 1)
+        if pooled:
+            idle_words += f" + {grouped(pooled)} for {(prompt + 1) // t.compressed_keys['every']} pooled keys"
         checks.append({
             "figure": f"FLOPs of block {i}",
-            "formula": t.flops_fixed + t.flops_per_key * keys - idle,
+            "formula": t.flops_fixed + t.flops_per_key * keys - idle + pooled,
             "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
             "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
     head_flops = 2 * model.get_output_embeddings().weight.numel()
-    checks.append({"figure": "FLOPs of the head", "formula": head_flops, "measured": int(counts.get(f"{root}.{head_path}", 0)),
-                   "how": "2 × the head's values; measured: torch.utils.flop_counter on the head"})
+    from atlas.cost_compressed import stream_collapse_flops
+
+    collapse, collapse_path = stream_collapse_flops(model)  # the streams collapsed before the final norm (DeepSeek-V4)
+    head_measured = int(counts.get(f"{root}.{head_path}", 0)) + (int(counts.get(f"{root}.{collapse_path}", 0)) if collapse_path else 0)
+    checks.append({"figure": "FLOPs of the head", "formula": head_flops + collapse, "measured": head_measured,
+                   "how": "2 × the head's values" + (f" + 2 × the values of the map collapsing the streams ({collapse_path})" if collapse_path else "")
+                          + "; measured: torch.utils.flop_counter on the head" + (" and on that map" if collapse_path else "")})
     explained = sum(c["measured"] for c in checks if c["figure"].startswith("FLOPs"))
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
@@ -700,6 +755,10 @@ def cache_layer_values(layer) -> int:
 
     states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
     held = int(sum(s.numel() for s in states if s is not None))  # a layer holding both (Falcon-H1's) counts both
+    for attr in ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate"):  # pooled keys and their windows (DeepSeek-V4)
+        held += int(sum(t.numel() for t in (getattr(layer, attr, None) or {}).values() if t is not None))
+    if getattr(layer, "keys", None) is not None and getattr(layer, "values", None) is layer.keys:
+        return int(layer.keys.numel()) + held  # one tensor serves as keys and values (DeepSeek-V4's compressed blocks)
     if getattr(layer, "keys", None) is not None:
         indexer_keys = getattr(layer, "indexer_keys", None)  # a sparse attention's indexer keys, one per position
         return int(layer.keys.numel() + layer.values.numel() + (indexer_keys.numel() if indexer_keys is not None else 0)) + held
@@ -876,19 +935,21 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
         positions = min(context, k["cap"]) if k["cap"] else context
         keys = min(context, f["keys_cap"]) if f["keys_cap"] else context
         rows.append({"kind": k["label"], "count": k["count"], "attention": k["attention"], "positions": positions,
-                     "cache_bytes": k["count"] * (k["values"] * positions + k.get("state", 0)) * size * batch,
-                     "flops": k["count"] * (f["fixed"] + f["per_key"] * keys)})
+                     "cache_bytes": k["count"] * (k["values"] * positions + k.get("state", 0) + pooled_values(k.get("compressed"), context)) * size * batch,
+                     "flops": k["count"] * (f["fixed"] + f["per_key"] * keys + pooled_key_flops(f.get("compressed_keys"), context))})
     out = {
         "per_token": per_token,
         "per_token_formula": " + ".join(f"{k['count']} × {grouped(k['values'])}" for k in growing) + f" values × {size} bytes ({dtype})",
         "cache": held,
         "cache_formula": " + ".join(
-            f"{k['count']} × {'(' if k.get('state') else ''}{grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"
-            + (f" + {grouped(k['state'])})" if k.get("state") else "")
+            f"{k['count']} × {'(' if k.get('state') or k.get('compressed') else ''}{grouped(k['values'])} × {'min(' + grouped(context) + ', ' + grouped(k['cap']) + ')' if k['cap'] else grouped(context)}"
+            + (f" + {grouped(k['state'])}" if k.get("state") else "") + _pooled_words(k.get("compressed"), context)
+            + (")" if k.get("state") or k.get("compressed") else "")
             for k in kinds) + f" values × {size} bytes × batch {batch}",
         "flops": flops_at(cost["flops"], context),
         "flops_formula": f"head {grouped(cost['flops']['head']['flops'])} + " + " + ".join(
-            f"{f['count']} × ({grouped(f['fixed'])} + {grouped(f['per_key'])} × {'min(' + grouped(context) + ', ' + grouped(f['keys_cap']) + ')' if f['keys_cap'] else grouped(context)})"
+            f"{f['count']} × ({grouped(f['fixed'])} + {grouped(f['per_key'])} × {'min(' + grouped(context) + ', ' + grouped(f['keys_cap']) + ')' if f['keys_cap'] else grouped(context)}"
+            + (f" + {grouped(f['compressed_keys']['per_key'])} × {grouped(context // f['compressed_keys']['every'])} pooled keys" if f.get("compressed_keys") else "") + ")"
             for f in cost["flops"]["kinds"]),
         "rows": rows,
         "weights": [{"name": w["name"], "bytes": w["bytes"], "total": w["bytes"] + held} for w in cost["weights"]],

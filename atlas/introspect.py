@@ -166,9 +166,17 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
             words.append(ATTENTION_KIND_WORDS.get(attention_type, attention_type.replace("_", " ")))
         if len(kinds_of_mlp) > 1:
             words.append("MoE" if mixture else "dense")
+        if mixture and _routes_by_id(blocks[indices[0]]) and any(
+                key[1] == attention_type and not _routes_by_id(blocks[idx[0]]) for key, idx in groups.items()):
+            words.append("hash-routed")  # the same attention, a mixture choosing by token id (DeepSeek-V4's first blocks)
         label = " ".join(words + ["block"]) if words else "transformer block"
         kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
     return sorted(kinds, key=lambda k: k.indices[0])
+
+
+def _routes_by_id(block) -> bool:
+    """A mixture whose router holds an integer table of one row per token id (hash routing)."""
+    return any(not b.is_floating_point() and b.dim() == 2 for name, b in block.named_buffers() if ".gate." in f".{name}" or "router" in name)
 
 
 def _mixer_word(block, roles) -> str:

@@ -284,11 +284,24 @@ def build_preview_model(family, config, seed: int = SEED):
             name = own_scalar(block)
             if name is not None:
                 getattr(block, name).mul_(1 + 0.25 * torch.rand((), generator=generator))
+        from atlas.proof.compressed import is_compressed_indexer, is_window_compressor
+
         for module in model.modules():
+            if is_window_compressor(module) or is_compressed_indexer(module):
+                # a bias per slot of the pooling window (DeepSeek-V4's position_bias) starts at zero: moved off it,
+                # so a proof that pooled by the gates alone would not reproduce the compressor
+                module.position_bias.add_(torch.randn(module.position_bias.shape, generator=generator) * 0.5)
             bias = getattr(module, "e_score_correction_bias", None)
             if bias is not None:
                 # a selection bias of the scores' own size, so the chosen experts change for some tokens
                 bias.copy_(torch.randn(bias.shape, generator=generator) * 0.05)
+            table = getattr(module, "tid2eid", None)
+            if table is not None and not table.is_floating_point():
+                # a frozen token-id -> experts table (DeepSeek-V4's hash-routed blocks) starts at zero, every token on
+                # expert 0 in every slot: each token gets its own seeded choice of distinct experts instead
+                experts = getattr(module, "num_experts", None) or int(table.max()) + 1
+                picks = torch.stack([torch.randperm(experts, generator=generator)[: table.shape[1]] for _ in range(table.shape[0])])
+                table.copy_(picks.to(table.dtype))
     return model
 
 
@@ -609,7 +622,22 @@ def tiny_block_sizes(preview: PreviewRun) -> dict[str, dict[str, int]]:
         own = block_sizes(config, i)
         if any(own[k] is not None for k in varying):
             found[str(i)] = {k: own[k] for k in varying if own[k] is not None}
-    return found if any(own != whole for own in (block_sizes(config, i) for i in range(config.num_hidden_layers))) else {}
+    found = found if any(own != whole for own in (block_sizes(config, i) for i in range(config.num_hidden_layers))) else {}
+    for block, attended in attended_keys(preview).items():
+        found.setdefault(block, {})["key"] = attended
+    return found
+
+
+def attended_keys(preview: PreviewRun) -> dict[str, int]:
+    """Blocks that add compressed keys to their window (DeepSeek-V4): how many keys each attends on the
+    prompt, the prompt's positions plus one key per closed window of compress_rates' size."""
+    config = preview.config
+    rates = getattr(config, "compress_rates", None)
+    types = getattr(config, "layer_types", None) or []
+    if not isinstance(rates, dict):
+        return {}
+    seq = int(preview.ids.shape[1])
+    return {str(i): seq + seq // rates[t] for i, t in enumerate(types) if t in rates}
 
 
 def captured_shapes(preview: PreviewRun) -> dict[str, dict[str, list]]:
@@ -701,15 +729,16 @@ HISTOGRAM_BINS = 40
 def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
     """Every value the eager run captured, compact, by key (``token_embeddings``, ``layers.1.mlp.routed_output``):
     the batch axis dropped (the run has one prompt), a head or routing-slot axis moved first."""
-    from atlas.standard import LAYOUTS, standard_value
+    from atlas.standard import LAYOUTS, layout_of, standard_value
 
     t = preview.eager
+    sizes = tiny_sizes(preview)
     firsts = set(_first_of_each_kind(preview))
     tensors = {}
     for (name, index), value in t.captured.items():
         if index is not None and name not in EVERY_BLOCK and index not in firsts:
             continue
-        dims = list(LAYOUTS[standard_value(name).layout])
+        dims = list(LAYOUTS[layout_of(name, sizes)])
         if not hasattr(value, "shape"):  # input_size: the call's (batch, seq)
             import torch
 
@@ -726,7 +755,10 @@ def preview_tensors(preview: PreviewRun) -> dict[str, dict[str, Any]]:
         integer = not value.is_floating_point()
         # a value drawn at one block per kind keeps its feature axes shorter: a drawing, not a record
         short = index is not None and name not in EVERY_BLOCK
-        tensors[key] = {**compact(value, integer=integer, max_axis=MAX_AXIS // 2 if short else MAX_AXIS), "axes": dims}
+        max_axis = MAX_AXIS // 2 if short else MAX_AXIS
+        if "residual_streams" in dims:  # several residual streams (DeepSeek-V4) share the entries one stream would keep
+            max_axis = max(8, max_axis // max(1, sizes.get("residual_streams") or 1))
+        tensors[key] = {**compact(value, integer=integer, max_axis=max_axis), "axes": dims}
     return dict(sorted(tensors.items(), key=lambda kv: _key_order(kv[0])))
 
 
@@ -930,7 +962,9 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "heads": heads,
         "head width": head_width,
         "latents": latent,
-        "MLP width": f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"] else None,
+        # (where intermediate_size only names the experts' width, as DeepseekV4Config maps it, there is no dense MLP to describe)
+        "MLP width": (f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"]
+                      and getattr(type(config), "attribute_map", {}).get("intermediate_size") != "moe_intermediate_size" else None),
         "expert width": f"expert hidden width {moe_width:,}" if moe_width else None,
         "routed experts": f"top-{s['top_k']} of {experts:,} routed experts" if experts else None,
         "shared experts": _count(get("n_shared_experts"), "shared expert") if get("n_shared_experts") else None,
@@ -947,6 +981,23 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "rotary": f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope else None,
         "softcaps": ", ".join(softcaps) if softcaps else None,
         "vocabulary": f"a vocabulary of {s['vocab_size']:,}",
+        **_stream_aspects(config),
+    }
+
+
+def _stream_aspects(config) -> dict[str, str | None]:
+    """DeepSeek-V4's own aspects: residual streams, pooled keys, output groups, the SwiGLU clamp, the
+    indexer's keep (nothing for a config without them)."""
+    get = lambda key: getattr(config, key, None)  # noqa: E731
+    rates = get("compress_rates")
+    if not isinstance(get("hc_mult"), int) or not isinstance(rates, dict):
+        return {}
+    return {
+        "residual streams": f"{get('hc_mult')} residual streams mixed over {get('hc_sinkhorn_iters')} Sinkhorn rounds",
+        "pooled keys": "a key pooled every " + " or every ".join(f"{r:,}" for r in sorted(set(rates.values()))) + " positions",
+        "indexer keep": f"the indexer keeping {get('index_topk'):,} pooled keys" if get("index_topk") else None,
+        "output groups": f"heads projected in {get('o_groups')} groups to {get('o_lora_rank'):,} values each",
+        "SwiGLU clamp": f"gate and up projections clamped at {get('swiglu_limit'):g}" if get("swiglu_limit") else None,
     }
 
 
@@ -972,6 +1023,7 @@ TINY_RAW_KEYS = (
     "topk_group", "routed_scaling_factor", "norm_topk_prob", "n_shared_experts", "moe_intermediate_size", "q_lora_rank",
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave", "rope_parameters",
     "initializer_range", "index_topk", "index_n_heads", "index_head_dim",
+    "hc_mult", "o_groups", "o_lora_rank", "swiglu_limit",  # DeepSeek-V4's streams, output groups and SwiGLU clamp
 )
 
 

@@ -57,8 +57,45 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     # a sparse attention's lightning indexer: one score per query and key position, and the positions it keeps
     "IndexScores": ("batch", "query", "key"),
     "IndexPositions": ("batch", "query", "index_topk"),
+    # several residual streams (DeepSeek-V4's hyper-connections): a block's input and output hold them all
+    "Streams": ("batch", "seq", "residual_streams", "hidden_size"),
+    # keys (and values) of a sliding window followed by compressed ones: as many as the positions attended
+    "AttendedKeys": ("batch", "num_kv_heads", "key", "qk_head_dim"),
+    "AttendedValues": ("batch", "num_kv_heads", "key", "head_dim"),
     "scalar": (),
 }
+
+# the values whose layout depends on the checkpoint (layout_of), and what they become
+STREAM_VALUES = ("layer_input", "layer_output")
+ATTENDED_KEYS = {"attention_keys": "AttendedKeys", "attention_values": "AttendedValues"}
+
+
+def layout_of(name: str, sizes: Mapping[str, Any]) -> str:
+    """Value ``name``'s layout at a checkpoint's (or the preview's) sizes: its own, but a block's input and
+    output hold every residual stream where there are several (residual_streams), and the keys and values
+    the attention reads are as many as the positions it attends where blocks add compressed keys to their
+    window (compressed_blocks)."""
+    if sizes.get("residual_streams") and name in STREAM_VALUES:
+        return "Streams"
+    if sizes.get("compressed_blocks") and name in ATTENDED_KEYS:
+        return ATTENDED_KEYS[name]
+    return BY_NAME[name].layout
+
+
+STREAM_SIZE_KEYS = ("residual_streams", "compressed_blocks")  # the sizes stream_sizes gives, where the config has them
+
+
+def stream_sizes(config) -> dict[str, int]:
+    """How many residual streams a block reads and writes (hyper-connections' hc_mult), and how many blocks
+    add compressed keys to their sliding window (DeepSeek-V4's layer_types); nothing for other models."""
+    out = {}
+    if isinstance(getattr(config, "hc_mult", None), int):
+        out["residual_streams"] = config.hc_mult
+    types = getattr(config, "layer_types", None) or []
+    rates = getattr(config, "compress_rates", None)
+    if isinstance(rates, dict) and types:
+        out["compressed_blocks"] = sum(1 for t in types if t in rates)
+    return out
 
 
 def resolve_dims(layout: str, sizes: Mapping[str, Any]) -> list[Any]:
@@ -100,6 +137,7 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         **linear_attention_sizes(config),
         **ssm_sizes(config),
         **indexer_sizes(config),
+        **stream_sizes(config),
     }
 
 
@@ -512,6 +550,10 @@ class BlockRoles:
     dense_dispatch: bool = False
     # the attention's lightning indexer (a sparse attention's), relative to the attention; see is_indexer
     indexer: str | None = None
+    # a lightning indexer that chooses among pooled keys, inside the attention's compressor (DeepSeek-V4)
+    pooled_indexer: str | None = None
+    # heads projected by groups before one map to the width (DeepSeek-V4's o_a_proj and o_b_proj)
+    grouped_output: bool = False
 
     @property
     def sublayers(self) -> int:
@@ -551,6 +593,21 @@ def is_indexer(module) -> bool:
     children = dict(module.named_children()) if module is not None else {}
     return ({"wk", "weights_proj"} <= set(children) and any(isinstance(c, torch.nn.LayerNorm) for c in children.values())
             and not _tensor_names(module))
+
+
+def _grouped_output(attention) -> bool:
+    from atlas.proof.hyper import is_grouped_linear
+
+    return any(is_grouped_linear(m) for m in attention.children())
+
+
+def _pooled_indexer(attention) -> str | None:
+    """The path of an indexer that scores pooled keys inside the attention's compressor (DeepSeek-V4)."""
+    from atlas.proof.compressed import is_compressed_indexer
+
+    if attention is None:
+        return None
+    return next((n for n, m in attention.named_modules() if n and is_compressed_indexer(m)), None)
 
 
 def _indexer_child(attention) -> str | None:
@@ -793,6 +850,8 @@ def _read_block_roles(block) -> BlockRoles:
         attention_adds_residual=adds_residual(attn_module),
         mlp_adds_residual=adds_residual(mlp_module),
         indexer=_indexer_child(attn_module),
+        pooled_indexer=_pooled_indexer(attn_module),
+        grouped_output=attn_module is not None and _grouped_output(attn_module),
         experts_own_loop=_own_loop(mlp_module, experts),
     )
 
@@ -1009,7 +1068,8 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
         # the eager path's softmax input, and the probabilities the module returns beside its output
         rule("attention_probabilities", Read("output", "", element=1), needs_eager="attention")
     rule("attention_premix", Read("input", b.output_proj, element=0, split_heads=True) if b.output_proj else None,
-         f"block {index}'s attention has no output projection")
+         f"block {index}'s attention projects its heads by groups, then mixes the groups to the width: no one output projection "
+         "receives every head" if b.grouped_output else f"block {index}'s attention has no output projection")
     if b.linear_attention:
         # no attention function: the values of softmax attention are missing, the delta rule's are read
         words = f"block {index}'s token mixer is linear attention with a recurrent state: it computes no attention scores"
@@ -1030,6 +1090,9 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     rule("linear_attention_head_outputs", Read("delta_rule_result", element=0) if b.linear_attention else None, linear_words)
     rule("linear_attention_state", Read("delta_rule_result", element=1) if b.linear_attention else None, linear_words)
     no_indexer = f"block {index}'s attention has no lightning indexer: every earlier position is attended"
+    if b.pooled_indexer:  # DeepSeek-V4: its indexer ranks the keys its compressor pools, not key positions
+        no_indexer = (f"block {index}'s indexer ({b.pooled_indexer}) ranks the keys its compressor pools, one per window of "
+                      "positions, not the key positions these values index")
     rule("indexer_scores", Read("indexer_scores", b.indexer) if b.indexer else None, no_indexer)
     rule("indexer_positions", Read("output", b.indexer) if b.indexer else None, no_indexer)
     rule("attention_output", Read("output", b.attention_post_norm, from_block=True) if b.attention_post_norm else Read("output", "", element=0))
@@ -1231,9 +1294,9 @@ def support_facts(
                     words.append(scope)
             values.append({
                 "name": value.name,
-                "layout": value.layout,
-                "dims": list(LAYOUTS[value.layout]),
-                "shape": resolve_dims(value.layout, sizes),
+                "layout": layout_of(value.name, sizes),
+                "dims": list(LAYOUTS[layout_of(value.name, sizes)]),
+                "shape": resolve_dims(layout_of(value.name, sizes), sizes),
                 "description": value.description,
                 "read_at": first.read.words() if first.read else _nowhere(first, present),
                 # how it is read, as data: "input" or "output" (of ``module``), element; "inside", ...

@@ -16,6 +16,14 @@
   function bytes(n) { return grouped(n) + " bytes" + (n >= 1024 ** 2 ? " (" + (n / 1024 ** 3).toFixed(2) + " GiB)" : ""); }
   function capped(c, cap) { return cap ? Math.min(c, cap) : c; }
   function capWords(c, cap) { return cap ? "min(" + grouped(c) + ", " + grouped(cap) + ")" : grouped(c); }
+  // keys pooled from windows of positions (DeepSeek-V4): what the compressors hold, and the FLOPs of the pooled keys
+  function pooled(series, c) {
+    return (series || []).reduce(function (sum, s) { return sum + s.entry * Math.floor(c / s.every) + s.open * (c % s.every) + (c >= s.every ? s.overlap : 0); }, 0);
+  }
+  function pooledWords(series, c) {
+    return (series || []).map(function (s) { return " + " + grouped(s.entry) + " × " + grouped(Math.floor(c / s.every)) + " pooled keys + " + grouped(s.open) + " × " + grouped(c % s.every) + (c >= s.every && s.overlap ? " + " + grouped(s.overlap) : ""); }).join("");
+  }
+  function pooledFlops(keys, c) { return keys ? keys.per_key * Math.floor(c / keys.every) : 0; }
 
   function figures(context, batch, dtype) {
     var size = cost.cache.dtypes[dtype], kinds = cost.cache.kinds, fk = cost.flops.kinds;
@@ -24,7 +32,8 @@
       var positions = capped(context, k.cap), keys = capped(context, fk[i].keys_cap);
       if (k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent") perToken += k.count * k.values * size;  // a fixed state does not grow per position
       expanded += k.count * (k.expanded || k.values) * size;
-      var kindCache = k.count * (k.values * positions + (k.state || 0)) * size * batch, kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys);
+      var kindCache = k.count * (k.values * positions + (k.state || 0) + pooled(k.compressed, context)) * size * batch;
+      var kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys + pooledFlops(fk[i].compressed_keys, context));
       held += kindCache;
       flops += kindFlops;
       rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops });
@@ -35,9 +44,9 @@
       expanded_per_token: expanded,
       expanded_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
       cache: held,
-      cache_formula: kinds.map(function (k) { return k.count + " × " + (k.state ? "(" : "") + grouped(k.values) + " × " + capWords(context, k.cap) + (k.state ? " + " + grouped(k.state) + ")" : ""); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
+      cache_formula: kinds.map(function (k) { var more = k.state || k.compressed; return k.count + " × " + (more ? "(" : "") + grouped(k.values) + " × " + capWords(context, k.cap) + (k.state ? " + " + grouped(k.state) : "") + pooledWords(k.compressed, context) + (more ? ")" : ""); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
       flops: flops,
-      flops_formula: "head " + grouped(cost.flops.head.flops) + " + " + fk.map(function (f) { return f.count + " × (" + grouped(f.fixed) + " + " + grouped(f.per_key) + " × " + capWords(context, f.keys_cap) + ")"; }).join(" + "),
+      flops_formula: "head " + grouped(cost.flops.head.flops) + " + " + fk.map(function (f) { return f.count + " × (" + grouped(f.fixed) + " + " + grouped(f.per_key) + " × " + capWords(context, f.keys_cap) + (f.compressed_keys ? " + " + grouped(f.compressed_keys.per_key) + " × " + grouped(Math.floor(context / f.compressed_keys.every)) + " pooled keys" : "") + ")"; }).join(" + "),
       rows: rows
     };
   }

@@ -146,7 +146,7 @@ def test_the_schema_enums_are_the_code_s_own_sets():
     from atlas.params import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, DTYPE_BYTES, INDEX_COUNTS
     from atlas.preview import TINY_RAW_KEYS
     from atlas.proof.kinds import BUILDERS
-    from atlas.standard import HOSTS, LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS
+    from atlas.standard import HOSTS, LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS, STREAM_SIZE_KEYS
 
     defs, top = SCHEMA_JSON["$defs"], SCHEMA_JSON["properties"]
     assert defs["dtype"]["enum"] == list(DTYPE_BYTES)
@@ -157,7 +157,7 @@ def test_the_schema_enums_are_the_code_s_own_sets():
     assert defs["part_kind"]["enum"] == [*BUILDERS, "blocks", "model"]
     tiny = top["preview"]["properties"]["config"]
     # the sizes of a linear-attention or state-space mixer are there only where the config has one
-    assert set(tiny["properties"]) == {*tiny["required"], *TINY_RAW_KEYS, *LINEAR_ATTENTION_SIZES, *SSM_SIZE_KEYS}
+    assert set(tiny["properties"]) == {*tiny["required"], *TINY_RAW_KEYS, *LINEAR_ATTENTION_SIZES, *SSM_SIZE_KEYS, *STREAM_SIZE_KEYS}
 
 
 @pytest.mark.parametrize("name", families.names())

@@ -7,6 +7,7 @@ from typing import Any
 from atlas.numbers import grouped
 from atlas.pages.roles import anatomy, fact, gated_inner, kids_of, role, slug, norm_word
 from atlas.pages.sizes import Sizes, routing
+from atlas.pages.streams import branch_label, terminal
 from atlas.pages.titles import title_of
 
 
@@ -57,7 +58,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         return list_block_diagram(kind_id, tree, s, known, by_module, attention_type)
     boxes, lines, adds, sums = [], [], [], []
     inner_lines = []  # wires inside a mixture's box, drawn over it
-    terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"}]
+    terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": terminal(tree, "layers[i] input")}]
 
     def part_of(slot: str, name: str) -> str | None:
         return by_module.get(name) or PART_VALUES.get(slot)
@@ -67,8 +68,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         return nid if nid in known else None
 
     def norm_box(x, y, name, slot):
-        node = kids[name]
-        return _box(x, y, 186, 40, name, norm_word(node), part_of(slot, name), link(name), "norm")
+        return _box(x, y, 186, 40, *branch_label(tree, slot, name, norm_word(kids[name])), part_of(slot, name), link(name), "norm")
 
     y = 44
     lines.append((SPINE, 24, SPINE, 340))
@@ -222,7 +222,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
     height = y + 16
     lines[0] = (SPINE, 24, SPINE, height - 10)
     scale = fact(tree, "output_scale")  # the block's stored number times its output (Gemma 4's layer_scalar)
-    out_text = f"× {scale} → layers[i] output → next block" if scale else "layers[i] output → next block"
+    out_text = terminal(tree, f"× {scale} → layers[i] output → next block" if scale else "layers[i] output → next block", end=True)
     terminals.append({"x": SPINE, "y": height - 10, "part": "layer_output", "text": out_text})
     return {
         "kind": kind_id,

@@ -61,6 +61,14 @@ ROLE_TITLES = {
     "norm_attention_norm": "Norm, attention, norm",
     "identity": "Identity",
     "list": "List of sublayers",
+    "hyper_connection": "Hyper-connection",
+    "stream_collapse": "Collapse of the residual streams",
+    "grouped_linear": "Grouped projection",
+    "shared_kv_attention": "Shared-KV attention",
+    "window_compressor": "Key compressor",
+    "compressed_indexer": "Lightning indexer (pooled keys)",
+    "index_scorer": "Indexer scores",
+    "rotary_table": "Rotary angles",
 }
 
 

@@ -9,12 +9,15 @@ from atlas.numbers import grouped
 from atlas.pages.roles import anatomy, fact, gated_inner, in_out, kids_of, role
 from atlas.pages.sizes import Sizes, routing
 from atlas.pages.titles import LINEAR_ROLES, linear_use, lowercase_title, title_of
+from atlas.pages.streams import describe as stream_words
 
 
 def describe(node: dict[str, Any], s: Sizes) -> str:
     """One sentence on what the module computes, from what its proof found (the same facts that chose
     its steps), with the checkpoint's numbers."""
     r = role(node)
+    if (streams := stream_words(node, r)) is not None:  # DeepSeek-V4's kinds (atlas/pages/streams.py)
+        return streams
     d = s.get("hidden_size")
     kids = kids_of(node)
     if r in ("rmsnorm", "layernorm"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, library, linear, mixture, rglru, sparse, ssm, stack
+from atlas.proof import attention, compressed, hyper, library, linear, mixture, rglru, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.standard import routed_experts, is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
@@ -20,6 +20,12 @@ def _routes(part: Part) -> bool:
     # zero-computation experts (LongCat-Flash's zero_expert_num) are routed to like the others: one row each
     zero = getattr(cfg, "zero_expert_num", None) or 0
     return experts is not None and part.tiny.out_features in (experts, experts + zero)
+
+
+def _routes_rows(part: Part, rows: int) -> bool:
+    """``rows`` is the (tiny) config's count of routed experts."""
+    experts = routed_experts(part.ctx.tiny_config)
+    return experts is not None and rows == experts
 
 
 def is_offset(module) -> bool:
@@ -46,6 +52,8 @@ def kind_of(part: Part) -> str:
         return "list"  # a list of sublayers the parent runs one by one (never called itself)
     if isinstance(m, torch.nn.Identity):
         return "identity"  # torch's identity map (LongCat-Flash's zero-computation expert)
+    if hyper.is_grouped_linear(m):
+        return "grouped_linear"  # each group of the input through its own block of rows (DeepSeek-V4's o_a_proj)
     if isinstance(m, torch.nn.Linear) and type(m).forward is not torch.nn.Linear.forward and _routes(part):
         return "router"  # a Linear whose own forward adds a routing rule to its product (one row per expert)
     if isinstance(m, torch.nn.Linear) or (not children and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 2
@@ -60,6 +68,16 @@ def kind_of(part: Part) -> str:
         return "decay_gate"
     if isinstance(m, torch.nn.LayerNorm) or (not children and "weight" in own and own["weight"].dim() == 1 and set(own) <= {"weight", "bias"}):
         return "norm"
+    if compressed.is_shared_kv_attention(m):
+        return "shared_kv_attention"  # one head as key and value, sinks, grouped output (DeepSeek-V4)
+    if compressed.is_window_compressor(m):
+        return "window_compressor"  # windows of positions pooled into keys (DeepSeek-V4)
+    if compressed.is_compressed_indexer(m):
+        return "compressed_indexer"  # a lightning indexer over compressed keys (DeepSeek-V4)
+    if compressed.is_index_scorer(m):
+        return "index_scorer"
+    if compressed.is_rotary_table(m):
+        return "rotary_table"  # angles from positions, one frequency table per kind of block (DeepSeek-V4)
     if is_rg_lru(m):
         return "rg_lru"  # one vector, two block-diagonal gate weights and their biases (RecurrentGemma)
     if is_recurrent_block(m):
@@ -96,6 +114,9 @@ def kind_of(part: Part) -> str:
     if (len(linear_children) == 1 and _routes(part.child(linear_children[0]))
             and all(library.has_epsilon(c) for n, c in m.named_children() if n != linear_children[0])):
         return "router"  # a linear map to the experts' logits beside the norm it applies first (Gemma 4's router)
+    if ("weight" in own and own["weight"].dim() == 2 and _routes_rows(part, own["weight"].shape[0]) and children
+            and all(not any(True for _ in c.parameters()) and not any(True for _ in c.children()) for c in m.children())):
+        return "router"  # its weight has a row per expert; its one child scores the logits (DeepSeek-V4's score_fn)
     if "experts" in children:
         return "mixture"
     if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
@@ -111,6 +132,10 @@ def kind_of(part: Part) -> str:
         return "rotary"  # positions to cos and sin, computed inside the attention that holds it (RecurrentGemma)
     if not children and not own:
         return "activation"
+    if hyper.is_hyper_connection(m):
+        return "hyper_connection"  # residual streams collapsed for a sublayer and mixed (DeepSeek-V4)
+    if hyper.is_stream_collapse(m):
+        return "stream_collapse"  # the streams collapsed into one after the last block (DeepSeek-V4)
     raise AtlasError(f"family {part.ctx.family.name}", f"component {part.id}",
                      f"no chain of steps describes {type(m).__name__} yet: add its steps to atlas/proof before its pages can show equations")
 
@@ -146,6 +171,14 @@ BUILDERS = {
     "rg_lru": rglru.rg_lru,
     "rotary": attention.rotary,
     "recurrent_block": rglru.recurrent_block,
+    "hyper_connection": hyper.hyper_connection,
+    "stream_collapse": hyper.stream_collapse,
+    "grouped_linear": hyper.grouped_linear,
+    "shared_kv_attention": compressed.shared_kv_attention,
+    "window_compressor": compressed.compressor,
+    "compressed_indexer": compressed.indexer,
+    "index_scorer": compressed.index_scorer,
+    "rotary_table": compressed.rotary_table,
 }
 
 

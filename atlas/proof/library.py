@@ -281,6 +281,12 @@ def _gelu_tanh(g):
     return 0.5 * g * (1 + ((2 / math.pi) ** 0.5 * (g + 0.044715 * g**3)).tanh())
 
 
+def _softplus(g):
+    from torch.nn.functional import softplus
+
+    return softplus(g)
+
+
 def _gelu_erf(g):
     import torch
 
@@ -293,6 +299,8 @@ ACTIVATIONS = {
     "gelu": (r"a=g\,\Phi(g)=\tfrac12 g\big(1+\operatorname{erf}(g/\sqrt2)\big)", _gelu_erf),
     "relu": (r"a=\max(g,0)", lambda g: g.clamp(min=0)),
     "relu2": (r"a=\max(g,0)^2", lambda g: g.clamp(min=0) ** 2),
+    # a router's score (DeepSeek-V4's scoring_func sqrtsoftplus): the square root of softplus
+    "sqrtsoftplus": (r"a=\sqrt{\log(1+e^{g})}", lambda g: _softplus(g).sqrt()),
 }
 
 
@@ -319,7 +327,7 @@ def activation_name(part: Part) -> str:
 
 
 ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}",
-             "xielu": r"\operatorname{xIELU}", "relu2": r"\operatorname{ReLU}^2"}
+             "xielu": r"\operatorname{xIELU}", "relu2": r"\operatorname{ReLU}^2", "sqrtsoftplus": r"\sqrt{\operatorname{softplus}}"}
 
 
 def xielu(part: Part) -> Chain:
@@ -382,6 +390,12 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
             steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
         return add_handed_residual(part, Chain(steps, [X], "y"), out)
+    limit = swiglu_limit(part.full)
+    if limit is not None:  # the gate clamped from above, the up projection on both sides (DeepSeek-V4's swiglu_limit)
+        tiny_limit = swiglu_limit(part.tiny)
+        steps.append(Step(rf"g\leftarrow\min(g,{T.num(limit)}),\quad u\leftarrow\operatorname{{clamp}}(u,-{T.num(limit)},{T.num(limit)})", ("g", "u"),
+                          lambda e: (e["g"].clamp(max=tiny_limit), e["u"].clamp(-tiny_limit, tiny_limit)), summary=True))
+        part.note("clamp", limit, "the module's limit")
     gate_scale, down_scale = _mlp_multipliers(part)
     if gate_scale:  # the gate's pre-activation times a constant the module holds (Falcon-H1's mlp_multipliers[0])
         steps.append(Step(rf"g\leftarrow{T.num(gate_scale[0])}\,g\quad\text{{(the module's gate\_multiplier)}}", "g",
@@ -397,6 +411,13 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         part.note("multipliers", {"gate": gate_scale[0] if gate_scale else 1.0, "down": down_scale[0]}, "the module's gate_multiplier and down_multiplier")
     part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
     return Chain([s for s in steps if s.fn is not None], [X], "y")
+
+
+def swiglu_limit(module) -> float | None:
+    """The bound a gated MLP clamps its gate and up projections to, where the module holds one (a number
+    ``limit`` and no ``alpha``: gpt-oss's clamped experts, which hold both, have steps of their own)."""
+    limit = getattr(module, "limit", None)
+    return float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) and not hasattr(module, "alpha") else None
 
 
 def _mlp_multipliers(part: Part):

@@ -6,7 +6,7 @@ import dataclasses
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import ACT_NAMES, X, activation_name, sub
+from atlas.proof.library import ACT_NAMES, X, activation_name, sub, swiglu_limit
 from atlas.proof.steps import Chain, Input, Step
 from atlas.standard import TOP_K_KEYS, routed_experts
 
@@ -195,6 +195,39 @@ def router(part: Part) -> Chain:
             steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
         return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
+    # a score function the router holds as a child without tensors (DeepSeek-V4's score_fn: √softplus),
+    # its formula measured by the activation's own chain
+    score = next((name for name, c in part.tiny.named_children() if not any(True for _ in c.parameters())), None)
+    # a frozen table from token id to the experts chosen (DeepSeek-V4's hash-routed blocks): an integer
+    # buffer of one row per vocabulary entry and one column per routing slot
+    table = next((name for name, b in part.tiny.named_buffers(recurse=False)
+                  if not b.is_floating_point() and b.dim() == 2 and b.shape[1] == tiny_k), None)
+
+    act = ACT_NAMES.get(activation_name(part.child(score)), r"\operatorname{score}") if score else None
+
+    def child_scored(renormalize: bool) -> Chain:
+        steps = [logits_step(), Step(rf"s={act}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", sub(part, score, x="z"), summary=True)]
+        inputs = [TOKENS]
+        if table:
+            vocab = getattr(part.full, table).shape[0]
+            steps.append(Step(rf"\mathcal{{E}}=T[t]\quad\text{{the {T.num(k)} experts a frozen table of }}{T.num(vocab)}\text{{ rows gives the token id }}t"
+                              r"\text{ (the scores do not choose)}", "E", lambda e: e.w(table)[e["ids"].reshape(-1)].long(), summary=True))
+            inputs.append(Input("ids", "t", "input_ids", "the token ids, which alone choose the experts"))
+        else:
+            choice = "s+b" if selection else "s"
+            steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection else r"c=s", "c",
+                              (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"])))
+            steps.append(Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(c)", "E", lambda e: e["c"].topk(tiny_k, dim=-1).indices, summary=True))
+        steps.append(Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"])))
+        if renormalize:
+            steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
+        if scale != 1.0:
+            tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
+            steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
+        if table:
+            part.note("hash_routing", True, "the router holds an integer table of one row per token id and one column per routing slot")
+        return Chain(steps, inputs, ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
+
     def topk_softmax() -> Chain:
         return Chain([
             logits_step(),
@@ -213,6 +246,8 @@ def router(part: Part) -> Chain:
         "sigmoid": lambda: scored("sigmoid", False),
         "topk_softmax": topk_softmax,
     }
+    if score is not None:  # tried first; the usual rules stay offered after them
+        variants = {"score_fn_renormalized": lambda: child_scored(True), "score_fn": lambda: child_scored(False), **variants}
     out = part.call.output
     if isinstance(out, tuple) and len(out) == 2 and all(getattr(o, "shape", (0,))[-1] == n_rows(part) for o in out):
         # a router returning two tensors of one column per expert: a score for every expert and the logits (Llama 4)
@@ -387,6 +422,17 @@ def experts(part: Part) -> Chain:
         ]
         return Chain(steps, inputs, "y")
 
+    def clamped_halves() -> Chain:
+        limit, tiny_limit = swiglu_limit(part.full), swiglu_limit(part.tiny)
+        steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
+                 Step(rf"g\leftarrow\min(g,{T.num(limit)}),\quad u\leftarrow\operatorname{{clamp}}(u,-{T.num(limit)},{T.num(limit)})", ("g", "u"),
+                      lambda e: (e["g"].clamp(max=tiny_limit), e["u"].clamp(-tiny_limit, tiny_limit)), summary=True)]
+        if has_act:
+            steps.append(Step(rf"a={act}(g)", "a", sub(part, "act_fn", x="g")))
+        steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
+        part.note("clamp", limit, "the module's limit")
+        return Chain(steps, inputs, "y")
+
     part.note("count", n, "the fused weights' first axis")
     if zero > 0:
         part.note("zero_experts", True, "the preview model's routing choices past its last down projection")
@@ -395,6 +441,8 @@ def experts(part: Part) -> Chain:
     variants = {"gated_halves": halves}
     if hasattr(part.tiny, "limit") and hasattr(part.tiny, "alpha"):
         variants = {"clamped_interleaved": clamped, **variants}
+    elif swiglu_limit(part.tiny) is not None:  # a bound and no alpha: gate and up clamped, then SwiGLU (DeepSeek-V4)
+        variants = {"clamped_halves": clamped_halves}
     return part.choose("experts", variants)
 
 
@@ -543,13 +591,15 @@ def mixture(part: Part) -> Chain:
     steps = [Step(r"b\ \text{the mixture's own per-expert selection bias, handed to the router}", "b", lambda e: e.w(handed))] if handed else []
     from atlas.proof.library import chain_of
 
-    if chain_of(part.child(route)).output == "z":
+    route_chain = chain_of(part.child(route))
+    reads_ids = any(i.name == "ids" for i in route_chain.inputs)
+    if route_chain.output == "z":
         # the router gives logits only: the mixture's own forward turns them into the routing (DBRX)
         # (named "logits", not "z": the pages title a child whose result is "z" as the model's head)
         steps += [Step(r"z=\operatorname{Router}(x)", "logits", sub(part, route), value="router_logits", summary=True)]
         steps += _routing_steps(part)
     else:
-        steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + ")", ("z", "G", "E"), sub(part, route),
+        steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + (",t" if reads_ids else "") + ")", ("z", "G", "E"), sub(part, route),
                           value=("router_logits", "expert_weights", "expert_indices"), summary=True))
     steps += [
         Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
@@ -574,7 +624,9 @@ def mixture(part: Part) -> Chain:
     if gate:
         part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")
     part.note("sub_steps", {"Router": f"{part.id}.{route}", "Experts": f"{part.id}.experts", **({"SharedMLP": f"{part.id}.{shared}"} if shared else {})}, "the mixture's children")
-    return Chain(steps, [X], "y")
+    if reads_ids:
+        part.note("hash_routing", True, "the router reads the token ids")
+    return Chain(steps, [X, *([Input("ids", "t", "input_ids", "the token ids, which choose the experts")] if reads_ids else [])], "y")
 
 
 # --- experts stored stacked: every expert's rows in one 2-D matrix per projection (DBRX) -------------

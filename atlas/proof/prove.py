@@ -90,6 +90,9 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     by_id = {p.id: p for p in parts}
     rotary = [ctx.calls[f"{block_path}.{n}"].kwargs.get("position_embeddings") for n in range(len(tiny_blocks))]
     stack = stacks.Stack([ctx.chains[kind_of_block[n]] for n in range(len(tiny_blocks))], rotary, block_path, introspect.num_blocks(full_config))
+    # what else each block was handed that its chain reads by name (DeepSeek-V4's blocks: the mask, the positions, the ids)
+    stack.extras = [{name: ctx.calls[f"{block_path}.{n}"].kwargs.get(argument) for name, argument, _ in stacks.BLOCK_EXTRAS}
+                    for n in range(len(tiny_blocks))]
     first, last = ctx.calls[f"{block_path}.0"], ctx.calls[f"{block_path}.{len(tiny_blocks) - 1}"]
     ctx.call_overrides["blocks"] = Call((first.kwargs.get("hidden_states", first.args[0] if first.args else None),), {},
                                         last.output[0] if isinstance(last.output, tuple) else last.output)

@@ -7,6 +7,7 @@ import math
 from atlas.proof import tex as T
 from atlas.proof.attention import ROTARY, rotary_input
 from atlas.proof.core import Part
+from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, child_output, handed_residual, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.standard import block_roles
@@ -14,6 +15,10 @@ from atlas.introspect import num_blocks
 
 
 def block(part: Part) -> Chain:
+    from atlas.proof import hyper
+
+    if hyper.stream_roles(part.tiny):  # the residual is several streams, mixed by hyper-connections (DeepSeek-V4)
+        return hyper.stream_block(part)
     if block_roles(part.tiny).sublayer_lists:
         return _list_block(part)
     factor = getattr(part.ctx.full_config, "residual_multiplier", None)
@@ -431,10 +436,15 @@ def _positions_from_mask(part: Part, path: str) -> bool:
 def run_blocks(stack: "Stack", e: Env, x, rel: str):
     """Every block in order, each by its kind's chain on its own weights (``rel``: the block list's path
     relative to the chain's module), with the rotary angles the model handed that block."""
+    from atlas.proof.core import as64
+
     for n, chain in enumerate(stack.chains):
         values = {"x": x}
         if any(i.name == "R" for i in chain.inputs):
             values["R"] = stack.rotary[n]
+        for name, _, _ in BLOCK_EXTRAS:  # the mask, positions and ids a block's chain reads (DeepSeek-V4's)
+            if any(i.name == name for i in chain.inputs):
+                values[name] = as64(stack.extras[n][name])
         x = run_chain(chain, e.child(f"{rel}.{n}" if rel else str(n), values))
     return x
 
@@ -445,6 +455,7 @@ class Stack:
     def __init__(self, chains: list[Chain], rotary: list, path: str, count_full: int):
         self.chains, self.rotary, self.path, self.count = chains, rotary, path, len(chains)
         self.count_full = count_full
+        self.extras: list[dict] = [{} for _ in chains]  # per block: what else it was handed (BLOCK_EXTRAS)
 
 
 def blocks(part: Part, stack: Stack) -> Chain:
@@ -459,6 +470,19 @@ def _holds_bfloat16_scalar(module) -> bool:
     import torch
 
     return any(b.dim() == 0 and b.dtype == torch.bfloat16 for b in module.buffers())
+
+
+def _stream_collapse(part: Part):
+    """(path, streams at the checkpoint, streams on the preview) of the module that collapses several
+    residual streams into one after the last block (DeepSeek-V4's hc_head); None where there is none."""
+    from atlas.proof import hyper
+
+    for name, module in part.tiny.named_modules():
+        if name and hyper.is_stream_collapse(module):
+            full = part.full.get_submodule(name)
+            return name, next(p for p in full.parameters(recurse=False) if p.dim() == 2).shape[0], \
+                next(p for p in module.parameters(recurse=False) if p.dim() == 2).shape[0]
+    return None
 
 
 def model(part: Part, stack: Stack, roles) -> Chain:
@@ -515,6 +539,13 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
                               lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
             x0 = "x0"
+        collapse = _stream_collapse(part)
+        if collapse:  # several residual streams (DeepSeek-V4): block 0 reads n copies of the embeddings
+            streams = collapse[1]
+            steps.append(Step(rf"X_0=(x_0,\dots,x_0)\quad\text{{{T.num(streams)} copies, one per residual stream}}", "X0",
+                              lambda e, s=x0, n=collapse[2]: e[s][..., None, :].expand(*e[s].shape[:-1], n, e[s].shape[-1]), summary=True))
+            x0 = "X0"
+
         def all_blocks(e, s=x0):
             return run_blocks(stack, e, e[s], stack.path)
 
@@ -522,6 +553,8 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(num_blocks(cfg))}",
                           "xL", all_blocks, summary=True))
         steps[-1].sub = "blocks"
+        if collapse:
+            steps.append(Step(r"x_L=\operatorname{Collapse}(X_L)\quad\text{the streams weighted into one}", "xL", sub(part, collapse[0], x="xL"), summary=True))
         steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
         if roles.head and logits_place == "before_head":  # the stream is divided before the head reads it (MiniCPM)
             steps.append(Step(rf"\hat x\leftarrow\hat x/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling, before the head)}}", "xn",
