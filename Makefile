@@ -6,6 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.atlas-installed
 CHROMIUM := /usr/bin/chromium
+TEST_JOBS ?= auto
 # This machine kind keeps torch's CPU wheel on disk; pip takes it from there instead of a CUDA build.
 LOCAL_WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 
@@ -15,8 +16,9 @@ site: $(STAMP)
 	$(PY) build.py
 	@echo "Open site/index.html in a browser, or run: $(PY) build.py --serve"
 
+# The tests run in one process per core (pytest-xdist); the tests of one file stay in one process.
 test: $(STAMP) browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
 env: $(STAMP)
 

@@ -288,11 +288,23 @@ class _SavedNames:
         does not hold."""
         if all(key in unique for key in stored):
             return {}
+        # Only a module some of whose tensors the files name otherwise can be the source of a new name.
+        renamed = {key.rpartition(".")[0] for key in unique if key not in stored}
+        # Most often every new name lies under such a module (a stacked expert tensor stored one matrix
+        # per expert: experts.E.gate_proj.weight under experts), and that module is its owner: nothing
+        # needs converting again.
+        owners = {}
+        for key in stored:
+            if key not in unique:
+                path = _owner_path(key, self.modules)
+                if path not in renamed:
+                    break
+                owners[key] = self.modules[path]
+        else:
+            return owners
         by_module: dict[str, dict[str, Any]] = {}
         for key, tensor in unique.items():
             by_module.setdefault(key.rpartition(".")[0], {})[key] = tensor
-        # Only a module some of whose tensors the files name otherwise can be the source of a new name.
-        renamed = {key.rpartition(".")[0] for key in unique if key not in stored}
         by_module = {path: tensors for path, tensors in by_module.items() if path in renamed}
         owners = {}
         for path, tensors in by_module.items():

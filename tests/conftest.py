@@ -4,9 +4,11 @@ builds that must fail, and tiny real models for checkpoints the tests write."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import http.server
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -66,10 +68,23 @@ def build_families(tmp_path_factory, *names: str) -> Path:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """The whole atlas, built once by the real command line into a temporary folder."""
-    out = tmp_path_factory.mktemp("site") / "site"
-    result = run_build(ROOT, "--out", str(out))
-    assert result.returncode == 0, result.stderr
+    """The whole atlas, built once by the real command line into a temporary folder: once for the whole
+    run where pytest-xdist runs the tests in several processes (the first to need it builds it, under a
+    lock; the others wait, then read it, or fail with its error)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        out = tmp_path_factory.mktemp("site") / "site"
+        result = run_build(ROOT, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        return out
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's own
+    out, outcome = shared / "built-site" / "site", shared / "built-site.outcome"
+    with (shared / "built-site.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            result = run_build(ROOT, "--out", str(out))
+            outcome.write_text("" if result.returncode == 0 else result.stderr or f"exit {result.returncode}", encoding="utf-8")
+    failure = outcome.read_text(encoding="utf-8")
+    assert not failure, failure
     return out
 
 
