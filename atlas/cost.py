@@ -798,6 +798,18 @@ def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[d
 def stored_pairs(layout: list, dtype: str) -> list[tuple[Any, Any]]:
     """(quantized tensor, its scale) of a predicted layout: FP8 weights with their ``_scale_inv``, or
     MXFP4's ``_blocks`` with their ``_scales``."""
+    if _last_pairs[0] is not layout:  # the cost's words and the check each ask of the same layout, per dtype
+        _last_pairs[:] = [layout, {}]
+    found = _last_pairs[1]
+    if dtype not in found:
+        found[dtype] = _pairs_of(layout, dtype)
+    return found[dtype]
+
+
+_last_pairs: list[Any] = [None, None]
+
+
+def _pairs_of(layout: list, dtype: str) -> list[tuple[Any, Any]]:
     by_name = {t.name: t for t in layout if t.role == "scale"}  # the predicted layout gives every scale this role
     if not by_name:
         return []

@@ -9,6 +9,8 @@ the sibling's declaration with ``.but(...)`` and states only what differs.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -24,12 +26,9 @@ class StoredTensor:
     # Weight values packed in one stored element: 2 where two 4-bit values share a byte (MXFP4 blocks).
     values_per_element: int = 1
 
-    @property
+    @functools.cached_property  # asked for each tensor by every sum over a layout
     def elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def values(self) -> int:

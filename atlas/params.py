@@ -272,14 +272,20 @@ class _SavedNames:
             if key in self.buffers:
                 tensors.append((StoredTensor(key, _safetensors_dtype(tensor.dtype), shape, "buffer"), None))
                 continue
-            owner = owners[key] if key in owners else self.modules.get(_owner_path(key, self.modules))
-            if self.quantized and self.quantized.applies(owner, key, shape):
+            if self.quantized and self.quantized.applies(self._owner(key, owners), key, shape):
                 tensors += [(t, self.quantized) for t in self.quantized.tensors(key, shape)]
             else:
                 tensors.append((StoredTensor(key, self.weight_dtype, shape, "parameter"), None))
         if self.rules.prefix_removed:
             tensors = [(dataclasses.replace(t, name=t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
         return tensors
+
+    def _owner(self, key: str, owners: dict[str, Any]):
+        """The module a stored tensor comes from: as found for a renamed one, else its parent module."""
+        if key in owners:
+            return owners[key]
+        parent = key.rpartition(".")[0]
+        return self.modules[parent] if parent in self.modules else self.modules.get(_owner_path(key, self.modules))
 
     def _renamed_owners(self, unique: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
         """The module each stored name comes from, where the files name it otherwise than the model does
