@@ -187,12 +187,7 @@ def router(part: Part) -> Chain:
 
             steps.append(Step(rf"c_i\leftarrow-\infty\ \text{{outside the {T.num(topk_group)} of {T.num(groups)} groups (of {T.num(size)}) with the largest top-2 sums of }}c", "c", grouped))
         steps.append(Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(c)", "E", lambda e: e["c"].topk(tiny_k, dim=-1).indices, summary=True))
-        steps.append(Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"])))
-        if renormalize:
-            steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
-        if scale != 1.0:
-            tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
-            steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
+        steps += _slot_weights(part, renormalize, scale)
         return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
     # a score function the router holds as a child without tensors (DeepSeek-V4's score_fn: √softplus),
@@ -218,12 +213,7 @@ def router(part: Part) -> Chain:
             steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection else r"c=s", "c",
                               (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"])))
             steps.append(Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(c)", "E", lambda e: e["c"].topk(tiny_k, dim=-1).indices, summary=True))
-        steps.append(Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"])))
-        if renormalize:
-            steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
-        if scale != 1.0:
-            tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
-            steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
+        steps += _slot_weights(part, renormalize, scale)
         if table:
             part.note("hash_routing", True, "the router holds an integer table of one row per token id and one column per routing slot")
         return Chain(steps, inputs, ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
@@ -727,3 +717,15 @@ def stacked_experts(part: Part) -> Chain:
     ]
     part.note("count", n, "the stacked matrices' rows over the expert width")
     return Chain(steps, inputs, "y")
+
+
+def _slot_weights(part: Part, renormalize: bool, scale: float) -> list[Step]:
+    """The chosen experts' weights from their scores: gathered, renormalized over the choice where the
+    router does, then scaled by routed_scaling_factor where it is not 1."""
+    steps = [Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"]))]
+    if renormalize:
+        steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
+    if scale != 1.0:
+        tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
+        steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
+    return steps
