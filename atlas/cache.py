@@ -168,10 +168,19 @@ def _read(path: Path, key: str) -> Any | None:
         return None
 
 
+def _dumped(body: Any) -> str:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
 def _write(path: Path, key: str, body: Any) -> None:
-    """Write an entry in one rename, so a reader sees the old entry or the new one, never half of one.
-    A cache that cannot be written (a read-only checkout, a full disk) only makes the next build slower."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    _write_text(path, key, _dumped(body))
+
+
+def _write_text(path: Path, key: str, body: str) -> None:
+    """Write an entry (its body as JSON text) in one rename, so a reader sees the old entry or the new
+    one, never half of one. A cache that cannot be written (a read-only checkout, a full disk) only
+    makes the next build slower."""
+    text = body.encode("utf-8")
     header = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode("utf-8")
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
@@ -201,17 +210,15 @@ def store_facts(name: str, key: str, collected: Collected, folder: Path = FOLDER
     read back exactly as they are, or where they come from a local checkpoint."""
     if collected.local_tensors is not None or collected.pinned_layout is not None:
         return False
-    body = {
-        "facts": collected.facts,
-        "layout": [[t.name, t.dtype, list(t.shape), t.role, t.values_per_element] for t in collected.layout],
-    }
     try:
-        exact = json.loads(json.dumps(collected.facts)) == collected.facts
+        facts = _dumped(collected.facts)
+        exact = json.loads(facts) == collected.facts
     except (TypeError, ValueError):
         exact = False
     if not exact:  # a tuple or a non-string key would come back as something else: never serve that
         return False
-    _write(_entry_path(name, "facts", folder), key, body)
+    layout = _dumped([[t.name, t.dtype, list(t.shape), t.role, t.values_per_element] for t in collected.layout])
+    _write_text(_entry_path(name, "facts", folder), key, f'{{"facts":{facts},"layout":{layout}}}')  # the facts dumped once
     return True
 
 

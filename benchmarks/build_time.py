@@ -44,10 +44,11 @@ t0 = time.perf_counter()
 import torch, transformers
 t1 = time.perf_counter()
 from atlas import families
-from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
+from atlas.checkpoint import build_on_meta, transformers_config
+from atlas.preflight import check_inputs
 for name in sys.argv[1:] or families.names():
-    family = families.load(name)
-    build_on_meta(family, transformers_config(family, load_pinned(family.checkpoint)))
+    family, checkpoint = check_inputs(name)  # as a build reads it (a multimodal wrapper: its text model's section)
+    build_on_meta(family, transformers_config(family, checkpoint), checkpoint.config_path)
 t2 = time.perf_counter()
 print(f"{t1 - t0:.3f} {t2 - t1:.3f}")
 """
