@@ -127,11 +127,13 @@ def hub():
 def pin(project: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess:
     import tempfile
 
-    # get_safetensors_metadata caches the index it reads: in a folder of its own, never the user's cache or the project
-    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": tempfile.mkdtemp(prefix="atlas-pin-test-"), "HF_HUB_DISABLE_TELEMETRY": "1",
-           "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    env.pop("HF_HUB_OFFLINE", None)
-    return subprocess.run([sys.executable, "build.py", "pin", *args], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    # get_safetensors_metadata caches the index it reads: in a folder of its own (removed after), never the
+    # user's cache or the project
+    with tempfile.TemporaryDirectory(prefix="atlas-pin-test-") as home:
+        env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": home, "HF_HUB_DISABLE_TELEMETRY": "1",
+               "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+        env.pop("HF_HUB_OFFLINE", None)
+        return subprocess.run([sys.executable, "build.py", "pin", *args], cwd=project, capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_a_single_file_repository_is_pinned_and_the_folder_builds(hub, project_copy):
