@@ -27,6 +27,7 @@ def check(collected: Collected) -> None:
     check_preview(name, facts["preview"])
     check_support(name, facts["support"])
     check_notes(facts["notes"])
+    check_equation_text(name, facts["equations"])
     check_cost(name, facts["cost"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
 
 
@@ -233,6 +234,21 @@ def python_fences(text: str) -> list[tuple[int, str]]:
         elif m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) and not m.group(2).strip():
             open_fence = None
     return found
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_equation_text(family: str, equations: dict[str, Any]) -> None:
+    r"""No step's TeX holds a control character: one there is a Python escape in a string that is not raw
+    ("\text" written as "\t" and "ext"), which KaTeX would render as something the step never said."""
+    for component, facts in equations["components"].items():
+        for step in facts["steps"]:
+            found = CONTROL.search(step["tex"])
+            if found:
+                raise AtlasError(family, f"equation step of {component}",
+                                 f"its TeX holds the control character {found.group()!r} at {found.start()}: {step['tex']!r} "
+                                 "(an escape such as \\t in a string that is not raw?)")
 
 
 def check_notes(notes: dict[str, Any]) -> None:

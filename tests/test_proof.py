@@ -245,3 +245,21 @@ def test_latent_attention_without_a_query_latent(project_copy):
     assert "W_Q^{\\top}" in first and "W_{DQ}" not in first
     heads, nope, rope = config["num_attention_heads"], config["qk_nope_head_dim"], config["qk_rope_head_dim"]
     assert f"{heads}\\times({nope}+{rope})" in first
+
+
+def test_a_step_whose_tex_holds_a_control_character_fails_the_check(kimi):
+    import copy
+
+    from atlas.check import check_equation_text
+    from atlas.errors import AtlasError
+
+    check_equation_text("kimi_k2", kimi["equations"])  # the real steps pass
+    equations = copy.deepcopy(kimi["equations"])
+    component = next(iter(equations["components"]))
+    equations["components"][component]["steps"][0]["tex"] = "y=x\text{ per token}"  # not raw: "\t" is a tab
+    with pytest.raises(AtlasError) as e:
+        check_equation_text("kimi_k2", equations)
+    assert str(e.value) == (
+        f"kimi_k2: equation step of {component}: its TeX holds the control character '\\t' at 3: "
+        "'y=x\\text{ per token}' (an escape such as \\t in a string that is not raw?)"
+    )
