@@ -1292,11 +1292,12 @@ def support_facts(
                 scope = _block_words(present, kinds) if present else "no block"
                 if scope:
                     words.append(scope)
+            layout = layout_of(value.name, sizes)
             values.append({
                 "name": value.name,
-                "layout": layout_of(value.name, sizes),
-                "dims": list(LAYOUTS[layout_of(value.name, sizes)]),
-                "shape": resolve_dims(layout_of(value.name, sizes), sizes),
+                "layout": layout,
+                "dims": list(LAYOUTS[layout]),
+                "shape": resolve_dims(layout, sizes),
                 "description": value.description,
                 "read_at": first.read.words() if first.read else _nowhere(first, present),
                 # how it is read, as data: "input" or "output" (of ``module``), element; "inside", ...
