@@ -281,11 +281,8 @@ class _SavedNames:
         return tensors
 
     def _owner(self, key: str, owners: dict[str, Any]):
-        """The module a stored tensor comes from: as found for a renamed one, else its parent module."""
-        if key in owners:
-            return owners[key]
-        parent = key.rpartition(".")[0]
-        return self.modules[parent] if parent in self.modules else self.modules.get(_owner_path(key, self.modules))
+        """The module a stored tensor comes from: as found for a renamed one, else the deepest module over it."""
+        return owners[key] if key in owners else self.modules.get(_owner_path(key, self.modules))
 
     def _renamed_owners(self, unique: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
         """The module each stored name comes from, where the files name it otherwise than the model does
@@ -386,12 +383,13 @@ def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
 
 
 def _owner_path(key: str, modules: Mapping[str, Any]) -> str:
-    """The deepest module whose path prefixes the stored name (experts.E.gate_proj.weight -> experts)."""
-    parts = key.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        candidate = ".".join(parts[:cut])
-        if candidate in modules:
-            return candidate
+    """The deepest module whose path prefixes the stored name (experts.E.gate_proj.weight -> experts).
+    Tried from the name's parent up: for a name the model holds, the first try is the one."""
+    path = key
+    while "." in path:
+        path = path.rpartition(".")[0]
+        if path in modules:
+            return path
     return ""
 
 
