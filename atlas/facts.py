@@ -8,7 +8,6 @@ weights are loaded.
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             "module": family.module,
             "doc": family.doc,
         },
-        "stack": {pkg: metadata.version(pkg) for pkg in ("torch", "transformers")},
+        "stack": {pkg: sources.installed_version(pkg) for pkg in ("torch", "transformers")},
         "checkpoint": {
             "repo": checkpoint.repo,
             "revision": checkpoint.require("revision"),

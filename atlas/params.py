@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -243,6 +245,8 @@ class _SavedNames:
             if name not in owner._non_persistent_buffers_set
         }
         self.quantized = _quantizer(quantization)
+        self._first_of_kind: dict[tuple, list | None] = {}  # a kind of block -> its first block's tensors, cut by _index_split
+        self._alike: dict[tuple, bool] = {}  # a kind of block -> whether its second block was stored as its first one
         # What revert_weight_conversion itself looks up for a model not loaded from files (which ours
         # never are): the conversions, less any prefix change; none at all means names are kept as they are.
         conversions = getattr(model, "_weight_conversions", None)
@@ -264,6 +268,44 @@ class _SavedNames:
             self.model._weight_conversions = held
 
     def tensors(self, unique: dict[str, Any]) -> list[tuple[StoredTensor, Any]]:
+        """What the files store for these model tensors, in the order the saving code writes them."""
+        if self.conversions is None or not self._index_free:
+            tensors = self._stored(unique)
+        else:  # one block at a time, in the order revert_weight_conversion takes the names
+            tensors = [made for block, keys in _runs_by_block(unique) for made in self._block(block, {k: unique[k] for k in keys})]
+        if self.rules.prefix_removed:
+            tensors = [(dataclasses.replace(t, name=t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
+        return tensors
+
+    @functools.cached_property
+    def _index_free(self) -> bool:
+        """Whether every conversion and every module kept unquantized is named by names and wildcards
+        alone (a number, or a regular expression's class or group, could name one block or some): only
+        then are two blocks that hold the same tensors stored alike."""
+        patterns = [p for c in self.conversions for p in (*c.source_patterns, *c.target_patterns)]
+        patterns += getattr(self.quantized, "skip", [])
+        return all(_NAME_PART.fullmatch(part) for p in patterns for part in str(p).replace("\\.", ".").split("."))
+
+    def _block(self, block: tuple[str, int] | None, unique: dict[str, Any]) -> list[tuple[StoredTensor, Any]]:
+        """One block's stored tensors. Converting a model's tensors back is most of predicting its layout,
+        and a 61-block model has two or three kinds of block: the second block of a kind is converted too,
+        to check that its names are the first one's with its own index, and after that every block of
+        the kind takes the first one's."""
+        if block is None:
+            return self._stored(unique)
+        path, index = block
+        kind = (path, tuple((k.removeprefix(f"{path}.{index}."), tuple(t.shape), t.dtype) for k, t in unique.items()))
+        if self._alike.get(kind):
+            return _reindexed(self._first_of_kind[kind], index)
+        made = self._stored(unique)
+        if kind not in self._first_of_kind:
+            self._first_of_kind[kind] = _index_split(made, index)
+        elif kind not in self._alike:
+            first = self._first_of_kind[kind]
+            self._alike[kind] = first is not None and _reindexed(first, index) == made
+        return made
+
+    def _stored(self, unique: dict[str, Any]) -> list[tuple[StoredTensor, Any]]:
         stored = self.revert(unique)
         owners = self._renamed_owners(unique, stored) if self.quantized else {}
         tensors = []
@@ -276,8 +318,6 @@ class _SavedNames:
                 tensors += [(t, self.quantized) for t in self.quantized.tensors(key, shape)]
             else:
                 tensors.append((StoredTensor(key, self.weight_dtype, shape, "parameter"), None))
-        if self.rules.prefix_removed:
-            tensors = [(dataclasses.replace(t, name=t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
         return tensors
 
     def _owner(self, key: str, owners: dict[str, Any]):
@@ -353,8 +393,6 @@ def tensor_summary(model, keys: list[str], quantization: Mapping[str, Any] | Non
 
 def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
     """Stored tensors that differ only by an index (one per expert) as one entry with a name pattern."""
-    import re
-
     groups: dict[tuple, list[tuple[StoredTensor, Any]]] = {}
     for t, q in made:
         parts = tuple("#" if p.isdigit() else p for p in t.name.split("."))
@@ -380,6 +418,44 @@ def _grouped(made: list[tuple[StoredTensor, Any]]) -> list[dict[str, Any]]:
             entry["block"] = list(q.scale_block)
         entries.append(entry)
     return entries
+
+
+def _runs_by_block(unique: Mapping[str, Any]) -> list[tuple[tuple[str, int] | None, list[str]]]:
+    """The names in revert_weight_conversion's order (dot_natural_key), cut where the block changes:
+    (the list's path and the block's index, the names), None for the names outside any numbered module."""
+    from transformers.core_model_loading import dot_natural_key
+
+    runs: list[tuple[tuple[str, int] | None, list[str]]] = []
+    for key in sorted(unique, key=dot_natural_key):
+        parts = key.split(".")
+        at = next((i for i, part in enumerate(parts) if part.isdigit()), None)
+        block = None if at is None else (".".join(parts[:at]), int(parts[at]))
+        if not runs or runs[-1][0] != block:
+            runs.append((block, []))
+        runs[-1][1].append(key)
+    return runs
+
+
+_NAME_PART = re.compile(r"\^?(?:[A-Za-z_]\w*)?\$?|\*")  # one part of a pattern that names no particular block
+
+
+def _index_split(made: list[tuple[StoredTensor, Any]], index: int) -> list[tuple[StoredTensor, Any, str, str]] | None:
+    """A block's stored tensors, each with its name cut around the first part that is the block's index
+    (what comes before it, what comes after); None where a name has no such part."""
+    mark = str(index)
+    split = []
+    for t, q in made:
+        parts = t.name.split(".")
+        if mark not in parts:
+            return None
+        at = parts.index(mark)
+        split.append((t, q, ".".join(parts[:at] + [""]), ".".join([""] + parts[at + 1:])))
+    return split
+
+
+def _reindexed(split: list[tuple[StoredTensor, Any, str, str]], index: int) -> list[tuple[StoredTensor, Any]]:
+    """The tensors of a block cut by _index_split, as the block ``index`` stores them."""
+    return [(t.renamed(f"{before}{index}{after}"), q) for t, q, before, after in split]
 
 
 def _owner_path(key: str, modules: Mapping[str, Any]) -> str:
@@ -472,7 +548,6 @@ def cut_unstored(model, entries: Any, config, where: str) -> list[dict[str, Any]
     real experts only). The files decide what is counted: each matching parameter of the meta model is
     replaced by one of the stored shape, its first ``stored`` entries along ``axis``, where ``stored``
     names the config key that gives the count. Returns, per entry, what was allocated and what is counted."""
-    import re
 
     import torch
 
@@ -696,7 +771,6 @@ def _named_rows(pinned: Mapping[str, Any], layout: Mapping[str, Any], files: Map
     """What checkpoint.json knows of particular tensors (the masks GPT-2 stores, the head Qwen3 writes
     twice, the file the head lands in), in words built alike from the pin and from the prediction.
     ``layout``: every predicted name with its dtype and shape."""
-    import re
 
     where_of = {n: f["name"] for f in (files or {}).get("files", []) for n in f.get("names", [])}
     rows = []

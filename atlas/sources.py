@@ -53,7 +53,7 @@ def excerpt(obj: Any, package: str = "transformers") -> dict[str, Any]:
     text = "".join(lines)
     return {
         "package": package,
-        "version": metadata.version(package),
+        "version": installed_version(package),
         "path": path.relative_to(_package_root(package).resolve()).as_posix(),
         "start": start,
         "end": start + len(lines) - 1,
