@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -39,8 +40,12 @@ def _dumps(value: Any, depth: int) -> str:
     kind = type(value)
     if kind is str:  # the commonest leaf, quoted as json.dumps(ensure_ascii=False) quotes it, without its setup
         return _quoted(value)
+    if kind is int or (kind is float and math.isfinite(value)):  # json.dumps writes their repr
+        return repr(value)
+    if kind is list and _finite_numbers(value):  # shapes and preview data: written without an encoder each
+        return "[" + ",".join(map(repr, value)) + "]"
     if _numeric(value) or not isinstance(value, (dict, list)) or not value:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _compact(value)
     inner, outer = "\n" + " " * (depth + 1), "\n" + " " * depth
     if isinstance(value, dict):
         items = [f"{_quoted(k)}: {_dumps(v, depth + 1)}" for k, v in value.items()]
@@ -49,16 +54,26 @@ def _dumps(value: Any, depth: int) -> str:
 
 
 _quoted = json.encoder.encode_basestring  # a str as JSON, non-ASCII kept (what ensure_ascii=False uses)
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # json.dumps with these, made once
+
+
+def _finite_numbers(values: list) -> bool:
+    """A flat list of whole numbers and finite floats (the commonest list of numbers)."""
+    kinds = set(map(type, values))
+    return kinds <= _INT_FLOAT and (float not in kinds or all(map(math.isfinite, values)))
 
 
 def _numeric(value: Any) -> bool:
     """A number, or a (nested) list holding only numbers."""
     if type(value) is list:  # exact types: facts are plain JSON values, and a bool is not a number here
-        return all(type(v) in _NUMBER_TYPES or (type(v) is list and _numeric(v)) for v in value)
+        kinds = set(map(type, value))  # preview data is long lists: their elements' types, taken at C speed
+        return kinds <= _NUMBER_TYPES or (kinds <= _NUMBERS_OR_LISTS and all(_numeric(v) for v in value if type(v) is list))
     return type(value) in _NUMBER_TYPES
 
 
-_NUMBER_TYPES = (int, float, type(None))
+_NUMBER_TYPES = frozenset({int, float, type(None)})
+_NUMBERS_OR_LISTS = _NUMBER_TYPES | {list}
+_INT_FLOAT = frozenset({int, float})
 
 
 def _environment() -> jinja2.Environment:

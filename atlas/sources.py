@@ -146,8 +146,16 @@ def code_of(text: str) -> str:
 def lines_containing(ex: dict[str, Any], text: str) -> list[int]:
     """The file line numbers of an excerpt whose code holds ``text`` as a whole name (``self.weight``
     is not found in ``self.weight_scale``); none where the code never has it."""
+    return [ex["start"] + i for i in _lines_holding(ex["text"], text)]
+
+
+@cache  # a family's pages ask the same few questions of the same excerpts tens of thousands of times
+def _lines_holding(excerpt_text: str, text: str) -> tuple[int, ...]:
+    code = code_of(excerpt_text)
+    if text not in code:
+        return ()
     pattern = re.compile(re.escape(text) + (r"(?![A-Za-z0-9_])" if re.match(r".*\w$", text) else ""))
-    return [ex["start"] + i for i, line in enumerate(code_of(ex["text"]).splitlines()) if pattern.search(line)]
+    return tuple(i for i, line in enumerate(code.splitlines()) if pattern.search(line))
 
 
 def verify(excerpts: list[dict[str, Any]]) -> None:
