@@ -9,7 +9,6 @@ the sibling's declaration with ``.but(...)`` and states only what differs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -25,10 +24,11 @@ class StoredTensor:
     role: str  # "parameter" | "buffer" (persistent, counted as a weight) | "scale" | "rotary" (not weights)
     # Weight values packed in one stored element: 2 where two 4-bit values share a byte (MXFP4 blocks).
     values_per_element: int = 1
+    # asked of every tensor by every sum over a layout: counted once, when the tensor is made
+    elements: int = field(init=False, repr=False, compare=False)
 
-    @functools.cached_property  # asked for each tensor by every sum over a layout
-    def elements(self) -> int:
-        return math.prod(self.shape)
+    def __post_init__(self):
+        object.__setattr__(self, "elements", math.prod(self.shape))
 
     @property
     def values(self) -> int:
@@ -37,7 +37,7 @@ class StoredTensor:
 
     def renamed(self, name: str) -> StoredTensor:
         """The same tensor under another name. A layout makes one for every expert of every block, and
-        this costs a fifth of dataclasses.replace, which goes through the frozen __init__."""
+        this costs a fifth of dataclasses.replace, which goes through __init__ again."""
         twin = object.__new__(StoredTensor)
         twin.__dict__.update(self.__dict__, name=name)
         return twin

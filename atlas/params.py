@@ -597,18 +597,23 @@ def layout_summary(tensors: list[StoredTensor]) -> dict[str, Any]:
     """Totals of a predicted (or read) layout, in the same terms as checkpoint.json."""
     by_dtype: Counter = Counter()
     count_by_dtype: Counter = Counter()
-    for t in tensors:
+    elements_by_role: Counter = Counter()
+    weight_parameters = 0
+    for t in tensors:  # one pass: the largest layouts hold over a hundred thousand tensors
         by_dtype[t.dtype] += t.elements * DTYPE_BYTES[t.dtype]
         count_by_dtype[t.dtype] += 1
+        elements_by_role[t.role] += t.elements
+        if t.role in ("parameter", "buffer"):
+            weight_parameters += t.values
     return {
         "tensors": len(tensors),
         "tensors_by_dtype": dict(sorted(count_by_dtype.items())),
         "bytes_by_dtype": dict(sorted(by_dtype.items())),
         "payload_bytes": sum(by_dtype.values()),
-        "elements": sum(t.elements for t in tensors),
-        "weight_parameters": sum(t.values for t in tensors if t.role in ("parameter", "buffer")),
-        "scale_elements": sum(t.elements for t in tensors if t.role == "scale"),
-        "other_elements": sum(t.elements for t in tensors if t.role not in ("parameter", "buffer", "scale")),
+        "elements": sum(elements_by_role.values()),
+        "weight_parameters": weight_parameters,
+        "scale_elements": elements_by_role["scale"],
+        "other_elements": sum(n for role, n in elements_by_role.items() if role not in ("parameter", "buffer", "scale")),
     }
 
 
@@ -717,7 +722,7 @@ def figure_rows(predicted: Mapping[str, Any], pinned: Mapping[str, Any], where: 
     index = predicted["payload_bytes"] if counts == "payload bytes" else 2 * predicted["elements"]
     rows.append({"key": "index_total_size", "figure": f"index total_size ({counts})", "predicted": index, "pinned": pinned.get("index_total_size")})
     rows += _file_rows(pinned, files, where)
-    rows += _named_rows(pinned.get("named_tensors") or {}, {t.name: (t.dtype, t.shape) for t in layout or []}, files)
+    rows += _named_rows(pinned.get("named_tensors") or {}, layout or [], files)
     for row in rows:
         row.setdefault("bounds", None)
         row["checked"] = row["pinned"] is not None and (row["predicted"] is not None or row["bounds"] is not None)
@@ -767,11 +772,12 @@ def _file_rows(pinned: Mapping[str, Any], files: Mapping[str, Any] | None, where
     return rows
 
 
-def _named_rows(pinned: Mapping[str, Any], layout: Mapping[str, Any], files: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _named_rows(pinned: Mapping[str, Any], tensors: list[StoredTensor], files: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """What checkpoint.json knows of particular tensors (the masks GPT-2 stores, the head Qwen3 writes
-    twice, the file the head lands in), in words built alike from the pin and from the prediction.
-    ``layout``: every predicted name with its dtype and shape."""
-
+    twice, the file the head lands in), in words built alike from the pin and from the prediction."""
+    if not pinned:
+        return []
+    layout = {t.name: (t.dtype, t.shape) for t in tensors}  # every predicted name with its dtype and shape
     where_of = {n: f["name"] for f in (files or {}).get("files", []) for n in f.get("names", [])}
     rows = []
     for pattern, known in pinned.items():
