@@ -10,7 +10,7 @@ every input collecting reads:
 - the atlas package's own source (``atlas/**/*.py`` but the other families' modules) and
   ``atlas/facts.schema.json``,
 - the lock files (``requirements.lock``, ``package-lock.json``): the versions of torch,
-  transformers, Jinja2, pykatex and KaTeX,
+  transformers, Jinja2 and KaTeX,
 - the Python that runs the build and the project's folder.
 
 The pages rendered from a family's facts are kept the same way, keyed by the facts themselves plus

@@ -21,7 +21,7 @@ import markupsafe
 from atlas import cache, compare, cost, pages, publish, search, standard, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
-from atlas.math import render as render_tex
+from atlas.math import deferred, equation, fill
 from atlas.numbers import grouped
 from atlas.schema import read_site_facts
 
@@ -95,8 +95,8 @@ def _environment_with(cache_enabled: bool) -> jinja2.Environment:
     )
     env.filters["grouped"] = grouped
     env.filters["month"] = _month
-    env.filters["tex"] = lambda tex: markupsafe.Markup(render_tex(tex, True))
-    env.filters["texi"] = lambda tex: markupsafe.Markup(render_tex(tex, False))
+    env.filters["tex"] = lambda tex: markupsafe.Markup(equation(tex, True))
+    env.filters["texi"] = lambda tex: markupsafe.Markup(equation(tex, False))
     env.filters["shape"] = _shape
     env.filters["excerpt_lines"] = excerpt_lines
     env.tests["is_heading"] = is_heading
@@ -161,14 +161,16 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     env = _environment()
     view = _view(facts)
     check_pages(view, name)
-    files = {
-        f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
-        f"{name}/facts.json": facts_json(facts),
-    }
-    page = env.get_template("component.html")
-    for node_id, node in view["nodes"].items():
-        preview = preview_payload(facts, node.get("previews") or [])
-        files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
+    with deferred():  # the pages' equations are rendered together, after the pages
+        files = {
+            f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
+            f"{name}/facts.json": facts_json(facts),
+        }
+        page = env.get_template("component.html")
+        for node_id, node in view["nodes"].items():
+            preview = preview_payload(facts, node.get("previews") or [])
+            files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
+    files = fill(files)
     visible_text.check_pages(files)  # no page says None
     return files
 

@@ -84,20 +84,18 @@ def test_katex_stylesheet_and_fonts_are_served_from_the_site(built_site):
 
 
 def test_katex_is_one_version_from_the_lock_to_the_renderer():
-    """The KaTeX whose stylesheet the site serves is the one package-lock.json pins, and the one pykatex
-    renders with: the version it states, and the same markup as the installed KaTeX for the same TeX."""
+    """The KaTeX whose stylesheet the site serves is the one package-lock.json pins, and the build
+    renders with that package: the same markup as the installed KaTeX called directly, for TeX asked
+    one at a time and for a family's pages, whose equations are rendered together after the pages."""
     import json
     import subprocess
-    from importlib import metadata
 
-    from atlas.math import render
+    from atlas import math
 
     locked = json.loads((ROOT / "package-lock.json").read_text())["packages"]["node_modules/katex"]["version"]
     installed = json.loads((ROOT / "node_modules/katex/package.json").read_text())["version"]
     declared = json.loads((ROOT / "package.json").read_text())["dependencies"]["katex"]
-    description = metadata.metadata("pykatex").get_payload() or metadata.metadata("pykatex")["Description"]
-    bundled = re.findall(r"uses KaTeX v(\d+\.\d+\.\d+)", description)
-    assert locked == installed == declared and bundled == [installed]
+    assert locked == installed == declared
     tex = [r"\htmlClass{st-q}{q_t}=W_q\,x_t", r"\operatorname{top}_{8}\,\sigma(z)\in\mathbb{R}^{384}", r"\frac{1}{\sqrt{d}}\sum_{j\le t}e^{s_{tj}}"]
     script = (
         "const katex = require(process.argv[1]); const tex = JSON.parse(process.argv[2]);"
@@ -107,7 +105,20 @@ def test_katex_is_one_version_from_the_lock_to_the_renderer():
     node = json.loads(subprocess.run(["node", "-e", script, str(ROOT / "node_modules/katex"), json.dumps(tex)],
                                      capture_output=True, text=True, check=True, timeout=60).stdout)
     assert node["version"] == installed
-    assert [render(t, True) for t in tex] == node["html"]  # the build's own renderer, as the site uses it
+    assert [math.render(t, True) for t in tex] == node["html"]  # the build's own renderer, one equation at a time
+    with math.deferred():  # as a family's pages are rendered: marks first, the equations together after
+        pages = {"a.html": f"<p>{math.equation(tex[2])}</p><p>{math.equation(tex[0])}</p>", "b.html": math.equation(tex[1])}
+    assert math.fill(pages) == {"a.html": f"<p>{node['html'][2]}</p><p>{node['html'][0]}</p>", "b.html": node["html"][1]}
+
+
+def test_an_equation_katex_refuses_fails_the_build_naming_it():
+    from atlas import math
+    from atlas.errors import AtlasError
+
+    with pytest.raises(AtlasError, match=r"^equation: \\sqrt\{x: KaTeX cannot render it: KaTeX parse error: Expected '\}', got 'EOF'"):
+        with math.deferred():
+            marks = [math.equation(r"x^2"), math.equation(r"\sqrt{x"), math.equation(r"\frac{1}{")]
+    assert all(mark.startswith("\ue000") for mark in marks)
 
 
 def test_component_pages_show_the_reference_truth(built_site):
