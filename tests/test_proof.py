@@ -263,3 +263,37 @@ def test_a_step_whose_tex_holds_a_control_character_fails_the_check(kimi):
         f"kimi_k2: equation step of {component}: its TeX holds the control character '\\t' at 3: "
         "'y=x\\text{ per token}' (an escape such as \\t in a string that is not raw?)"
     )
+
+
+def test_the_proof_reuses_the_run_that_chose_a_chain_and_reruns_a_chain_changed_since(monkeypatch):
+    """A choice runs each variant on the module's call; the proof of the kept chain takes that run (the
+    result and the weights it read) instead of running it again, unless the chain changed since."""
+    import torch
+
+    from atlas.proof import core
+    from atlas.proof.steps import Chain, Input, Step
+
+    linear = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    ctx = core.Context(family=None, full_config=None, tiny_config=None, calls={"": core.Call((x,), {}, linear(x))},
+                       captured=None, resolution=None)
+    part = core.Part("linear", "", linear, linear, ctx)
+    runs = []
+    reproduce = core.reproduce
+    monkeypatch.setattr(core, "reproduce", lambda *a, **k: runs.append(a[1]) or reproduce(*a, **k))
+
+    def affine():
+        return Chain([Step("y=xW^{\\top}+b", "y", lambda e: e["x"] @ e.w("weight").T + e.w("bias"))],
+                     [Input("x", "x", "input", "the input")], "y")
+
+    def without_bias():
+        return Chain([Step("y=xW^{\\top}", "y", lambda e: e["x"] @ e.w("weight").T)], [Input("x", "x", "input", "the input")], "y")
+
+    chain = part.choose("form", {"without_bias": without_bias, "affine": affine})
+    assert len(runs) == 2 and part.facts["form"]["value"] == "affine"
+    result, reads = core.proven_run(part, chain)
+    assert len(runs) == 2 and result["reproduced"] and reads == {"weight", "bias"}  # taken from the choice
+    chain.steps.append(Step("z=2y", "z", lambda e: 2 * e["y"]))
+    chain.output = "z"
+    result, _ = core.proven_run(part, chain)
+    assert len(runs) == 3 and not result["reproduced"]  # run again: the doubled output is not the module's

@@ -43,6 +43,8 @@ class Context:
     parts: dict[str, "Part"] = field(default_factory=dict)  # every part a chain was built for, by page id
     call_overrides: dict[str, Call] = field(default_factory=dict)  # calls of modules that have no forward
     block_ids: dict[str, int] = field(default_factory=dict)  # block-kind page id -> its tiny block
+    # the run of each chain a choice kept, by id(chain): the proof need not run it again (see proven_run)
+    chosen_runs: dict[int, tuple] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,13 +104,18 @@ class Part:
             return variants[declared]()
         reproducing = {}
         notes = {}  # what each variant's build noted: the chosen one's notes are the ones kept
+        runs = {}
         for name, build in variants.items():
             chain = build()
             notes[name] = dict(self.facts)
-            if reproduce(self, chain)["reproduced"]:
+            reads: set[str] = set()
+            result = reproduce(self, chain, reads)
+            if result["reproduced"]:
                 reproducing[name] = chain
+                runs[name] = (result, reads)
         if reproducing:
             name, chain = next(iter(reproducing.items()))
+            self.ctx.chosen_runs[id(chain)] = (chain, _form(chain), self.path, self.block, self.call, *runs[name])
             self.facts.clear()
             self.facts.update(notes[name])
             others = [n for n in reproducing if n != name]
@@ -227,6 +234,24 @@ def _in_expert_order(names, mine: list, refs: list) -> None:
         if name in SLOT_VALUES and refs[j] is not None:
             mine[j] = mine[j].reshape(-1, k).gather(-1, mine_order)
             refs[j] = refs[j].reshape(-1, k).gather(-1, ref_order)
+
+
+def _form(chain: Chain) -> tuple:
+    """What a chain runs: its steps, inputs and outputs (a chain whose steps were added to after its
+    run has another form)."""
+    return tuple((id(s), id(s.fn)) for s in chain.steps), tuple(map(id, chain.inputs)), chain.output, chain.output_element, chain.output_values
+
+
+def proven_run(part: Part, chain: Chain) -> tuple[dict[str, Any], set[str]]:
+    """``reproduce(part, chain)`` and the weights its steps read: taken from the choice that kept the
+    chain where it ran this very chain on this module's call (a run is a pure function of both)."""
+    known = part.ctx.chosen_runs.get(id(chain))
+    if known is not None:
+        ran, form, path, block, call, result, reads = known
+        if ran is chain and form == _form(chain) and (path, block) == (part.path, part.block) and call is part.call:
+            return result, set(reads)
+    reads: set[str] = set()
+    return reproduce(part, chain, reads), reads
 
 
 def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[str, Any]:

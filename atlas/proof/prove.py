@@ -7,7 +7,7 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.proof import stack as stacks
-from atlas.proof.core import Call, Context, Part, reproduce
+from atlas.proof.core import Call, Context, Part, proven_run
 from atlas.proof.library import chain_of
 from atlas.proof.steps import Chain
 
@@ -115,8 +115,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     components = {}
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
-        weights_read: set[str] = set()
-        result = reproduce(part, chain, weights_read)
+        result, weights_read = proven_run(part, chain)
         facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
         if not result["reproduced"]:
             declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
