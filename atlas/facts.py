@@ -91,11 +91,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": _raw_config(checkpoint),
             # keys of config.json neither the configuration class nor the model reads
-            # keys of config.json nothing reads, found two ways that must agree: measured (leaving the
-            # key out or changing it changes nothing the class loads or the meta build reads) and by
-            # name (no transformers code that could read it for this model names it)
-            "unread": [k for k in preflight.unread_keys(family, checkpoint, config, read)
-                       if k in config_words.unread_keys(checkpoint.config, type(model), type(config))],
+            "unread": _unread_keys(family, checkpoint, config, read, model),
         },
         "attention": _attention_facts(attention),
         "block_kinds": [
@@ -165,6 +161,15 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
     return run
+
+
+def _unread_keys(family, checkpoint, config, read, model) -> list[str]:
+    """The keys of config.json nothing reads, found two ways that must agree: measured (leaving the key
+    out or changing it changes nothing the class loads or the meta build reads) and by name (no
+    transformers code that could read it for this model names it)."""
+    measured = preflight.unread_keys(family, checkpoint, config, read)
+    by_name = config_words.unread_keys(checkpoint.config, type(model), type(config)) if measured else set()
+    return [k for k in measured if k in by_name]
 
 
 def _containers(model, block_path: str) -> dict[str, str]:
