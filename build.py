@@ -32,9 +32,9 @@ warnings.filterwarnings("ignore", module=r"transformers(\.|$)")  # its deprecati
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
     """Build ``names`` into ``out``; False when ``out`` already held exactly what it would write."""
     from atlas.preflight import check_inputs
-    from atlas.publish import output_folder
+    from atlas.publish import output_folder, pages_folder
 
-    output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
+    resolved = output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
     for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
         check_inputs(name)
     if weights is not None:  # a local checkpoint's headers too, by the strict reader, before anything heavy
@@ -52,29 +52,32 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     from atlas.parallel import collect_all, stderr_progress
     from atlas.site import write_site
 
-    # collect, then check and render: each family in a worker process, its facts from the cache where nothing changed
-    built = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress,
-                        then=functools.partial(checked_pages, out=out))
-    pages = {path: text for files, _ in built for path, text in files.items()}
-    entries = {name: entry for name, (_, entry) in zip(names, built)}
-    write_site(out, pages, families.names(), entries)  # write: atomically, the old site stays on failure
+    with pages_folder(resolved) as written:
+        # collect, check, render and write the pages: each family in a worker process, its facts from
+        # the cache where nothing changed; its pages go to a folder beside the site
+        entries = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress,
+                              then=functools.partial(checked_pages, out=out, written=written))
+        # publish: the families' folders moved into the site, atomically; the old site stays on failure
+        write_site(out, {}, families.names(), dict(zip(names, entries)), written)
     if published is not None:
         published.record()
     return True
 
 
-def checked_pages(family: Collected, out: Path) -> tuple[dict[str, str], dict[str, Any]]:
-    """One family's pages, rendered once its facts have passed every check, and its entry in the pages
-    made from every family (in the process that collected it)."""
+def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]:
+    """Write one family's pages under ``written``, rendered once its facts have passed every check, and
+    return its entry in the pages made from every family (in the process that collected it)."""
     from atlas import cache
     from atlas.check import check
+    from atlas.publish import write_files
     from atlas.schema import check_facts
     from atlas.site import render_family, site_entry
 
     name = family.facts["family"]["name"]
     check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts.schema.json gives them
     check(family)  # check: every claim against an independent source
-    return cache.rendered(name, family.facts, render_family), cache.index_view(family.facts, site_entry)  # render: pages from the facts alone
+    write_files(written, cache.rendered(name, family.facts, render_family))  # render: pages from the facts alone
+    return cache.index_view(family.facts, site_entry)
 
 
 def serve(out: Path, port: int) -> None:

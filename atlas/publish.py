@@ -56,8 +56,58 @@ def staging_folder(out: Path) -> Path:
 
 
 def leftovers(out: Path) -> list[Path]:
-    """What builds into ``out`` that were killed left beside it."""
-    return sorted(p for pattern in (f".{out.name}.building-*", f".{out.name}.previous-*") for p in out.parent.glob(pattern))
+    """What builds into ``out`` that were killed left beside it (a pages folder only once no build holds it)."""
+    found = [p for pattern in (f".{out.name}.building-*", f".{out.name}.previous-*") for p in out.parent.glob(pattern)]
+    found += [p for p in out.parent.glob(f".{out.name}.pages-*") if not _held(p)]
+    return sorted(found)
+
+
+@contextlib.contextmanager
+def pages_folder(out: Path) -> Iterator[Path]:
+    """``.<out>.pages-<pid>`` beside ``out``, for the whole build: the worker that renders a family writes
+    its pages there, and publishing moves each family's folder into the new site in one rename. The
+    build holds a shared flock on it (its workers inherit it), so that another build removing what
+    killed builds left sees that it is in use; it is removed when the build ends."""
+    folder = out.parent / f".{out.name}.pages-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        discard(folder)
+        folder.mkdir()
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise AtlasError("--out", str(out), f"cannot write the site there ({e.strerror or e})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield folder
+    finally:
+        discard(folder)
+        os.close(fd)
+
+
+def _held(folder: Path) -> bool:
+    """Whether a running build holds this pages folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def write_files(folder: Path, files: dict[str, str]) -> None:
+    """Each text at its path under ``folder`` (UTF-8), folders made as needed."""
+    made: set[Path] = set()
+    for rel, text in files.items():
+        target = folder / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_text(text, encoding="utf-8")
 
 
 def remove_leftovers(out: Path) -> None:

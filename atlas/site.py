@@ -225,9 +225,11 @@ def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_site(out: Path, family_files: dict[str, str], known_families: list[str],
-               entries: dict[str, dict[str, Any]] | None = None) -> None:
+               entries: dict[str, dict[str, Any]] | None = None, written: Path | None = None) -> None:
     """Write the built families into ``out``, keeping the other families it already holds; ``entries``
-    holds the site entries (``site_entry``) of the built families, where the build has them.
+    holds the site entries (``site_entry``) of the built families, where the build has them. A built
+    family's files are either in ``family_files`` (path -> text) or, already written, in its folder
+    under ``written`` (a ``publish.pages_folder``), which is moved into the site as it is.
 
     The new site is assembled beside ``out`` and exchanged with it in one atomic step, under a lock on
     the folder holding ``out``: a second build into the same folder waits, then starts from the first
@@ -243,15 +245,19 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
             try:
                 publish.copy_previous(out, staging)
                 publish.pause("copied")
-                for name in sorted({rel.split("/", 1)[0] for rel in family_files}):
+                moved = sorted(p.name for p in written.iterdir()) if written is not None else []
+                built = {rel.split("/", 1)[0] for rel in family_files} | set(moved)
+                for name in sorted(built):
                     if (staging / name).is_dir():  # a rebuilt family's folder holds only this build's pages
                         shutil.rmtree(staging / name)
+                for name in moved:
+                    os.rename(written / name, staging / name)
                 for rel, text in family_files.items():
                     target = staging / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     publish.fresh(target).write_text(text, encoding="utf-8")
                 _copy_static(staging)
-                present = _site_entries(staging, known_families, shown, {rel.split("/", 1)[0] for rel in family_files}, entries or {})
+                present = _site_entries(staging, known_families, shown, built, entries or {})
                 index = render_index(present, lambda rel: (staging / rel).is_file())
                 visible_text.check_page("index.html", index)
                 publish.fresh(staging / "index.html").write_text(index, encoding="utf-8")

@@ -144,6 +144,22 @@ def test_what_a_crashed_build_left_is_removed(families_built, tmp_path):
     (tmp_path / ".site.building-99999").mkdir()
     (tmp_path / ".site.building-99999" / "half.html").write_text("half\n")
     (tmp_path / ".site.previous-99998").mkdir()
+    (tmp_path / ".site.pages-99997" / "gpt2").mkdir(parents=True)  # the pages a killed build's workers wrote
     finish(publish(out, "A", families_built / "gpt2"))
     assert leftovers(out) == []
     assert (out / "gpt2" / "index.html").is_file()
+
+
+def test_a_running_builds_pages_folder_is_not_taken_for_a_leftover(tmp_path):
+    from atlas import publish
+
+    out = tmp_path / "site"
+    dead = tmp_path / ".site.pages-99997"
+    dead.mkdir()
+    with publish.pages_folder(out) as running:
+        assert running.name == f".site.pages-{os.getpid()}"
+        # another build, cleaning up under the lock, finds the dead build's folder only
+        code = f"from pathlib import Path; from atlas import publish; print([p.name for p in publish.leftovers(Path({str(out)!r}))])"
+        seen = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        assert seen.strip() == "['.site.pages-99997']"
+    assert not running.exists() and dead.exists()
