@@ -799,28 +799,26 @@ def stored_pairs(layout: list, dtype: str) -> list[tuple[Any, Any]]:
     """(quantized tensor, its scale) of a predicted layout: FP8 weights with their ``_scale_inv``, or
     MXFP4's ``_blocks`` with their ``_scales``."""
     if _last_pairs[0] is not layout:  # the cost's words and the check each ask of the same layout, per dtype
-        _last_pairs[:] = [layout, {}]
-    found = _last_pairs[1]
-    if dtype not in found:
-        found[dtype] = _pairs_of(layout, dtype)
-    return found[dtype]
+        _last_pairs[:] = [layout, _pairs_of(layout)]
+    return _last_pairs[1].get(dtype, [])
 
 
 _last_pairs: list[Any] = [None, None]
 
 
-def _pairs_of(layout: list, dtype: str) -> list[tuple[Any, Any]]:
+def _pairs_of(layout: list) -> dict[str, list[tuple[Any, Any]]]:
+    """The pairs of every dtype, in one pass over the layout (a large one holds a hundred thousand tensors)."""
     by_name = {t.name: t for t in layout if t.role == "scale"}  # the predicted layout gives every scale this role
+    pairs: dict[str, list[tuple[Any, Any]]] = {}
     if not by_name:
-        return []
-    pairs = []
+        return pairs
     for t in layout:
-        if t.dtype != dtype or t.role != "parameter":
+        if t.role != "parameter":
             continue
-        if dtype == "F8_E4M3" and f"{t.name}_scale_inv" in by_name:
-            pairs.append((t, by_name[f"{t.name}_scale_inv"]))
+        if t.dtype == "F8_E4M3" and f"{t.name}_scale_inv" in by_name:
+            pairs.setdefault(t.dtype, []).append((t, by_name[f"{t.name}_scale_inv"]))
         elif t.name.endswith("_blocks") and t.name[: -len("_blocks")] + "_scales" in by_name:
-            pairs.append((t, by_name[t.name[: -len("_blocks")] + "_scales"]))
+            pairs.setdefault(t.dtype, []).append((t, by_name[t.name[: -len("_blocks")] + "_scales"]))
     return pairs
 
 
