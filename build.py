@@ -76,7 +76,7 @@ def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]
     name = family.facts["family"]["name"]
     check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts.schema.json gives them
     check(family)  # check: every claim against an independent source
-    write_files(written, cache.rendered(name, family.facts, render_family))  # render: pages from the facts alone
+    write_files(written, cache.rendered(name, family.facts, render_family, facts_text=family.facts_text))  # render: pages from the facts alone
     return cache.index_view(family.facts, site_entry)
 
 

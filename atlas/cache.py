@@ -44,7 +44,7 @@ from atlas.family import StoredTensor
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".atlas-cache"
 LOCK_FILES = ("requirements.lock", "package-lock.json")
-FORMAT = 1  # the entries' layout; entries of another format are misses
+FORMAT = 2  # the entries' layout; entries of another format are misses
 _enabled = True  # off for a build with --no-cache or --weights: nothing is read or written
 
 
@@ -198,9 +198,10 @@ def load_facts(name: str, key: str, folder: Path = FOLDER) -> Collected | None:
     """The family's collected facts stored under ``key``, or None."""
     body = _read(_entry_path(name, "facts", folder), key)
     try:
-        layout = [StoredTensor(n, d, tuple(s), r, v) for n, d, s, r, v in body["layout"]]
+        kinds = [(d, tuple(s), r, v) for d, s, r, v in body["layout"]["kinds"]]
+        layout = [StoredTensor(n, *kinds[k]) for n, k in zip(body["layout"]["names"], body["layout"]["kind"], strict=True)]
         facts = body["facts"]
-    except (TypeError, KeyError, ValueError):
+    except (TypeError, KeyError, ValueError, IndexError):
         return None
     return Collected(facts, layout) if isinstance(facts, dict) else None
 
@@ -217,18 +218,24 @@ def store_facts(name: str, key: str, collected: Collected, folder: Path = FOLDER
         exact = False
     if not exact:  # a tuple or a non-string key would come back as something else: never serve that
         return False
-    layout = _dumped([[t.name, t.dtype, list(t.shape), t.role, t.values_per_element] for t in collected.layout])
+    # The layout by column: its names, and for each the index of its kind (dtype, shape, role, values
+    # per element) in a short table: a large mixture's hundred thousand tensors come in a few kinds.
+    kinds: dict[tuple, int] = {}
+    kind = [kinds.setdefault((t.dtype, t.shape, t.role, t.values_per_element), len(kinds)) for t in collected.layout]
+    layout = _dumped({"names": [t.name for t in collected.layout], "kinds": [[d, list(s), r, v] for d, s, r, v in kinds], "kind": kind})
     _write_text(_entry_path(name, "facts", folder), key, f'{{"facts":{facts},"layout":{layout}}}')  # the facts dumped once
+    collected.facts_text = facts
     return True
 
 
 def rendered(name: str, facts: dict[str, Any], render: Callable[[dict[str, Any]], dict[str, str]],
-             folder: Path = FOLDER) -> dict[str, str]:
+             folder: Path = FOLDER, facts_text: str | None = None) -> dict[str, str]:
     """The files ``render(facts)`` gives, from the cache when these facts were rendered by these templates
-    and this source before; rendered (and kept) otherwise."""
+    and this source before; rendered (and kept) otherwise. ``facts_text``: the facts as the facts entry
+    wrote them, where that was just done (it is the key's, and dumping a large family's facts again costs)."""
     if not _enabled:
         return render(facts)
-    key = digest([], f"pages {name}", shared_digest(True), json.dumps(facts, ensure_ascii=False))
+    key = digest([], f"pages {name}", shared_digest(True), facts_text or _dumped(facts))
     return _kept_files(_entry_path(name, "pages", folder), key, lambda: render(facts))
 
 

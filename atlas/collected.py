@@ -18,3 +18,4 @@ class Collected:
     layout: list = field(default_factory=list)  # every predicted stored tensor
     local_tensors: list | None = None  # every tensor read from --weights, if given
     pinned_layout: list | None = None  # the pinned checkpoint's predicted tensors, where layout is a local one's
+    facts_text: str | None = None  # the facts as the cache wrote them, where it did (the pages' cache key reuses it)

@@ -3,6 +3,8 @@
 
     python benchmarks/build_time.py            # every measurement below
     python benchmarks/build_time.py --quick    # without the serial full build and the per-family cold builds
+    python benchmarks/build_time.py --quick --repeat 3   # also every family cold (--no-cache) 3 more times,
+                                                         # each beside a floor measured just before it
 
 Every build is a fresh `python build.py` process, as `make site` starts one, in a temporary copy of the
 project (so the copy's .atlas-cache/ starts empty, and the notes edit never touches the real notes):
@@ -11,6 +13,10 @@ project (so the copy's .atlas-cache/ starts empty, and the notes edit never touc
 - cold, one family (--no-cache), and each family alone (not with --quick);
 - warm no-op: one family rebuilt into the full site with nothing changed, then every family;
 - one family after its notes were edited (it alone is collected again).
+
+A machine whose speed drifts (a shared host's can, by a third within the hour) moves a build and its
+floor alike, so the ratio of the two is the figure to compare between machines; ``--repeat`` measures
+the pair that many times, alternately, and prints their medians.
 
 The floors: for a cold build, what no cold build can avoid, measured in a fresh process of its own:
 importing torch and transformers plus building the families' models on the meta device. For a warm
@@ -97,6 +103,8 @@ def row(label: str, seconds: float, floor: float | None = None, note: str = "") 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the serial full build and the per-family cold builds")
+    parser.add_argument("--repeat", type=int, default=0, metavar="N",
+                        help="also build every family cold (--no-cache) N more times, each beside a fresh floor, and print the medians")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from atlas import families
@@ -120,6 +128,14 @@ def main() -> int:
         row(f"cold, every family, parallel ({default_jobs()} workers)", everything, floor_all, note)
         if everything > TARGET_SECONDS:
             missed.append(f"every family cold in {TARGET_SECONDS:.0f} s")
+
+        if args.repeat > 0:
+            pairs = [(cold_floor(project), build(project, f"again-{i}", "--no-cache")) for i in range(args.repeat)]
+            floor, cold = statistics.median(f for f, _ in pairs), statistics.median(c for _, c in pairs)
+            row(f"  the same, --no-cache, median of {args.repeat}", cold, floor,
+                "each: " + ", ".join(f"{c:.1f} s (× {c / f:.2f})" for f, c in pairs))
+            if cold > TARGET_SECONDS:
+                missed.append(f"every family cold in {TARGET_SECONDS:.0f} s (the median of the repeats)")
 
         cold_one = build(project, "one", "--no-cache", "--family", FAMILY)
         row(f"cold, one family ({FAMILY})", cold_one, floor_one)
