@@ -564,7 +564,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
             "latent": latent,
             "kinds": [{"kind": k["kind"], "label": k["label"], "count": k["count"], "attention": k["attention"],
                        "window": k["window"], **k["cache"]} for k in kinds],
-            "words": _cache_words(kinds),
+            "words": _cache_words(kinds, {b["id"] for b in facts["block_kinds"] if b["attention_type"] in CHUNKED_TYPES}),
         },
         "flops": flops,
         "weights": weight_figures(model, blocks, facts, layout),
@@ -573,15 +573,21 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     }
 
 
-def _cache_words(kinds: list[dict[str, Any]]) -> str:
+def _cache_words(kinds: list[dict[str, Any]], chunked: set[str]) -> str:
+    """What each kind of block keeps between steps, in words; ``chunked``: the kinds of chunked-attention
+    blocks, which the cache rules (and transformers' cache) treat as sliding windows of the chunk's length."""
     attention = {k["attention"] for k in kinds}
+    windowed = [k for k in kinds if k["attention"] == "sliding"]
     parts = []
     if "latent" in attention:
         parts.append("transformers' cache holds each latent-attention block's latent (keys: the normalized latent; "
                      "values: the shared rotary key part) and expands it with kv_b_proj at every step; the per-head keys "
                      "and values a cache of expanded heads would hold are shown beside it")
-    if "sliding" in attention:
+    if any(k["kind"] not in chunked for k in windowed):
         parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")
+    if any(k["kind"] in chunked for k in windowed):
+        parts.append("a chunked-attention block reads only the earlier positions of its own chunk, and transformers' cache "
+                     "holds it as a window of the chunk's length: between steps, one fewer than the chunk's length")
     if "linear" in attention:
         parts.append("a linear-attention block holds a fixed-size recurrent state and its convolution's last inputs, "
                      "the same at any context (counted as one position of that size)")
