@@ -12,7 +12,17 @@ from atlas.config_words_more import _built_as
 from atlas.numbers import grouped
 
 V4 = "DeepseekV4ForCausalLM"
-RATE_NAMES = {0: "the sliding window alone", 4: "compressed by 4", 128: "compressed by 128"}
+RATE_NAMES = {0: "the sliding window alone"}  # any other entry m: "compressed by m"
+
+
+def _indexed_ratio() -> int:
+    """The compress_ratios entry DeepseekV4Config builds as compressed sparse attention, the blocks that
+    run a lightning indexer, read from transformers' own table of entries (the others: the sliding
+    window alone, and heavy compression without an indexer)."""
+    from transformers.models.deepseek_v4.configuration_deepseek_v4 import _COMPRESS_RATIO_TO_LAYER_TYPE
+
+    (ratio,) = (r for r, kind in _COMPRESS_RATIO_TO_LAYER_TYPE.items() if kind == "compressed_sparse_attention")
+    return ratio
 
 
 @explains("hc_mult")
@@ -74,8 +84,9 @@ def _compress_ratios(key, v, c):
              f"gated average of a window; of the {layers} blocks, {counts}")
     if layers is not None and len(ratios) > layers:
         words += f"; the {_plural(len(ratios) - layers, 'entry', 'entries')} past the last block {'is' if len(ratios) - layers == 1 else 'are'} the multi-token-prediction block's"
-    if 4 in ratios and c.raw.get("index_topk"):
-        words += "; the blocks compressing by 4 also run a lightning indexer that keeps the index_topk best compressed keys per query"
+    if _indexed_ratio() in ratios and c.raw.get("index_topk"):
+        words += (f"; the blocks compressing by {_indexed_ratio()} also run a lightning indexer that keeps the index_topk "
+                  "best compressed keys per query")
     return words
 
 
@@ -102,7 +113,7 @@ def _v4_notes() -> None:
     def index_n_heads(key, v, c):
         if not _built_as(c, V4):
             return plain[key](key, v, c)
-        return (f"The indexer of each block compressing by 4 scores the compressed keys with {_plural(c.count(key), 'query head')}; "
+        return (f"The indexer of each block compressing by {_indexed_ratio()} scores the compressed keys with {_plural(c.count(key), 'query head')}; "
                 "each head's score passes a ReLU, and the heads are summed with weights computed from the query's token")
 
     def index_head_dim(key, v, c):
@@ -118,7 +129,7 @@ def _v4_notes() -> None:
         if not _built_as(c, V4):
             return plain[key](key, v, c)
         k = c.count(key)
-        return (f"On the blocks compressing by 4, each query reads the {grouped(k)} compressed keys the indexer scores highest "
+        return (f"On the blocks compressing by {_indexed_ratio()}, each query reads the {grouped(k)} compressed keys the indexer scores highest "
                 f"(all of them while it has no more than {grouped(k)}), besides its sliding window")
 
     def scoring_func(key, v, c):

@@ -126,3 +126,21 @@ def test_a_key_the_model_never_reads_is_said_to_be_unread(collected):
     # Llama's MLP reads it.
     assert re.search(r"\bconfig\.hidden_act\b", _modeling_source("llama"))
     assert "never reads it" not in collected("llama").facts["config"]["explained"]["hidden_act"]
+
+
+def test_deepseek_v4_words_take_the_indexed_blocks_from_transformers_table(monkeypatch):
+    """Which compress_ratios entry runs a lightning indexer is transformers' rule (its table of entries
+    to layer types), and the words follow that table, not a number typed beside them."""
+    from transformers.models.deepseek_v4 import configuration_deepseek_v4 as v4
+
+    raw = {"architectures": ["DeepseekV4ForCausalLM"], "num_hidden_layers": 4, "compress_ratios": [0, 4, 128, 4],
+           "index_topk": 512, "index_n_heads": 64}
+    assert v4._COMPRESS_RATIO_TO_LAYER_TYPE[4] == "compressed_sparse_attention"  # the pinned transformers' table
+    said = words(raw, "compress_ratios")
+    assert "2 compressed by 4" in said and "the blocks compressing by 4 also run a lightning indexer" in said
+    assert words(raw, "index_topk").startswith("On the blocks compressing by 4, each query reads the 512 compressed keys")
+    monkeypatch.setattr(v4, "_COMPRESS_RATIO_TO_LAYER_TYPE", {0: "sliding_attention", 4: "heavily_compressed_attention",
+                                                               128: "compressed_sparse_attention"})
+    said = words(raw, "compress_ratios")
+    assert "the blocks compressing by 128 also run a lightning indexer" in said
+    assert words(raw, "index_n_heads").startswith("The indexer of each block compressing by 128 scores")
