@@ -47,8 +47,8 @@ COMPRESSED_TYPES = ("compressed_sparse_attention", "heavily_compressed_attention
 class BlockTerms:
     """One block's cost coefficients, with the words and numbers that made them."""
 
-    attention: str  # "full", "sliding" or "latent"
-    window: int | None  # the sliding window (positions a query sees, itself included)
+    attention: str  # "full", "sliding", "chunked", "latent", ... (what the cache holds for the block)
+    window: int | None  # the sliding window, or a chunked block's chunk (the window transformers' cache holds it as)
     cache_values: int  # values transformers' cache holds per position, keys and values together
     cache_cap: int | None  # positions the cache holds at most (None: every position)
     cache_formula: str
@@ -130,7 +130,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         expanded_formula = (f"{heads} heads × ({grouped(nope)} + {grouped(rope)}) key dims + {heads} heads × {grouped(v)} value dims "
                             f"= {grouped(expanded)} values, {expanded / cache_values:.1f} times the latent")
     else:
-        kind = "sliding" if window else "full"
+        kind = "chunked" if chunk else "sliding" if window else "full"
         cache_values = standard_cache_values(kv_heads, qk, v)
         same = "" if qk == v else f" (keys {grouped(qk)}, values {grouped(v)})"
         cache_formula = (f"{kv_heads} key-value heads × (keys {grouped(qk)} + values {grouped(v)}) = {grouped(cache_values)} values{same}"
@@ -564,7 +564,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
             "latent": latent,
             "kinds": [{"kind": k["kind"], "label": k["label"], "count": k["count"], "attention": k["attention"],
                        "window": k["window"], **k["cache"]} for k in kinds],
-            "words": _cache_words(kinds, {b["id"] for b in facts["block_kinds"] if b["attention_type"] in CHUNKED_TYPES}),
+            "words": _cache_words(kinds),
         },
         "flops": flops,
         "weights": weight_figures(model, blocks, facts, layout),
@@ -573,19 +573,17 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     }
 
 
-def _cache_words(kinds: list[dict[str, Any]], chunked: set[str]) -> str:
-    """What each kind of block keeps between steps, in words; ``chunked``: the kinds of chunked-attention
-    blocks, which the cache rules (and transformers' cache) treat as sliding windows of the chunk's length."""
+def _cache_words(kinds: list[dict[str, Any]]) -> str:
+    """What each kind of block keeps between steps, in words."""
     attention = {k["attention"] for k in kinds}
-    windowed = [k for k in kinds if k["attention"] == "sliding"]
     parts = []
     if "latent" in attention:
         parts.append("transformers' cache holds each latent-attention block's latent (keys: the normalized latent; "
                      "values: the shared rotary key part) and expands it with kv_b_proj at every step; the per-head keys "
                      "and values a cache of expanded heads would hold are shown beside it")
-    if any(k["kind"] not in chunked for k in windowed):
+    if "sliding" in attention:
         parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")
-    if any(k["kind"] in chunked for k in windowed):
+    if "chunked" in attention:
         parts.append("a chunked-attention block reads only the earlier positions of its own chunk, and transformers' cache "
                      "holds it as a window of the chunk's length: between steps, one fewer than the chunk's length")
     if "linear" in attention:

@@ -91,14 +91,15 @@ def test_llama4_block_pattern_and_proof_facts(collected):
     assert "query temperature" in differences
 
 
-def test_llama4_cache_words_name_chunks_not_sliding_windows(collected):
+def test_llama4_cache_names_chunks_not_sliding_windows(collected):
     """The chunked blocks' cache follows the sliding rule (transformers holds them as a window of the
     chunk's length), and the words say chunk, not sliding window: Llama 4 has no sliding window."""
     f, c = collected(NAME).facts, released_config(NAME)
     cache = f["cost"]["cache"]
     chunked = [k for k in cache["kinds"] if k["kind"] == "rotary_chunked_attention_block"]
-    assert [(k["window"], k["cap"]) for k in chunked] == [(c["attention_chunk_size"], c["attention_chunk_size"] - 1)]
+    assert [(k["attention"], k["window"], k["cap"]) for k in chunked] == [("chunked", c["attention_chunk_size"], c["attention_chunk_size"] - 1)]
     assert "chunked-attention block" in cache["words"] and "sliding" not in cache["words"]
+    assert {k["attention"] for k in cache["kinds"]} == {"chunked", "full"}
 
 
 def test_llama4_standard_values_of_the_dense_mixture(collected):
