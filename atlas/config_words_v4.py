@@ -84,8 +84,9 @@ def _compress_ratios(key, v, c):
              f"gated average of a window; of the {layers} blocks, {counts}")
     if layers is not None and len(ratios) > layers:
         words += f"; the {_plural(len(ratios) - layers, 'entry', 'entries')} past the last block {'is' if len(ratios) - layers == 1 else 'are'} the multi-token-prediction block's"
-    if _indexed_ratio() in ratios and c.raw.get("index_topk"):
-        words += (f"; the blocks compressing by {_indexed_ratio()} also run a lightning indexer that keeps the index_topk "
+    indexed = _indexed_ratio()
+    if indexed in ratios and c.raw.get("index_topk"):
+        words += (f"; the blocks compressing by {indexed} also run a lightning indexer that keeps the index_topk "
                   "best compressed keys per query")
     return words
 

@@ -274,7 +274,7 @@ class _SavedNames:
         else:  # one block at a time, in the order revert_weight_conversion takes the names
             tensors = [made for block, keys in _runs_by_block(unique) for made in self._block(block, {k: unique[k] for k in keys})]
         if self.rules.prefix_removed:
-            tensors = [(dataclasses.replace(t, name=t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
+            tensors = [(t.renamed(t.name.removeprefix(self.rules.prefix_removed)), q) for t, q in tensors]
         return tensors
 
     @functools.cached_property
@@ -369,7 +369,7 @@ def predicted_tensors(
     if rules.prefix_removed:
         if not any(t.name.startswith(rules.prefix_removed) for t in tensors):
             raise AtlasError(rules.source, "prefix_removed", f"no tensor name starts with {rules.prefix_removed!r}")
-        tensors = [dataclasses.replace(t, name=t.name.removeprefix(rules.prefix_removed)) for t in tensors]
+        tensors = [t.renamed(t.name.removeprefix(rules.prefix_removed)) for t in tensors]
     return tensors
 
 
@@ -548,7 +548,6 @@ def cut_unstored(model, entries: Any, config, where: str) -> list[dict[str, Any]
     real experts only). The files decide what is counted: each matching parameter of the meta model is
     replaced by one of the stored shape, its first ``stored`` entries along ``axis``, where ``stored``
     names the config key that gives the count. Returns, per entry, what was allocated and what is counted."""
-
     import torch
 
     if entries is None:

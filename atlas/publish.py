@@ -100,14 +100,14 @@ def _held(folder: Path) -> bool:
 
 
 def write_files(folder: Path, files: dict[str, str]) -> None:
-    """Each text at its path under ``folder`` (UTF-8), folders made as needed."""
+    """Each text at its path under ``folder`` (UTF-8), as a new file (``fresh``), folders made as needed."""
     made: set[Path] = set()
     for rel, text in files.items():
         target = folder / rel
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        target.write_text(text, encoding="utf-8")
+        fresh(target).write_text(text, encoding="utf-8")
 
 
 def remove_leftovers(out: Path) -> None:

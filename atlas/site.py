@@ -21,7 +21,7 @@ import markupsafe
 from atlas import cache, compare, cost, pages, publish, search, standard, visible_text
 from atlas.check import check_pages
 from atlas.errors import AtlasError
-from atlas.math import deferred, equation, fill
+from atlas.math import KATEX, deferred, equation, fill
 from atlas.numbers import grouped
 from atlas.schema import read_site_facts
 
@@ -252,10 +252,7 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                         shutil.rmtree(staging / name)
                 for name in moved:
                     os.rename(written / name, staging / name)
-                for rel, text in family_files.items():
-                    target = staging / rel
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    publish.fresh(target).write_text(text, encoding="utf-8")
+                publish.write_files(staging, family_files)
                 _copy_static(staging)
                 present = _site_entries(staging, known_families, shown, built, entries or {})
                 index = render_index(present, lambda rel: (staging / rel).is_file())
@@ -285,7 +282,7 @@ def _copy_static(staging: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(STATIC, target)
-    katex = ROOT / "node_modules" / "katex" / "dist"
+    katex = KATEX / "dist"  # the package that renders the equations (atlas.math)
     if not (katex / "katex.min.css").is_file():
         raise AtlasError("node_modules/katex", "dist/katex.min.css", "KaTeX's stylesheet is missing: run `npm ci` (make site does)")
     (target / "katex" / "fonts").mkdir(parents=True)
