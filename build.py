@@ -6,7 +6,7 @@
     python build.py --weights DIR --family NAME   # also check a local checkpoint, tensor by tensor
     python build.py --list               # the families
     python build.py --serve [PORT]       # serve the site on 127.0.0.1
-    python build.py pin ORG/REPO         # a checkpoint folder from the Hub's config and headers (atlas/pin.py)
+    python build.py pin ORG/REPO         # a checkpoint folder from the Hub's config and headers (atlas/inputs/pin.py)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas import families
-from atlas.collected import Collected
+from atlas.facts.collected import Collected
 from atlas.errors import AtlasError
 
 # transformers' advice to its users (a rope setting renamed, an activation's numerics) is not the build's
@@ -31,26 +31,26 @@ warnings.filterwarnings("ignore", module=r"transformers(\.|$)")  # its deprecati
 
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
     """Build ``names`` into ``out``; False when ``out`` already held exactly what it would write."""
-    from atlas.preflight import check_inputs
-    from atlas.publish import output_folder, pages_folder
+    from atlas.inputs.preflight import check_inputs
+    from atlas.build.publish import output_folder, pages_folder
 
     resolved = output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
     for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
         check_inputs(name)
     if weights is not None:  # a local checkpoint's headers too, by the strict reader, before anything heavy
-        from atlas.safetensors_headers import read_checkpoint
+        from atlas.inputs.safetensors_headers import read_checkpoint
 
         read_checkpoint(weights)
 
-    from atlas import cache
+    from atlas.build import cache
 
     cache.enable(use_cache and weights is None)
     published = cache.published(out, names)
     if published is not None and published.up_to_date():  # the site holds what this build would write
         return False
 
-    from atlas.parallel import collect_all, stderr_progress
-    from atlas.site import write_site
+    from atlas.build.parallel import collect_all, stderr_progress
+    from atlas.render.site import write_site
 
     with pages_folder(resolved) as written:
         # collect, check, render and write the pages: each family in a worker process, its facts from
@@ -67,14 +67,14 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
 def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]:
     """Write one family's pages under ``written``, rendered once its facts have passed every check, and
     return its entry in the pages made from every family (in the process that collected it)."""
-    from atlas import cache
-    from atlas.check import check
-    from atlas.publish import write_files
-    from atlas.schema import check_facts
-    from atlas.site import render_family, site_entry
+    from atlas.build import cache
+    from atlas.check.claims import check
+    from atlas.build.publish import write_files
+    from atlas.facts.schema import check_facts
+    from atlas.render.site import render_family, site_entry
 
     name = family.facts["family"]["name"]
-    check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts.schema.json gives them
+    check_facts(family.facts, Path(out) / name / "facts.json")  # the facts have the shape atlas/facts/facts.schema.json gives them
     check(family)  # check: every claim against an independent source
     write_files(written, cache.rendered(name, family.facts, render_family, facts_text=family.facts_text))  # render: pages from the facts alone
     return cache.index_view(family.facts, site_entry)
@@ -82,7 +82,7 @@ def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]
 
 def serve(out: Path, port: int) -> None:
     """Serve the site on 127.0.0.1, rebuilding a family (in a fresh process) when its inputs change."""
-    from atlas import serve as server
+    from atlas.build import serve as server
 
     try:
         server.serve(out, port, rebuild_command=[sys.executable, str(Path(__file__).resolve()), "--out", str(out)])
@@ -103,8 +103,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (argv if argv is not None else sys.argv[1:])[:1] == ["pin"]:  # python build.py pin ORG/REPO: atlas/pin.py
-        return __import__("atlas.pin", fromlist=["main"]).main((argv if argv is not None else sys.argv[1:])[1:])
+    if (argv if argv is not None else sys.argv[1:])[:1] == ["pin"]:  # python build.py pin ORG/REPO: atlas/inputs/pin.py
+        return __import__("atlas.inputs.pin", fromlist=["main"]).main((argv if argv is not None else sys.argv[1:])[1:])
     parser = Parser(description="Build the architecture atlas.")
     parser.add_argument("--family", action="append", metavar="NAME", help="build this family (repeatable); default: all")
     parser.add_argument("--out", type=Path, default=Path("site"), help="output folder (default: site)")

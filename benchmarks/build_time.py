@@ -50,8 +50,8 @@ t0 = time.perf_counter()
 import torch, transformers
 t1 = time.perf_counter()
 from atlas import families
-from atlas.checkpoint import build_on_meta, transformers_config
-from atlas.preflight import check_inputs
+from atlas.inputs.checkpoint import build_on_meta, transformers_config
+from atlas.inputs.preflight import check_inputs
 for name in sys.argv[1:] or families.names():
     family, checkpoint = check_inputs(name)  # as a build reads it (a multimodal wrapper: its text model's section)
     build_on_meta(family, transformers_config(family, checkpoint), checkpoint.config_path)
@@ -59,7 +59,7 @@ t2 = time.perf_counter()
 print(f"{t1 - t0:.3f} {t2 - t1:.3f}")
 """
 
-WARM_FLOOR = "import build, atlas.check, atlas.schema, atlas.site, atlas.cache, atlas.parallel"
+WARM_FLOOR = "import build, atlas.check.claims, atlas.facts.schema, atlas.render.site, atlas.build.cache, atlas.build.parallel"
 
 
 def copy_project(into: Path) -> Path:
@@ -108,7 +108,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from atlas import families
-    from atlas.parallel import default_jobs
+    from atlas.build.parallel import default_jobs
 
     names = families.names()
     missed = []

@@ -1,5 +1,5 @@
 /* Compare two families: the pickers (family pages and the index) and the page that assembles any
-   pair in the browser from compare/data.js. The view mirrors atlas/compare.py's diff() and
+   pair in the browser from compare/data.js. The view mirrors atlas/render/compare.py's diff() and
    templates/_compare_view.html, which draw the static pages of near relatives. */
 (function () {
   "use strict";

@@ -1,6 +1,6 @@
 /* The cost section of a family page: every figure recomputed in the browser from the facts' coefficients
    (the #cost-data script) when the reader moves the context, the batch or the cache dtype; the same
-   expressions as atlas/cost.py's figures(). Hovering or focusing a number shows its formula and check. */
+   expressions as atlas/cost/figures.py's figures(). Hovering or focusing a number shows its formula and check. */
 (function () {
   "use strict";
   var data = document.getElementById("cost-data");

@@ -41,7 +41,7 @@ def collected():
     (.atlas-cache/) where the family's inputs are unchanged, else afresh, which also fills the cache.
     In a whole run the site of ``built_site`` is built first (test_browser), collecting every family in
     worker processes, so the facts here are read back from that build's cache, not collected twice."""
-    from atlas.parallel import collect_all
+    from atlas.build.parallel import collect_all
 
     held = {}
 

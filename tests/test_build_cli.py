@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from atlas import families
-from atlas.facts import SCHEMA
+from atlas.facts.collect import SCHEMA
 from tests.conftest import ROOT, released_config, run_build, snapshot
 
 
@@ -80,7 +80,7 @@ def test_building_one_family_keeps_the_others(built_site, tmp_path):
 
 
 def test_facts_json_round_trips_and_keeps_number_arrays_on_one_line(kimi):
-    from atlas.site import facts_json
+    from atlas.render.site import facts_json
 
     text = facts_json(kimi)
     assert json.loads(text) == json.loads(json.dumps(kimi))

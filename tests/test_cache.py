@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from atlas import cache
-from atlas.collected import Collected
-from atlas.family import StoredTensor
+from atlas.build import cache
+from atlas.facts.collected import Collected
+from atlas.inputs.family import StoredTensor
 from tests.conftest import ROOT, copy_project, snapshot
 
 FAMILY = "gpt2"
@@ -120,7 +120,7 @@ EDITS = {
     "checkpoint file": lambda p: _provenance(p / "atlas/checkpoints/openai-community/gpt2/checkpoint.json"),
     "new checkpoint file": lambda p: (p / "atlas/checkpoints/openai-community/gpt2/README.txt").write_text("pinned by hand\n"),
     "atlas source": lambda p: _append(p / "atlas/numbers.py", "\n# edited by the cache test\n"),
-    "schema": lambda p: _append(p / "atlas/facts.schema.json", "\n"),
+    "schema": lambda p: _append(p / "atlas/facts/facts.schema.json", "\n"),
     "requirements.lock": lambda p: _append(p / "requirements.lock", "# edited by the cache test\n"),
     "package-lock.json": lambda p: _append(p / "package-lock.json", "\n"),
 }
@@ -150,7 +150,7 @@ def test_a_family_is_keyed_by_its_own_module_the_modules_it_imports_and_its_note
     assert [p for p in gpt2 if p.parent == families] == [families / "gpt2.py", families / "gpt2.md"]
     shared = cache.shared_inputs()
     assert families / "__init__.py" in shared and not any(p.parent == families and p.stem in ("gpt2", "kimi_k2") for p in shared)
-    assert {ROOT / "requirements.lock", ROOT / "package-lock.json", ROOT / "atlas/facts.schema.json", ROOT / "atlas/site.py"} <= set(shared)
+    assert {ROOT / "requirements.lock", ROOT / "package-lock.json", ROOT / "atlas/facts/facts.schema.json", ROOT / "atlas/render/site.py"} <= set(shared)
 
 
 def _collected() -> Collected:

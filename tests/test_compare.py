@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas import cost
+from atlas.cost import figures as cost
 from tests.conftest import CHROMIUM, build_families, released_config, served
 
 
@@ -74,7 +74,7 @@ def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
             errors = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(base + "kimi_k2/index.html")
-            # the slider: every figure follows the context picked; the numbers come from atlas.cost.figures
+            # the slider: every figure follows the context picked; the numbers come from atlas.cost.figures.figures
             stops = [int(s) for s in page.get_attribute("#cost-context", "data-stops").split(",")]
             index = stops.index(1024)
             page.eval_on_selector("#cost-context", f"(e) => {{ e.value = {index}; e.dispatchEvent(new Event('input')); }}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas import config_words
+from atlas.facts import config_words
 from atlas.errors import AtlasError
 from tests.conftest import ROOT
 
@@ -112,7 +112,7 @@ def test_the_pinned_configs_are_described_from_their_own_values():
 
 
 def _modeling_source(family_name: str) -> str:
-    from atlas.checkpoint import transformers_class
+    from atlas.inputs.checkpoint import transformers_class
     from atlas.families import load
 
     return Path(inspect.getsourcefile(transformers_class(load(family_name), "model_class"))).read_text(encoding="utf-8")

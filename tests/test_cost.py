@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas import cost
+from atlas.cost import figures as cost
 from tests.conftest import ROOT, released_config, run_build
 
 
@@ -107,7 +107,7 @@ def test_the_fp8_formula_gives_the_bytes_kimi_k2_files_store(collected):
 def test_a_broken_cache_rule_fails_the_build(project_copy, tmp_path):
     """A factor of two slipped into the cache rule: the preview run's cache disagrees, the build stops
     with one line naming the family and the figure, and the site is untouched."""
-    path = project_copy / "atlas" / "cost.py"
+    path = project_copy / "atlas" / "cost" / "figures.py"
     text = path.read_text()
     broken = text.replace("return kv_heads * (key_dim + value_dim)", "return 2 * kv_heads * (key_dim + value_dim)")
     assert broken != text
@@ -124,7 +124,7 @@ def test_a_broken_cache_rule_fails_the_build(project_copy, tmp_path):
 
 
 def test_a_broken_flops_rule_fails_the_build(project_copy, tmp_path):
-    path = project_copy / "atlas" / "cost.py"
+    path = project_copy / "atlas" / "cost" / "figures.py"
     text = path.read_text()
     broken = text.replace("return 2 * heads * (key_dim + value_dim)", "return 2 * heads * key_dim")
     assert broken != text

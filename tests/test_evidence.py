@@ -11,8 +11,9 @@ from importlib import metadata
 
 import pytest
 
-from atlas import pages, sources
-from atlas.check import check_pages
+from atlas.render import pages
+from atlas.facts import sources
+from atlas.check.claims import check_pages
 from atlas.errors import AtlasError
 
 KV_B = ("dense_block.self_attn.kv_b_proj", "MoE_block.self_attn.kv_b_proj")
@@ -308,7 +309,7 @@ def test_gpt2_tensors_are_stored_in_the_dtype_the_checkpoint_rules_say(gpt2_view
 
 
 def test_a_tensor_summary_that_disagrees_with_the_layout_fails(collected):
-    from atlas.check import check_tensor_summary
+    from atlas.check.claims import check_tensor_summary
 
     c = collected("kimi_k2")
     check = c.facts["checkpoint_check"]

@@ -306,7 +306,7 @@ def test_gpt_oss_accounting_and_mxfp4_layout(collected):
 
 
 def test_a_pinned_figure_that_disagrees_fails_the_check(collected):
-    from atlas.check import check_checkpoint_totals
+    from atlas.check.claims import check_checkpoint_totals
 
     check = json.loads(json.dumps(collected("gpt_oss").facts["checkpoint_check"]))
     row = next(r for r in check["figures"] if r["key"] == "index_total_size")
@@ -319,8 +319,8 @@ def test_a_pinned_figure_that_disagrees_fails_the_check(collected):
 
 
 def _rules(pinned):
-    from atlas.checkpoint import PinnedCheckpoint
-    from atlas.facts import _stored_rules
+    from atlas.inputs.checkpoint import PinnedCheckpoint
+    from atlas.facts.collect import _stored_rules
 
     return _stored_rules(PinnedCheckpoint("org/repo", Path("atlas/checkpoints/org/repo"), {}, pinned))
 
@@ -336,7 +336,7 @@ def test_bad_stored_rules_name_file_and_field(pinned, field):
 
 
 def test_unknown_or_malformed_figures_are_rejected(collected):
-    from atlas.params import figure_rows
+    from atlas.model.params import figure_rows
 
     predicted = collected("llama").facts["checkpoint_check"]["predicted"]
     with pytest.raises(AtlasError, match="safetensors.total_bytes: is not a known figure"):
@@ -478,7 +478,7 @@ def test_no_file_outside_the_family_names_it(name):
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_every_family_collects_and_passes_its_checks(collected, name):
-    from atlas.check import check
+    from atlas.check.claims import check
 
     family = collected(name)
     check(family)

@@ -133,7 +133,7 @@ def test_a_wrong_alibi_or_residual_fails_the_build(project_copy, equations, comp
 def test_the_gelu_is_cited_through_the_autograd_function_it_applies(collected):
     """BloomGelu's forward runs GeLUFunction.apply(x), whose forward calls bloom_gelu_forward, where the
     tanh is: each link of that chain is a pinned excerpt, cited for the call it makes."""
-    from atlas import pages
+    from atlas.render import pages
 
     f = collected("bloom").facts
     assert {"forward", "GeLUFunction_forward", "bloom_gelu_forward"} <= set(f["excerpts"]["BloomGelu"])

@@ -89,8 +89,8 @@ def test_dbrx_standard_names_are_read_inside_the_wrapper(collected):
 
 @pytest.fixture(scope="module")
 def dbrx_inputs(collected):
-    from atlas import preview
-    from atlas.checkpoint import build_on_meta, load_pinned, transformers_config
+    from atlas.model import preview
+    from atlas.inputs.checkpoint import build_on_meta, load_pinned, transformers_config
     from atlas.families import load
 
     family = load("dbrx")
@@ -124,9 +124,9 @@ def test_dbrx_routing_by_plain_top_k_is_refused(dbrx_inputs, monkeypatch):
 
 
 def test_dbrx_tiny_config_shrinks_the_sub_configs():
-    from atlas.checkpoint import load_pinned, transformers_config
+    from atlas.inputs.checkpoint import load_pinned, transformers_config
     from atlas.families import load
-    from atlas.preview import tiny_config
+    from atlas.model.preview import tiny_config
 
     family = load("dbrx")
     pinned = transformers_config(family, load_pinned(family.checkpoint))

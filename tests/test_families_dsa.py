@@ -138,11 +138,11 @@ def test_top_k_check_refuses_a_wrong_selection():
 
 
 def test_traced_attention_keeps_the_selection():
-    """Under atlas.trace the model hands the chosen positions to the traced attention function as
+    """Under atlas.model.trace the model hands the chosen positions to the traced attention function as
     ``indices``; it must mask the others as transformers' eager and sdpa paths do."""
     import torch
 
-    from atlas.trace import _selected_positions_mask
+    from atlas.model.trace import _selected_positions_mask
 
     q = torch.zeros(1, 2, 3, 4)
     mask = torch.zeros(1, 1, 3, 3)

@@ -106,8 +106,9 @@ def _parts():
     import torch
     import transformers
 
-    from atlas import families, preview
-    from atlas.checkpoint import load_pinned, transformers_config
+    from atlas import families
+    from atlas.model import preview
+    from atlas.inputs.checkpoint import load_pinned, transformers_config
     from atlas.proof.core import Context, Part
     from atlas.proof.prove import capture_calls
 
@@ -238,7 +239,7 @@ def test_a_compressor_without_its_slot_bias_is_refused():
 
 
 def test_streams_and_attended_keys_have_layouts_of_their_own():
-    from atlas.standard import layout_of, resolve_dims
+    from atlas.model.standard import layout_of, resolve_dims
 
     sizes = {"hidden_size": 4096, "residual_streams": 4, "compressed_blocks": 41, "num_kv_heads": 1, "qk_head_dim": 512, "head_dim": 512}
     assert resolve_dims(layout_of("layer_input", sizes), sizes) == ["batch", "seq", 4, 4096]

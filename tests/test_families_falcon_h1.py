@@ -91,7 +91,7 @@ def test_falcon_h1_cost_counts_both_caches(collected):
     assert kind["state"] == state == 203_776
     for check in cost["checks"]:
         assert check["formula"] == check["measured"], check
-    from atlas.cost import figures
+    from atlas.cost.figures import figures
 
     at = figures(cost, 4096)
     assert at["cache"] == c["num_hidden_layers"] * (256 * 4096 + state) * 2
@@ -102,7 +102,7 @@ def test_falcon_h1_cost_counts_both_caches(collected):
 def tiny_block():
     """The preview run's block 1 as a proof part (the tiny module stands for both sizes)."""
     from atlas import families
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
     from atlas.proof.core import Context, Part
     from atlas.proof.prove import capture_calls
 
@@ -159,7 +159,7 @@ def test_falcon_h1_attention_in_multiplier_becomes_a_step_where_it_is_not_one():
     import copy
 
     from atlas import families
-    from atlas.preview import build_preview_model, preview_run, run_model
+    from atlas.model.preview import build_preview_model, preview_run, run_model
     from atlas.proof.core import Context, Part, reproduce
     from atlas.proof.library import chain_of
     from atlas.proof.prove import capture_calls

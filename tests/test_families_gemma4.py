@@ -89,7 +89,7 @@ def test_gemma4_preview_keeps_the_per_layer_sizes(collected):
     """The tiny run keeps one whole period of the pattern, the global block's wider heads in the pinned
     ratio (512 against 256 becomes 32 against 16), its fewer key/value heads, and a layer_scalar moved
     off 1 so that the block's scaling step is what reproduces it."""
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     p = collected("gemma4").facts["preview"]
     assert p["block_sizes"]["5"] == {"num_kv_heads": 1, "head_dim": 32, "qk_head_dim": 32}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas import cost
+from atlas.cost import figures as cost
 from tests.conftest import released_config
 
 BYTES = {"bfloat16": 2, "float32": 4}

@@ -122,7 +122,7 @@ def test_llama4_standard_values_of_the_dense_mixture(collected):
 def parts():
     """Parts of the tiny model's first rotary block and its NoPE block, on the preview run."""
     from atlas import families
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
     from atlas.proof.core import Context, Part
     from atlas.proof.prove import capture_calls
 

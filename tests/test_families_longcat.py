@@ -115,7 +115,7 @@ def test_zero_expert_rule_is_measured_not_assumed():
 def test_num_blocks_follows_the_block_list_not_the_attention_count():
     from transformers import LlamaConfig, LongcatFlashConfig
 
-    from atlas.introspect import num_blocks
+    from atlas.model.introspect import num_blocks
 
     longcat = LongcatFlashConfig(num_layers=3)
     assert longcat.num_hidden_layers == 6 and num_blocks(longcat) == 3  # two attentions (cache layers) a block
@@ -127,7 +127,7 @@ def test_list_block_roles_name_the_first_entries():
     from transformers import LongcatFlashConfig
     from transformers.models.longcat_flash.modeling_longcat_flash import LongcatFlashDecoderLayer
 
-    from atlas.standard import block_roles
+    from atlas.model.standard import block_roles
 
     config = LongcatFlashConfig(hidden_size=32, num_attention_heads=2, q_lora_rank=8, kv_lora_rank=8, qk_nope_head_dim=4,
                                 qk_rope_head_dim=4, v_head_dim=4, ffn_hidden_size=16, expert_ffn_hidden_size=8,

@@ -242,7 +242,7 @@ def test_hunyuan(collected):
 
 def test_a_per_layer_width_list_must_have_one_size_per_layer():
     from atlas.errors import AtlasError
-    from atlas.preflight import _check_per_layer
+    from atlas.inputs.preflight import _check_per_layer
 
     _check_per_layer("config.json", "moe_intermediate_size", [8, 8], 2)
     for bad, words in (([8, 8, 8], "lists 3 sizes, one per layer, but the model has 2 layers"), ([8, -1], "a list of them"), ([8, "8"], "a list of them"), ([], "a list of them")):
@@ -266,7 +266,7 @@ def test_a_tiny_config_that_is_not_tiny_is_one_error_before_any_weight_is_made()
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from atlas.errors import AtlasError
-    from atlas.preview import MAX_PREVIEW_PARAMETERS, _check_tiny
+    from atlas.model.preview import MAX_PREVIEW_PARAMETERS, _check_tiny
 
     family = SimpleNamespace(name="example")
     small = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, vocab_size=256)

@@ -109,7 +109,7 @@ def test_recurrent_gemma_standard_names(collected):
 def test_rg_lru_values_are_captured_on_the_preview_run():
     import torch
 
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     run = preview_run("recurrent_gemma")
     t, config = run.eager, run.config
@@ -198,7 +198,7 @@ def test_rg_lru_structure_is_told_apart():
     from transformers import RecurrentGemmaConfig
     from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRecurrentBlock, RecurrentGemmaRglru
 
-    from atlas.standard import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+    from atlas.model.standard import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
     config = RecurrentGemmaConfig(hidden_size=24, lru_width=24, num_attention_heads=3, num_hidden_layers=3)
     unit, block = RecurrentGemmaRglru(config), RecurrentGemmaRecurrentBlock(config, 0)
@@ -230,7 +230,7 @@ def test_recurrent_gemma_cost(collected):
     d, L = c["hidden_size"], c["num_hidden_layers"]
     assert active["state-space and recurrent mixers"] == 18 * recurrent_mixer(d, W, H, K)
     assert active["norms"] == 2 * L * d + d  # the blocks' two norms and the final norm, nothing else
-    from atlas.cost import figures
+    from atlas.cost.figures import figures
 
     at = figures(f["cost"], 8192)
     # only the attention blocks' keys and values grow with the context

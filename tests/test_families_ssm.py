@@ -56,7 +56,7 @@ def test_nemotron_h(collected):
     assert by_kind["MLP block"]["values"] == 0
     assert by_kind["attention block"]["values"] == 2 * c["num_key_value_heads"] * c["head_dim"]
     # per position only the attention blocks' keys and values grow; at a context the states are added once
-    from atlas.cost import figures
+    from atlas.cost.figures import figures
 
     per_position = counts["*"] * 2 * c["num_key_value_heads"] * c["head_dim"]
     at = figures(f["cost"], 4096, dtype="BF16")

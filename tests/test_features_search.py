@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from atlas import features, pages, search
+from atlas.model import features
+from atlas.render import pages, search
 from atlas.errors import AtlasError
 
 

@@ -74,8 +74,8 @@ INDEX_COPIES = {"mistral": 291, "olmo2": 355, "qwen3_moe": 18_867, "phi3": 195, 
 def checkpoint_check(name, pinned_changes=None, root=None):
     """The family's checkpoint facts, from its checkpoint.json (changed by ``pinned_changes``, a function
     of the parsed file) without the preview run: the cheap part of collect."""
-    from atlas.checkpoint import PinnedCheckpoint, load_pinned
-    from atlas.facts import _checkpoint_check, _predicted_layout
+    from atlas.inputs.checkpoint import PinnedCheckpoint, load_pinned
+    from atlas.facts.collect import _checkpoint_check, _predicted_layout
     from atlas.families import load
 
     family = load(name)
@@ -99,7 +99,7 @@ def cached(name):
 
 @pytest.mark.parametrize("name", sorted(HEADERS))
 def test_every_figure_of_headers_md_is_pinned_and_checked(name):
-    from atlas.check import check_checkpoint_totals
+    from atlas.check.claims import check_checkpoint_totals
 
     check = cached(name)
     rows = {r["key"]: r for r in check["figures"]}
@@ -150,7 +150,7 @@ def _perturb(pinned: dict, key: str, row: dict) -> None:
 
 @pytest.mark.parametrize("name", sorted(HEADERS))
 def test_each_pinned_figure_changed_fails_naming_file_and_field(name):
-    from atlas.check import check_checkpoint_totals
+    from atlas.check.claims import check_checkpoint_totals
 
     for key in HEADERS[name]:
         row = next(r for r in cached(name)["figures"] if r["key"] == key)
@@ -202,7 +202,7 @@ def test_an_index_that_differs_from_the_prediction_is_one_error(change, field, p
 
 
 def test_a_tensor_moved_to_another_shard_changes_the_files_figures():
-    from atlas.check import check_checkpoint_totals
+    from atlas.check.claims import check_checkpoint_totals
 
     root = _index_changed("phi3", lambda i: i["weight_map"].update({"model.norm.weight": "model-00001-of-00002.safetensors"}))
     with pytest.raises(AtlasError) as e:
@@ -256,8 +256,8 @@ def _tiny_tensors():
 
 
 def _as_stored(tensors):
-    from atlas.family import StoredTensor
-    from atlas.params import TORCH_TO_SAFETENSORS
+    from atlas.inputs.family import StoredTensor
+    from atlas.model.params import TORCH_TO_SAFETENSORS
 
     names = {"float8_e4m3fn": "F8_E4M3", "uint8": "U8"}
     out = []
@@ -271,7 +271,7 @@ def _as_stored(tensors):
 def test_the_header_is_the_safetensors_library_s_byte_for_byte(tmp_path, metadata):
     from safetensors.torch import save_file
 
-    from atlas.files import header_text
+    from atlas.model.files import header_text
 
     tensors = _tiny_tensors()
     path = tmp_path / "model.safetensors"
@@ -285,7 +285,7 @@ def test_the_header_is_the_safetensors_library_s_byte_for_byte(tmp_path, metadat
 def test_header_bounds_hold_every_order():
     import itertools
 
-    from atlas.files import _entries, header_bounds
+    from atlas.model.files import _entries, header_bounds
 
     stored = _as_stored(_tiny_tensors())
     lo, hi = header_bounds(stored, {"format": "pt"})
@@ -297,7 +297,7 @@ def test_the_sharding_rule_is_huggingface_hub_s():
     import torch
     from huggingface_hub import split_torch_state_dict_into_shards
 
-    from atlas.files import greedy_shards, shard_name
+    from atlas.model.files import greedy_shards, shard_name
 
     g = torch.Generator().manual_seed(1)
     state = {f"layers.{i}.w": torch.zeros(int(torch.randint(1, 40, (1,), generator=g)), dtype=torch.bfloat16) for i in range(30)}

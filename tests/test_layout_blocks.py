@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from atlas import params
-from atlas.checkpoint import build_on_meta, transformers_config
-from atlas.facts import _stored_rules
-from atlas.preflight import check_inputs
+from atlas.model import params
+from atlas.inputs.checkpoint import build_on_meta, transformers_config
+from atlas.facts.collect import _stored_rules
+from atlas.inputs.preflight import check_inputs
 
 
 def saved_names(name: str):

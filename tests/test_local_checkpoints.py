@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from atlas.safetensors_headers import read_checkpoint
+from atlas.inputs.safetensors_headers import read_checkpoint
 from tests.conftest import ROOT, run_build
 
 TINY = dict(
@@ -156,7 +156,7 @@ def test_a_wrong_dtype_fails_the_build_naming_file_and_tensor(bf16_dir, tmp_path
 
 
 def test_a_small_local_checkpoint_feeds_the_preview_run(bf16_dir, tmp_path):
-    from atlas.preview import PROMPT
+    from atlas.model.preview import PROMPT
 
     directory, model = bf16_dir
     result = run_build(ROOT, "--family", "kimi_k2", "--weights", str(directory), "--out", str(tmp_path / "site"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from atlas import notes
-from atlas.check import check_notes
+from atlas.inputs import notes
+from atlas.check.claims import check_notes
 from atlas.errors import AtlasError
 from tests.conftest import released_config
 
@@ -20,7 +20,7 @@ NOTES_FILES = {"kimi_k2": ["kimi_k2.md", "deepseek_v3.md"], "deepseek_v3": ["dee
 
 @pytest.mark.parametrize("name", ["kimi_k2", "deepseek_v3"])
 def test_every_python_block_runs_again_here(collected, name):
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     facts = collected(name).facts
     blocks = facts["notes"]["blocks"]
@@ -61,7 +61,7 @@ def test_kimi_notes_compute_the_scaling_at_both_yarn_factors(kimi):
 @pytest.mark.parametrize("fence", ["py", "python3", "Python", "python skip"])
 def test_a_python_block_that_does_not_run_fails_the_check(kimi, tmp_path, monkeypatch, fence):
     from atlas.families import load
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     written = tmp_path / "kimi_k2.md"
     written.write_text(f"# Notes\n\n```python\nprint('ran', 1 + 1)\n```\n\n```{fence}\nprint('never')\n```\n\nDone.\n")
@@ -98,7 +98,7 @@ def test_a_block_missing_from_the_record_or_marked_not_run_fails_the_check(kimi)
 
 
 def test_the_fence_scan_follows_commonmark():
-    from atlas.check import python_fences
+    from atlas.check.claims import python_fences
 
     text = "````markdown\n```python\nnot a block: inside another fence\n```\n````\n\n~~~py\nx\n~~~\n\n```text\n```\n  ```python\ny\n  ```\n"
     assert python_fences(text) == [(7, "py"), (13, "python")]
@@ -137,7 +137,7 @@ def test_a_failing_block_names_itself(kimi):
 
 
 def test_family_page_shows_support_and_notes(kimi):
-    from atlas.site import render_family
+    from atlas.render.site import render_family
 
     page = render_family(kimi)["kimi_k2/index.html"]
     assert '<section id="support">' in page and '<section id="notes">' in page

@@ -62,7 +62,7 @@ MIXTURE_IDENTITIES = {"mixture_sum", "expert_slots"}
 def _file_name(name, key):
     """The name config.json uses for a setting the configuration class maps (Kimi Linear's
     moe_renormalize for norm_topk_prob), from the class's own attribute_map."""
-    from atlas.checkpoint import transformers_class
+    from atlas.inputs.checkpoint import transformers_class
 
     return getattr(transformers_class(families.load(name), "config_class"), "attribute_map", {}).get(key, key)
 
@@ -83,9 +83,9 @@ def mlp_reads_the_attention(run) -> bool:
     A parallel block (attention and MLP side by side on the block's input) gives the same input twice."""
     import torch
 
-    from atlas.standard import find_roles
+    from atlas.model.standard import find_roles
 
-    from atlas.introspect import num_blocks
+    from atlas.model.introspect import num_blocks
 
     roles = find_roles(run.model, num_blocks(run.config))  # LongCat-Flash: num_hidden_layers counts attentions, two a block
     # the first block that runs an attention and an MLP (a hybrid's first blocks may run neither)
@@ -150,7 +150,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     the tolerance: this, not the facts' ``holds``, is what says that an identity holds."""
     import torch
 
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     facts = collected(name).facts["preview"]
     run = preview_run(name)  # the run collect measured (one per process)
@@ -257,10 +257,10 @@ def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, in
     still hold, and check_preview fails naming the first broken identity."""
     import dataclasses
 
-    from atlas.check import check_preview
+    from atlas.check.claims import check_preview
     from atlas.errors import AtlasError
-    from atlas.preview import preview_facts, preview_run
-    from atlas.trace import Trace
+    from atlas.model.preview import preview_facts, preview_run
+    from atlas.model.trace import Trace
 
     run = preview_run("kimi_k2")
     tampered = Trace(run.eager.resolution, run.eager.implementations)
@@ -278,7 +278,7 @@ def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, in
 def test_a_residual_over_the_tolerance_fails_whatever_holds_says(preview):
     import copy
 
-    from atlas.check import check_preview
+    from atlas.check.claims import check_preview
     from atlas.errors import AtlasError
 
     check_preview("kimi_k2", preview)  # the real run passes
@@ -314,9 +314,9 @@ def test_router_bias_changes_some_selections(preview):
 
     import torch
 
-    from atlas.check import check_preview
+    from atlas.check.claims import check_preview
     from atlas.errors import AtlasError
-    from atlas.preview import preview_run
+    from atlas.model.preview import preview_run
 
     t = preview_run("kimi_k2").eager
     recounted = {}
@@ -354,8 +354,8 @@ def test_preview_data_is_compact(preview):
 
 
 def test_preview_run_is_deterministic():
-    from atlas import preview
-    from atlas.checkpoint import load_pinned, transformers_config
+    from atlas.model import preview
+    from atlas.inputs.checkpoint import load_pinned, transformers_config
     from atlas.families import load
 
     family = load("kimi_k2")
@@ -385,7 +385,7 @@ def test_wrong_override_fails_the_build_naming_the_identity(project_copy, tmp_pa
 def test_a_shape_off_its_layout_fails_naming_the_value(preview):
     import copy
 
-    from atlas.check import check_preview
+    from atlas.check.claims import check_preview
     from atlas.errors import AtlasError
 
     doctored = copy.deepcopy(preview)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atlas import preview
+from atlas.model import preview
 
 
 def by_what(entries):
@@ -13,7 +13,7 @@ def test_kimi_k2_routes_top_2_of_its_own_expert_count_against_top_8_of_384(colle
     facts = collected("kimi_k2").facts
     raw, pv = facts["config"]["raw"], facts["preview"]
     k, experts = raw["num_experts_per_tok"], raw["n_routed_experts"]  # 8 of 384 in Kimi-K2-Instruct's config.json
-    # The rule in atlas/preview.py: TINY_TOP_K experts per token, the pinned share of experts kept: 2 × 384 / 8.
+    # The rule in atlas/model/preview.py: TINY_TOP_K experts per token, the pinned share of experts kept: 2 × 384 / 8.
     tiny_experts = preview.TINY_TOP_K * experts // k
     assert tiny_experts * k == preview.TINY_TOP_K * experts  # the share is exact here, so no rounding is involved
     routed = by_what(pv["differences"])["routed experts"]

@@ -164,7 +164,7 @@ def add_new_family(project: Path, name: str, repo: str, model_class: str, config
     fields = "".join(f"    {key}={value!r},\n" for key, value in declared.items())
     (project / f"atlas/families/{name}.py").write_text(
         '"""A family a new user adds by README\'s three files."""\n\n'
-        "from atlas.family import Family\n\n"
+        "from atlas.inputs.family import Family\n\n"
         "FAMILY = Family(\n"
         f'    title="{name}", vendor="tests", released="2024-09", summary="A family added by a test.", tags=(),\n'
         f'    checkpoint="{repo}", model_class="{model_class}", config_class="{model_class.replace("ForCausalLM", "Config")}",\n'
@@ -250,7 +250,7 @@ def test_latent_attention_without_a_query_latent(project_copy):
 def test_a_step_whose_tex_holds_a_control_character_fails_the_check(kimi):
     import copy
 
-    from atlas.check import check_equation_text
+    from atlas.check.claims import check_equation_text
     from atlas.errors import AtlasError
 
     check_equation_text("kimi_k2", kimi["equations"])  # the real steps pass

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from atlas import families
-from atlas.checkpoint import load_pinned
+from atlas.inputs.checkpoint import load_pinned
 from atlas.errors import AtlasError
-from atlas.preflight import CONFIG_STATUSES, check_family, check_pinned
+from atlas.inputs.preflight import CONFIG_STATUSES, check_family, check_pinned
 from tests.conftest import ROOT
 
 

@@ -354,7 +354,7 @@ def test_small_words(site):
     gpt2 = (site / "gpt2/index.html").read_text()
     kimi_facts = json.loads((site / "kimi_k2/facts.json").read_text())
     # no "at revision unpinned": a checkpoint.json that pins no revision says so (Gemma 3's, among others)
-    from atlas.site import render_family
+    from atlas.render.site import render_family
 
     assert json.loads((ROOT / "atlas/checkpoints/google/gemma-3-1b-it/checkpoint.json").read_text())["revision"] == "unpinned"
     gpt2_facts = json.loads((site / "gpt2/facts.json").read_text())
@@ -387,7 +387,7 @@ def test_small_words(site):
 
 
 def test_the_notes_use_only_what_the_setup_binds(site):
-    from atlas.notes import SHARED_NAMES
+    from atlas.inputs.notes import SHARED_NAMES
 
     facts = json.loads((site / "kimi_k2/facts.json").read_text())
     setup = facts["notes"]["setup"]
@@ -436,7 +436,7 @@ def test_every_value_and_weight_page_draws_the_preview(browser, base, site):
         for p in values + weights:
             page.goto(base + f"kimi_k2/c/{p.name}")
             if p.name == "value.input_size.html":  # a pair of numbers, written out: the call's batch and seq
-                from atlas.preview import PROMPT
+                from atlas.model.preview import PROMPT
 
                 assert page.locator("#previews .values").inner_text().split() == ["batch", "1", "·", "seq", str(len(PROMPT.encode("utf-8")))]
                 continue

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from atlas.errors import AtlasError
-from atlas.safetensors_headers import read_checkpoint, read_file
+from atlas.inputs.safetensors_headers import read_checkpoint, read_file
 
 
 def write_raw(path: Path, header: dict | list | str, data: bytes = b"", declared_len: int | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""The facts' schema (atlas/facts.schema.json) and its validator (atlas/schema.py): every family's facts
+"""The facts' schema (atlas/facts/facts.schema.json) and its validator (atlas/facts/schema.py): every family's facts
 match it, a facts dict that does not is one exact line naming the field, a site holding a facts.json
 that does not match fails the build with one line, and the validator itself on small schemas."""
 
@@ -14,8 +14,8 @@ import pytest
 
 from atlas import families
 from atlas.errors import AtlasError
-from atlas.facts import SCHEMA
-from atlas.schema import FACTS_SCHEMA, Schema, check_facts, json_path
+from atlas.facts.collect import SCHEMA
+from atlas.facts.schema import FACTS_SCHEMA, Schema, check_facts, json_path
 from tests.conftest import ROOT, run_build, snapshot
 
 SCHEMA_JSON = json.loads(FACTS_SCHEMA.read_text(encoding="utf-8"))
@@ -125,7 +125,7 @@ def test_refs_resolve_into_defs_and_may_recurse():
 
 def test_a_schema_is_refused_when_it_uses_what_the_validator_does_not_check():
     assert first({"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}}, {}) == (
-        "refused: t.json: properties.n.maximum: keyword 'maximum' is not supported by atlas/schema.py "
+        "refused: t.json: properties.n.maximum: keyword 'maximum' is not supported by atlas/facts/schema.py "
         "(type, const, enum, minimum, minItems, pattern, properties, required, additionalProperties, propertyNames, items, anyOf, oneOf, $ref)"
     )
     assert first({"items": {"$ref": "#/$defs/missing"}}, []) == "refused: t.json: items.$ref: '#/$defs/missing' is not a definition under #/$defs/"
@@ -136,17 +136,17 @@ def test_a_schema_is_refused_when_it_uses_what_the_validator_does_not_check():
 
 
 def test_the_schema_file_loads_and_pins_the_facts_version():
-    from atlas.schema import facts_schema
+    from atlas.facts.schema import facts_schema
 
     assert facts_schema().root == SCHEMA_JSON
     assert SCHEMA_JSON["properties"]["schema"]["const"] == SCHEMA
 
 
 def test_the_schema_enums_are_the_code_s_own_sets():
-    from atlas.params import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, DTYPE_BYTES, INDEX_COUNTS
-    from atlas.preview import TINY_RAW_KEYS
+    from atlas.model.params import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, DTYPE_BYTES, INDEX_COUNTS
+    from atlas.model.preview import TINY_RAW_KEYS
     from atlas.proof.kinds import BUILDERS
-    from atlas.standard import HOSTS, LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS, STREAM_SIZE_KEYS
+    from atlas.model.standard import HOSTS, LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS, STREAM_SIZE_KEYS
 
     defs, top = SCHEMA_JSON["$defs"], SCHEMA_JSON["properties"]
     assert defs["dtype"]["enum"] == list(DTYPE_BYTES)
@@ -250,7 +250,7 @@ def site_with(tmp_path: Path, texts: dict[str, str]) -> Path:
 
 
 def write_fails(site: Path) -> str:
-    from atlas.site import write_site
+    from atlas.render.site import write_site
 
     before = snapshot(site)
     with pytest.raises(AtlasError) as e:
@@ -261,7 +261,7 @@ def write_fails(site: Path) -> str:
 
 
 def test_a_tampered_facts_json_in_the_site_is_one_line_with_the_command_that_rebuilds_it(tmp_path, kimi):
-    from atlas.site import facts_json
+    from atlas.render.site import facts_json
 
     text = facts_json(kimi).replace('"num_blocks": 61,', '"num_blocks": "61",')
     site = site_with(tmp_path, {"kimi_k2": text})
@@ -280,7 +280,7 @@ def test_a_facts_json_that_is_not_json_is_one_line(tmp_path, kimi):
 
 
 def test_facts_of_an_older_atlas_in_many_families_name_the_first_and_ask_for_a_full_build(tmp_path, kimi):
-    from atlas.site import facts_json
+    from atlas.render.site import facts_json
 
     old = facts_json({**kimi, "schema": 1})
     site = site_with(tmp_path, {name: old for name in ("qwen3", "gpt2", "llama", "mistral")})
@@ -314,7 +314,7 @@ def test_a_build_beside_a_tampered_family_fails_and_keeps_the_site(built_site, t
 def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(project_copy):
     """An atlas whose collect() puts a value JSON cannot hold into the facts: one line naming the file
     and the field, exit 1, and the site folder as it was."""
-    module = project_copy / "atlas" / "facts.py"
+    module = project_copy / "atlas" / "facts" / "collect.py"
     source = module.read_text(encoding="utf-8")
     bug = '"attention_class": type(attention) if attention is not None else None,'
     assert '"attention_class": type(attention).__name__ if attention is not None else None,' in source

@@ -1,4 +1,4 @@
-"""The local server (atlas/serve.py): the site folder and nothing else, to 127.0.0.1 and localhost
+"""The local server (atlas/build/serve.py): the site folder and nothing else, to 127.0.0.1 and localhost
 only, with the pages' CSP as a header; port errors in one line; and, while watching, an open page
 that reloads after a notes edit and shows a failed rebuild's error over the last good site (Chromium)."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas import serve
+from atlas.build import serve
 from tests.conftest import ROOT, run_build
 
 CHROMIUM = "/usr/bin/chromium"
@@ -179,7 +179,7 @@ def test_a_busy_port_is_one_line_naming_it(site, tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        alone = subprocess.run([sys.executable, "-m", "atlas.serve", str(site), "--port", str(port)],
+        alone = subprocess.run([sys.executable, "-m", "atlas.build.serve", str(site), "--port", str(port)],
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert alone.returncode == 1
         assert _one_line(alone) == f"error: port {port} is busy: another program is listening on 127.0.0.1:{port}"
@@ -188,7 +188,7 @@ def test_a_busy_port_is_one_line_naming_it(site, tmp_path):
 
 
 def test_a_number_that_is_no_port_is_a_usage_error(site):
-    result = subprocess.run([sys.executable, "-m", "atlas.serve", str(site), "--port", "70000"],
+    result = subprocess.run([sys.executable, "-m", "atlas.build.serve", str(site), "--port", "70000"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert _one_line(result) == "error: port 70000 is not a port number (0 to 65535)"

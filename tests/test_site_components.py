@@ -1,4 +1,4 @@
-"""The pages' data (atlas.pages) for Kimi K2, against the released config and SPEC §10."""
+"""The pages' data (atlas.render.pages) for Kimi K2, against the released config and SPEC §10."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from atlas import pages
-from atlas.check import check_pages
-from atlas.pages.roles import anatomy
-from atlas.math import render
+from atlas.render import pages
+from atlas.check.claims import check_pages
+from atlas.render.pages.roles import anatomy
+from atlas.render.math import render
 from tests.conftest import tree_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,7 +208,7 @@ def test_the_family_page_reads_the_facts_whole(kimi, view, key):
     quietly dropping a section or falling back to an older layout."""
     import jinja2
 
-    from atlas.site import _environment, page_data
+    from atlas.render.site import _environment, page_data
 
     template = _environment().get_template("family.html")
     template.render(f=kimi, v=view, root="../", data=page_data(view))  # whole facts render

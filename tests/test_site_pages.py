@@ -90,7 +90,7 @@ def test_katex_is_one_version_from_the_lock_to_the_renderer():
     import json
     import subprocess
 
-    from atlas import math
+    from atlas.render import math
 
     locked = json.loads((ROOT / "package-lock.json").read_text())["packages"]["node_modules/katex"]["version"]
     installed = json.loads((ROOT / "node_modules/katex/package.json").read_text())["version"]
@@ -112,7 +112,7 @@ def test_katex_is_one_version_from_the_lock_to_the_renderer():
 
 
 def test_an_equation_katex_refuses_fails_the_build_naming_it():
-    from atlas import math
+    from atlas.render import math
     from atlas.errors import AtlasError
 
     with pytest.raises(AtlasError, match=r"^equation: \\sqrt\{x: KaTeX cannot render it: KaTeX parse error: Expected '\}', got 'EOF'"):

@@ -7,7 +7,7 @@ from importlib import metadata
 
 import pytest
 
-from atlas import sources
+from atlas.facts import sources
 from atlas.errors import AtlasError
 
 

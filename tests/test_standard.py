@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas import standard
+from atlas.model import standard
 from tests.conftest import released_config
 
 # SPEC §6, copied here by hand: the independent source for the vocabulary.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from atlas import pages, visible_text
+from atlas.render import pages
+from atlas.check import visible_text
 from atlas.errors import AtlasError
 from tests.conftest import run_build
 

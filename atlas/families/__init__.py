@@ -9,7 +9,7 @@ from functools import cache
 
 
 from atlas.errors import AtlasError
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 
 def names() -> list[str]:

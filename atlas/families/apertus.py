@@ -9,7 +9,7 @@ exponential; its two shape numbers are learned per layer, so the activation is p
 Norms come before each sublayer, there are no biases, and the output head is a separate matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 
 def preview(config):

@@ -17,7 +17,7 @@ head's query, key and value lie side by side. Every linear layer has a bias, and
 the token embedding's matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="BLOOM",

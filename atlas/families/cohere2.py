@@ -9,7 +9,7 @@ for order. The output head is the token embedding, and its logits are multiplied
 logit_scale before they are returned.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Command R7B",

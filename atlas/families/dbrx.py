@@ -18,7 +18,7 @@ embedding.
 import json
 from pathlib import Path
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 # The released values the overrides below repeat at the top level, read from the pinned file itself.
 _RELEASED = json.loads((Path(__file__).resolve().parent.parent / "checkpoints/databricks/dbrx-base/config.json").read_text())
@@ -31,7 +31,7 @@ def tiny(config) -> dict:
     ones: the expert width, the same share of experts per token (top-2 of 8 for the checkpoint's top-4
     of 16), one key-value head for the tiny four query heads. The clip is brought down to 2 so that the
     tiny run's projections, of unit scale, pass it in a few per cent of entries: the clamp acts and its step is measured."""
-    from atlas.preview import TINY, TINY_TOP_K
+    from atlas.model.preview import TINY, TINY_TOP_K
 
     ffn, attn = config.ffn_config, config.attn_config
     experts = round(TINY_TOP_K * ffn.moe_num_experts / ffn.moe_top_k)

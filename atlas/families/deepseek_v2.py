@@ -11,7 +11,7 @@ each token keeps the top few with their raw probabilities (no renormalisation), 
 run on every token beside them. The output head is a separate matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="DeepSeek-V2-Lite",

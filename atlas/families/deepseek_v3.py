@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from atlas.family import Family, StoredTensor
+from atlas.inputs.family import Family, StoredTensor
 
 
 def multi_token_prediction_tensors(raw: Mapping[str, Any], layout) -> list[StoredTensor]:

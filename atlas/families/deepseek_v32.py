@@ -19,7 +19,7 @@ transformers never builds it, so the atlas counts it only where it checks the fi
 from __future__ import annotations
 
 from atlas.families.deepseek_v3 import multi_token_prediction_tensors
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="DeepSeek-V3.2-Exp",

@@ -9,7 +9,7 @@ multiplied by routed_scaling_factor. Shared experts (one MLP as wide as n_shared
 run on every token and are added to the routed sum. There are no expert groups.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="dots.llm1",

@@ -11,7 +11,7 @@ are one SwiGLU MLP of moe_num_shared_experts times an expert's width, run on eve
 to the routed sum. The output head reuses the embedding matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="ERNIE 4.5 MoE",

@@ -10,7 +10,7 @@ small checkpoint here marks every layer as full attention, so every layer rotate
 context. Rotary frequencies carry the llama3 stretch, and the output head reuses the token embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="EXAONE 4.0",

@@ -10,8 +10,8 @@ the full head width. The MLP is two layers, four times the width, with the exact
 head shares the token embedding's matrix.
 """
 
-from atlas.family import Family
-from atlas.preview import TINY
+from atlas.inputs.family import Family
+from atlas.model.preview import TINY
 
 
 def _tiny_mlp(config):

@@ -19,7 +19,7 @@ Mamba heads' outputs are gated by SiLU(z) without a norm (mamba_rms_norm is fals
 has a bias except the convolution's. The output head is its own matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Falcon-H1",

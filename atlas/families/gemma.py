@@ -8,7 +8,7 @@ attention's inner width exceeds the residual width. The MLP is gated with a tanh
 (GeGLU), and its hidden layer is eight times the residual width.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Gemma",

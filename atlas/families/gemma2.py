@@ -10,7 +10,7 @@ whole prefix; the two are the same modules with different masks. The MLP is a Ge
 GELU gate), and the output head is tied to the embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Gemma 2",

@@ -9,7 +9,7 @@ use different rotary bases: rope_local_base_freq for the local blocks and rope_t
 for the global ones. The 1B checkpoint is text only and loads as Gemma3ForCausalLM.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Gemma 3 (text)",

@@ -13,7 +13,7 @@ without a gain, and the scores are not divided by the square root of the head wi
 scaled by the square root of the width, the head is tied to it, and the logits are soft-capped.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Gemma 4 (31B)",

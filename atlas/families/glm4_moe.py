@@ -15,7 +15,7 @@ does not build; the atlas counts it only where it predicts the files.
 """
 
 from atlas.families.deepseek_v3 import multi_token_prediction_tensors
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="GLM-4.5 Air",

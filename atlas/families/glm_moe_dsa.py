@@ -19,7 +19,7 @@ it only where it checks the files.
 from __future__ import annotations
 
 from atlas.families.deepseek_v3 import multi_token_prediction_tensors
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="GLM-5",

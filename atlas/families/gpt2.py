@@ -8,7 +8,7 @@ of nn.Linear; attention's query, key and value come out of one fused c_attn proj
 afterwards. Every projection has a bias. The output head is tied to wte.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="GPT-2",

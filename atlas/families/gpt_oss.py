@@ -12,7 +12,7 @@ The released files store the experts' weight matrices in MXFP4 (four-bit values 
 one shared power-of-two scale); everything else is stored in bfloat16.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="gpt-oss",

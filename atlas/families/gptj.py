@@ -8,8 +8,8 @@ each head carries no position. The MLP is two layers, four times the width, with
 GELU and biases. The output head is a matrix of its own and carries a bias.
 """
 
-from atlas.family import Family
-from atlas.preview import TINY
+from atlas.inputs.family import Family
+from atlas.model.preview import TINY
 
 
 def _tiny_rotary(config):

@@ -11,7 +11,7 @@ style of training, where scales are set so that settings tuned on a small model 
 one. The output head is tied to the token embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Granite 3.3",

@@ -18,7 +18,7 @@ attention_multiplier instead of one over the square root of the head size, and t
 by logits_scaling. The head is tied to the embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Granite 4.0-H",

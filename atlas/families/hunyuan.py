@@ -10,7 +10,7 @@ moe_topk and renormalises their probabilities to sum to one. The experts and the
 the width intermediate_size, and the output head reuses the embedding matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Hunyuan-A13B",

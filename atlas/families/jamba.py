@@ -16,7 +16,7 @@ numbers with its own decay A per state entry: the state decays by exp(Δ·A), ta
 reads it out; a skip D·x is added and the result is gated by SiLU(z) before the output projection.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Jamba 1.5 Mini",

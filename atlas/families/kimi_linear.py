@@ -16,8 +16,8 @@ After the first dense block, the feed-forward part is a mixture of routed expert
 scores with a selection bias, renormalized and scaled, plus a shared expert.
 """
 
-from atlas.family import Family
-from atlas.preview import TINY_LINEAR_HEAD_DIM, TINY_LINEAR_KEY_HEADS, tiny_values
+from atlas.inputs.family import Family
+from atlas.model.preview import TINY_LINEAR_HEAD_DIM, TINY_LINEAR_KEY_HEADS, tiny_values
 
 
 def tiny(config):

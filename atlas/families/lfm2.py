@@ -11,7 +11,7 @@ feed-forward's width is derived from block_ff_dim: two thirds of it, rounded up 
 block_multiple_of. No biases, and the head is tied to the embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="LFM2",

@@ -9,7 +9,7 @@ blends the band in between, so the model reaches a longer context than it was fi
 No biases anywhere, and the output head is a separate matrix from the token embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Llama 3.1",

@@ -10,7 +10,7 @@ all and attends over the whole prefix, scaling its queries up with the position 
 so that attention stays sharp over long contexts.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Llama 4 Scout",

@@ -18,8 +18,8 @@ choice, zero experts included, while the released files store weights for the re
 atlas counts what the files hold and states the difference.
 """
 
-from atlas.family import Family
-from atlas.preview import TINY, TINY_TOP_K
+from atlas.inputs.family import Family
+from atlas.model.preview import TINY, TINY_TOP_K
 
 
 def tiny(config):

@@ -10,7 +10,7 @@ of the number of layers before it joins the residual stream, and the final strea
 width over dim_model_base before the output head reads it. The head is tied to the token embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="MiniCPM3",

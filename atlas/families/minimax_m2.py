@@ -12,7 +12,7 @@ The released weights are FP8 with a scale per 128 x 128 block for the attention 
 experts; the router, the selection bias, the norms, the embeddings and the head are not quantized.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="MiniMax-M2",

@@ -7,7 +7,7 @@ further back, one window per layer, while the attention cost and the cache a lay
 with the context.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Mistral 7B",

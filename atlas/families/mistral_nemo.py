@@ -8,7 +8,7 @@ large, so the embedding and the head hold a large share of the parameters. Unlik
 window is set: every block attends over the whole prefix, with a very large rotary base for long context.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Mistral NeMo",

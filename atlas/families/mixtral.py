@@ -8,7 +8,7 @@ There is no shared expert that every token passes through, so the parameters a t
 attention, the norms and its chosen experts only.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Mixtral 8x7B",

@@ -18,7 +18,7 @@ an up and a down projection, with no gate. No biases except the convolution's, a
 its own matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Nemotron-H",

@@ -7,7 +7,7 @@ all heads together, before being split into heads and rotated. The MLP is SwiGLU
 and the output head is separate from the embedding.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="OLMo 2",

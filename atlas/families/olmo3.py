@@ -11,7 +11,7 @@ head has its own keys and values (no grouping), there are no biases, the MLP is 
 output head is a separate matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="OLMo 3",

@@ -9,7 +9,7 @@ probabilities as they are, without renormalising them (norm_topk_prob is off), s
 weights sum to less than one.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="OLMoE",

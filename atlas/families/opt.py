@@ -10,8 +10,8 @@ two, a leftover of the fairseq code the model was trained with. The output head 
 embedding.
 """
 
-from atlas.family import Family
-from atlas.preview import TINY
+from atlas.inputs.family import Family
+from atlas.model.preview import TINY
 
 
 def _tiny_widths(config):

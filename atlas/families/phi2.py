@@ -9,7 +9,7 @@ MLP is two layers with the tanh-approximated GELU. The output head is a separate
 carries a bias of its own.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Phi-2",

@@ -7,7 +7,7 @@ checkpoint has as many key/value heads as query heads (plain multi-head attentio
 window in its config, which transformers applies to every layer.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Phi-3",

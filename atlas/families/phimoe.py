@@ -10,7 +10,7 @@ inference this makes each weight a softmax over a token-dependent subset of the 
 weights need not sum to one. The output head carries a bias too.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Phi-3.5-MoE",

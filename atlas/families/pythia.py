@@ -10,7 +10,7 @@ dimensions (rotary_pct); the rest of every head carries no position. The MLP is 
 exact GELU, and the output head is a matrix of its own.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Pythia",

@@ -8,7 +8,7 @@ query heads, so the KV cache is a fraction of the multi-head size. The rotary ba
 context, and the head is a matrix of its own.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen2.5",

@@ -9,7 +9,7 @@ passes through, and its output is scaled, token by token, by the sigmoid of a si
 expert's share of the output is itself decided per token, not fixed.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen1.5-MoE",

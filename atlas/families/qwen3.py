@@ -10,7 +10,7 @@ The larger checkpoints keep a separate output head; the small ones tie it to the
 the qwen3_0_6b family, which is this module with another checkpoint).
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen3",

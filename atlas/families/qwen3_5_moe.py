@@ -8,7 +8,7 @@ rotary angles on only part of each head. Every block ends in a mixture of many s
 a few per token, beside a shared expert whose output passes through its own sigmoid gate.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen3.5",

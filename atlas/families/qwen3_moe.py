@@ -7,7 +7,7 @@ renormalised to sum to one, and the chosen SwiGLU experts' outputs are added wit
 experts are narrow (moe_intermediate_size) and numerous, and there is no shared expert.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen3 MoE",

@@ -18,7 +18,7 @@ routing (renormalized), plus one shared expert whose contribution a learned sigm
 token. The RMSNorms store their gain as an offset from one.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Qwen3-Next",

@@ -18,7 +18,7 @@ biases (its query, key and value projections do not), the head is tied to the em
 are soft-capped.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 
 def preview(config) -> dict:

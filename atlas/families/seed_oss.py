@@ -10,7 +10,7 @@ Dropout after attention and after the MLP is configured for training and does no
 The output head is a separate matrix.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="Seed-OSS",

@@ -9,7 +9,7 @@ what the earlier blocks wrote into the residual stream. The mix is meant to help
 attention over long contexts.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="SmolLM3",

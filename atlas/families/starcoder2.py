@@ -9,7 +9,7 @@ projection, the tanh-approximated GELU, a down projection, with no gate. The out
 token embedding, so the vocabulary matrix is stored once.
 """
 
-from atlas.family import Family
+from atlas.inputs.family import Family
 
 FAMILY = Family(
     title="StarCoder2",

@@ -12,7 +12,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, add_handed_residual, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
-from atlas.standard import is_indexer
+from atlas.model.standard import is_indexer
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
 ROTARY_COMPLEX = Input("R", T.c("R"), "position_embeddings", "one complex factor per position and rotated pair: cos + i sin of the angle, times the rotary attention factor", given=True)
@@ -40,7 +40,7 @@ def _heads(part: Part, tiny: bool):
 
 def _layer_of(cfg, module):
     """The configuration the module's block was built from, where blocks differ in size."""
-    from atlas.layers import heterogeneous, layer_config
+    from atlas.inputs.layers import heterogeneous, layer_config
 
     index = getattr(module, "layer_idx", None)
     return layer_config(cfg, index) if heterogeneous(cfg) and isinstance(index, int) else cfg

@@ -31,12 +31,12 @@ class Call:
 class Context:
     """What every part of one family shares."""
 
-    family: Any  # atlas.family.Family
+    family: Any  # atlas.inputs.family.Family
     full_config: Any
     tiny_config: Any
     calls: dict[str, Call]  # tiny module path -> its first call on the run
-    captured: Any  # the eager atlas.trace.Trace of the run (standard values)
-    resolution: Any  # its atlas.standard.Resolution
+    captured: Any  # the eager atlas.model.trace.Trace of the run (standard values)
+    resolution: Any  # its atlas.model.standard.Resolution
     declared: dict[str, dict[str, Any]] = field(default_factory=dict)  # {page-id glob: {feature: variant}}
     chains: dict[str, Chain] = field(default_factory=dict)  # built chains by page id
     page_ids: dict[str, str] = field(default_factory=dict)  # tiny module path -> page id, outside the blocks
@@ -213,7 +213,7 @@ def captured_value(part: Part, name: str):
 
 
 def _block_host(name: str) -> bool:
-    from atlas.standard import BY_NAME
+    from atlas.model.standard import BY_NAME
 
     return BY_NAME[name].host != "model"
 

@@ -191,9 +191,9 @@ def grouped_linear(part: Part) -> Chain:
 
 def stream_roles(module) -> dict[str, str] | None:
     """A block's hyper-connections, by the order its children are declared in: the first feeds the
-    attention, the second the MLP; the norms and sublayers by their roles (atlas.standard.block_roles).
+    attention, the second the MLP; the norms and sublayers by their roles (atlas.model.standard.block_roles).
     None where the block holds no pair of hyper-connections."""
-    from atlas.standard import block_roles
+    from atlas.model.standard import block_roles
 
     connections = [name for name, child in module.named_children() if is_hyper_connection(child)]
     if len(connections) != 2:

@@ -151,7 +151,7 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     """x divided by its root mean square, by its length, or centred and divided by its deviation, over
     the last axis, which one measured; no gain, no bias."""
     eps, tiny_eps = _eps(part.full), _eps(part.tiny)
-    from atlas.layers import global_value, heterogeneous
+    from atlas.inputs.layers import global_value, heterogeneous
 
     given = part.argument("x", 0)
     width = given.shape[-1] if given is not None else None

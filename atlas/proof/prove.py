@@ -54,7 +54,7 @@ def _descendants(part: Part) -> list[Part]:
 
 
 def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> dict[str, Any]:
-    from atlas import introspect, standard
+    from atlas.model import introspect, standard
 
     tiny, tiny_config = run.model, run.config
     ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,

@@ -10,8 +10,8 @@ from atlas.proof.core import Part
 from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, child_output, handed_residual, sub
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
-from atlas.standard import block_roles
-from atlas.introspect import num_blocks
+from atlas.model.standard import block_roles
+from atlas.model.introspect import num_blocks
 
 
 def block(part: Part) -> Chain:
@@ -605,8 +605,8 @@ def model(part: Part, stack: Stack, roles) -> Chain:
 
 def is_attention_wrapper(module) -> bool:
     """A module with no tensors of its own that holds a norm, an attention and a norm (see
-    atlas.standard.attention_wrapper), as a block would hold them."""
-    from atlas.standard import attention_wrapper
+    atlas.model.standard.attention_wrapper), as a block would hold them."""
+    from atlas.model.standard import attention_wrapper
 
     import torch
 
@@ -618,7 +618,7 @@ def is_attention_wrapper(module) -> bool:
 def norm_attention_norm(part: Part) -> Chain:
     """The first half of a pre-norm block as one module: norm, attention, residual add, and the norm
     before the MLP; it returns the stream after the add and its normed copy."""
-    from atlas.standard import _child, _is_attention, _is_norm, ATTENTION_NAMES
+    from atlas.model.standard import _child, _is_attention, _is_norm, ATTENTION_NAMES
 
     children = dict(part.tiny.named_children())
     attention = _child(part.tiny, ATTENTION_NAMES) or next(n for n, m in children.items() if _is_attention(m))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.math import stream
+from atlas.render.math import stream
 from atlas.numbers import grouped
 
 

@@ -1,0 +1,340 @@
+"""Check: every claim a page will make, tested against an independent source. A failure stops the build.
+
+Each check raises ``AtlasError`` naming the file (or family) and the figure that disagrees.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from atlas.facts import sources
+from atlas.facts.collected import Collected
+from atlas.errors import AtlasError
+from atlas.numbers import grouped
+
+
+def check(collected: Collected) -> None:
+    facts = collected.facts
+    name = facts["family"]["name"]
+    check_accounting(name, facts["accounting"])
+    check_checkpoint_totals(facts["checkpoint_check"])
+    check_tensor_summary(facts["checkpoint_check"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
+    if collected.local_tensors is not None:
+        check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
+    sources.verify([part for parts in facts["excerpts"].values() for part in parts.values()])
+    check_preview(name, facts["preview"])
+    check_support(name, facts["support"])
+    check_notes(facts["notes"])
+    check_equation_text(name, facts["equations"])
+    check_cost(name, facts["cost"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
+
+
+# --- parameter accounting --------------------------------------------------------------------------
+
+
+def check_accounting(family: str, accounting: dict[str, Any]) -> None:
+    """Components add up to their module, and blocks × instances plus the rest add up to the model."""
+    for row in accounting["block_kinds"]:
+        _check_tree(family, row["tree"])
+    model = accounting["model"]
+    outside = sum(r["parameters"] + r["stored_buffers"] for r in model["rows"])
+    blocks = sum(b["total"] for b in model["blocks"])
+    if outside + blocks != model["total"]:
+        raise AtlasError(
+            family, "parameter accounting",
+            f"blocks ({grouped(blocks)}) and the rest ({grouped(outside)}) add up to {grouped(outside + blocks)}, "
+            f"not the model's {grouped(model['total'])}",
+        )
+
+
+def _check_tree(family: str, node: dict[str, Any]) -> None:
+    for child in node["children"]:
+        _check_tree(family, child)
+    for role, key in (("parameter", "parameters"), ("buffer", "stored_buffers")):
+        parts = sum(t["elements"] for t in node["tensors"] if t["role"] == role) + sum(c[key] for c in node["children"])
+        if parts != node[key]:
+            raise AtlasError(family, f"parameter accounting of {node['path']}", f"its components give {grouped(parts)} {key}, the module has {grouped(node[key])}")
+
+
+# --- what it costs to run -------------------------------------------------------------------------
+
+
+def check_cost(family: str, cost: dict[str, Any], layout: list) -> None:
+    """Each cost rule, applied to the tiny preview model, gives what the preview run measured (the
+    values its cache held, the FLOPs counted for one more token, the active parameters counted another
+    way); the FP8 and 4-bit formulas give the bytes the checkpoint's own quantized files store."""
+    from atlas.cost.figures import scale_mismatches
+
+    for c in cost["checks"]:
+        if c["formula"] != c["measured"]:
+            raise AtlasError(family, f"cost figure {c['figure']}",
+                             f"the formula gives {grouped(c['formula'])}, the preview run measured {grouped(c['measured'])} ({c['how']})")
+    wrong = scale_mismatches(layout)
+    if wrong:
+        raise AtlasError(family, "cost figure weights in memory", f"{wrong[0]}" + (f" (and {len(wrong) - 1:,} more)" if len(wrong) > 1 else ""))
+
+
+# --- the pinned checkpoint -------------------------------------------------------------------------
+
+
+def check_checkpoint_totals(check: dict[str, Any]) -> None:
+    """The predicted files equal checkpoint.json on every figure it pins: tensors, tensors and bytes by
+    dtype, payload, weights, index size, and each file's tensors, header length and size. Figures it
+    does not pin are listed as not checked, never passed; a header length the writer's unknown tensor
+    order leaves open must lie within its bounds. Every figure that differs is named in the one error,
+    each with its difference."""
+    differing = [row for row in check["figures"] if row["checked"] and not _agrees(row)]
+    if differing:
+        first = differing[0]
+        raise AtlasError(
+            check["pinned_file"], f"safetensors.{first['key']}",
+            "the model and config predict other figures than the checkpoint's headers: " + "; ".join(_difference(row) for row in differing),
+        )
+
+
+def _agrees(row: dict[str, Any]) -> bool:
+    if row["bounds"] is not None:
+        return row["bounds"][0] <= row["pinned"] <= row["bounds"][1]
+    return row["predicted"] == row["pinned"]
+
+
+def _difference(row: dict[str, Any]) -> str:
+    if row["bounds"] is not None:
+        return f"{row['figure']}: pinned {grouped(row['pinned'])}, outside {grouped(row['bounds'][0])} to {grouped(row['bounds'][1])}"
+    if isinstance(row["predicted"], str) or isinstance(row["pinned"], str):
+        return f"{row['figure']} {row['predicted']}, pinned {row['pinned']}"
+    return f"{row['figure']} {grouped(row['predicted'])}, pinned {grouped(row['pinned'])} ({_signed(row['predicted'] - row['pinned'])})"
+
+
+def check_tensor_summary(check: dict[str, Any], layout: list) -> None:
+    """What a tensor page says the files store for it is the predicted layout's own tensors: every
+    name its pattern stands for, with that dtype and shape; a tied tensor the layout does not hold."""
+    predicted = {t.name: t for t in layout}
+    for key, found in check.get("tensors", {}).items():
+        for e in found["stored"]:
+            names = _expanded(e["name"])
+            if len(names) != e["count"]:
+                raise AtlasError(check["pinned_file"], f"tensor {key}", f"{e['name']} stands for {len(names)} tensors, the page counts {e['count']}")
+            for name in names:
+                t = predicted.get(name)
+                if t is None or t.dtype != e["dtype"] or list(t.shape) != e["shape"]:
+                    held = f"{t.dtype} {list(t.shape)}" if t is not None else "no such tensor"
+                    raise AtlasError(check["pinned_file"], f"tensor {key}", f"the page says {name} is stored as {e['dtype']} {e['shape']}; the predicted files hold {held}")
+        if found["tied_to"] is not None and found["tied_to"] not in predicted:
+            raise AtlasError(check["pinned_file"], f"tensor {key}", f"said to be stored as {found['tied_to']}, which the predicted files do not hold")
+
+
+def _expanded(pattern: str) -> list[str]:
+    """'experts.{0…383}.w' -> experts.0.w ... experts.383.w; '{1,3}' lists its indices."""
+    m = re.search(r"\{([^}]*)\}", pattern)
+    if m is None:
+        return [pattern]
+    inner = m.group(1)
+    if "…" in inner:
+        a, b = inner.split("…")
+        indices = range(int(a), int(b) + 1)
+    else:
+        indices = [int(i) for i in inner.split(",")]
+    return [n for i in indices for n in _expanded(pattern[:m.start()] + str(i) + pattern[m.end():])]
+
+
+def _signed(n: int) -> str:
+    return f"+{grouped(n)}" if n > 0 else grouped(n)
+
+
+def check_local_headers(directory: str, layout: list, read: list) -> None:
+    """A local checkpoint's headers equal the predicted layout, tensor by tensor."""
+    predicted = {t.name: t for t in layout}
+    found = {t.name: t for t in read}
+    for t in read:
+        want = predicted.get(t.name)
+        if want is None:
+            raise AtlasError(f"{directory}/{t.file}", t.name, "the family's layout predicts no such tensor")
+        if t.dtype != want.dtype:
+            raise AtlasError(f"{directory}/{t.file}", t.name, f"dtype {t.dtype}, predicted {want.dtype}")
+        if tuple(t.shape) != tuple(want.shape):
+            raise AtlasError(f"{directory}/{t.file}", t.name, f"shape {list(t.shape)}, predicted {list(want.shape)}")
+    missing = [name for name in predicted if name not in found]
+    if missing:
+        more = f" and {len(missing) - 1:,} more" if len(missing) > 1 else ""
+        raise AtlasError(directory, missing[0], f"predicted but in no file{more}")
+
+
+# --- standard names and the preview run ------------------------------------------------------------
+
+PREVIEW_BYTES = 1_000_000  # the preview data a page embeds, at most
+
+
+def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) -> None:
+    """Every identity holds within its tolerance; every captured value has its layout's shape at the
+    tiny sizes; every value the resolver placed was captured; the data stays small (unless
+    ``data_size`` is false: collecting checks the run before its notes, and the check step again after)."""
+    import json
+
+    from atlas.model.standard import layout_of, resolve_dims
+
+    for ident in preview["identities"]:
+        # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way
+        if not ident["holds"] or not ident["max_abs_residual"] <= ident["tolerance"]:
+            where = f" (blocks {ident['blocks']})" if ident["blocks"] is not None else ""
+            raise AtlasError(
+                family, f"identity {ident['statement']}",
+                f"broken on the preview run{where}: max abs residual {ident['max_abs_residual']:.3g} exceeds the tolerance {ident['tolerance']:g}",
+            )
+    sizes = preview["sizes"]
+    for name, by_block in preview["shapes"].items():
+        layout = layout_of(name, sizes)
+        if layout == "scalar":
+            continue
+        for block, shape in by_block.items():
+            want = resolve_dims(layout, {**sizes, **preview.get("block_sizes", {}).get(block, {})})  # a block's own sizes (Gemma 4)
+            if shape != want:
+                raise AtlasError(family, f"shape of {name} at {'the model' if block == 'model' else 'block ' + block}",
+                                 f"the preview run gave {shape}, the layout {layout} says {want}")
+    if preview["uncaptured"]:
+        raise AtlasError(family, "preview run", f"placed but never captured: {preview['uncaptured'][0]}")
+    changed = preview["selection_changed_by_bias"]
+    if changed and not any(changed.values()) and preview["weights"] is None:  # seeded runs only
+        raise AtlasError(family, "preview run", "the seeded router bias changes no token's experts: the run would not show the bias at work")
+    size = len(json.dumps(preview["tensors"])) if data_size else 0
+    if size > PREVIEW_BYTES:
+        raise AtlasError(family, "preview tensors", f"{grouped(size)} bytes of preview data, more than {grouped(PREVIEW_BYTES)}")
+
+
+def check_support(family: str, support: dict[str, Any]) -> None:
+    """Every standard name appears once, on its host."""
+    from atlas.model.standard import VOCABULARY
+
+    listed = [(h["host"], v["name"]) for h in support["hosts"] for v in h["values"]]
+    expected = [(v.host, v.name) for v in VOCABULARY if not v.extension or (v.host, v.name) in listed]
+    if sorted(listed) != sorted(expected):
+        missing = sorted(set(expected) - set(listed))
+        raise AtlasError(family, "support", f"standard values not listed: {missing}")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_LANGUAGES = ("python", "py", "python3", "py3", "pycon", "ipython", "ipython3")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
+
+
+def python_fences(text: str) -> list[tuple[int, str]]:
+    """(line, info) of every fenced block whose info names python, found by a plain scan of the lines
+    (CommonMark's fence rule: a fence closes on a line of the same character, at least as long)."""
+    found, open_fence = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = FENCE.match(line)
+        if open_fence is None:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                open_fence = m.group(1)
+                info = m.group(2).strip()
+                if info and info.split()[0].lower() in PYTHON_LANGUAGES:
+                    found.append((number, info))
+        elif m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) and not m.group(2).strip():
+            open_fence = None
+    return found
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_equation_text(family: str, equations: dict[str, Any]) -> None:
+    r"""No step's TeX holds a control character: one there is a Python escape in a string that is not raw
+    ("\text" written as "\t" and "ext"), which KaTeX would render as something the step never said."""
+    for component, facts in equations["components"].items():
+        for step in facts["steps"]:
+            found = CONTROL.search(step["tex"])
+            if found:
+                raise AtlasError(family, f"equation step of {component}",
+                                 f"its TeX holds the control character {found.group()!r} at {found.start()}: {step['tex']!r} "
+                                 "(an escape such as \\t in a string that is not raw?)")
+
+
+def check_notes(notes: dict[str, Any]) -> None:
+    """Every python block in every notes file ran: the files are scanned again here, and each python
+    fence must have its record, marked as run by the execution itself."""
+    files = notes["files"]
+    for block in notes["blocks"]:
+        if block["file"] not in files:
+            raise AtlasError(block["file"], f"python block (line {block['line']})", "recorded for a file the notes do not list")
+    for file in files:
+        recorded = {b["line"]: b for b in notes["blocks"] if b["file"] == file}
+        fences = python_fences((ROOT / file).read_text(encoding="utf-8"))
+        for line, info in fences:
+            block = recorded.get(line)
+            if block is None:
+                raise AtlasError(file, f"python block (line {line})", f"did not run: no record of the ```{info} block")
+            if block["ran"] is not True or not isinstance(block["output"], str):
+                raise AtlasError(file, f"python block (line {line})", f"did not run: {block.get('why') or 'it is recorded as not run'}")
+        stray = sorted(set(recorded) - {line for line, _ in fences})
+        if stray:
+            raise AtlasError(file, f"python block (line {stray[0]})", "recorded as run, but the file has no python block there")
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def check_pages(view: dict[str, Any], family: str) -> None:
+    """What the pages state about the accounting, their links and their values, checked before anything
+    is written: every table sums to its component's count, every link inside a family points at a page,
+    every listed value is one the family produces and has its page, and the diagram names no other."""
+    nodes = view["nodes"]
+    check_evidence(nodes, family)
+    for name, value in view["values"].items():
+        if value["read_at"] is None or value["blocks"] == []:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but support() places it nowhere in this family")
+        if f"value.{name}" not in nodes:
+            raise AtlasError(f"family {family}", f"value {name}", "listed, but has no page")
+    for nid, node in nodes.items():
+        if node["type"] == "component" and not node["equations"]:
+            raise AtlasError(f"family {family}", nid, "the page has no proven equations: no chain of steps reproduced its module on the preview run")
+        if node["type"] == "component" and node["accounting"]:
+            total = sum(row["parameters"] for row in node["accounting"])
+            if total != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"the accounting table sums to {grouped(total)}, the component has {grouped(node['parameters'])}")
+        for ref in node["crumbs"] + node["children"] + node["tensors"] + [r for r in node["accounting"] if r.get("id")] + _more_links(node):
+            if ref["id"] not in nodes:
+                raise AtlasError(f"family {family}", nid, f"links to {ref['id']!r}, which has no page")
+        if node["type"] == "tensor":
+            product = 1
+            for n in node["shape"]:
+                product *= n
+            if product != node["parameters"]:
+                raise AtlasError(f"family {family}", nid, f"shape {node['shape']} holds {product} elements, not {node['parameters']}")
+    for d in view["diagram"]["kinds"]:
+        for b in d["boxes"]:
+            if b["link"] is not None and b["link"] not in nodes:
+                raise AtlasError(f"family {family}", f"diagram {d['kind']}", f"{b['label']} links to {b['link']!r}, which has no page")
+    for step in view["diagram"]["flow"]:
+        if step["link"] is not None and step["link"] not in nodes:
+            raise AtlasError(f"family {family}", "diagram flow", f"{step['label']} links to {step['link']!r}, which has no page")
+    drawn = [(f"diagram {d['kind']}", p) for d in view["diagram"]["kinds"] for p in d["boxes"] + d["adds"] + d["terminals"]]
+    for where, p in drawn + [("diagram flow", step) for step in view["diagram"]["flow"]]:
+        if p["part"] is not None and p["part"] not in view["values"]:
+            raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
+
+
+def _more_links(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The links of a page beyond its crumbs, children, tensors and table: its inputs' pages, what feeds
+    an input, what produces a value and where it is handed over."""
+    ids = [x["link"] for x in (node["io"] or {}).get("in", []) if x.get("link")]
+    ids += [h["id"] for h in node.get("fed_by", []) if h["id"]] + [p["id"] for p in node.get("producers", [])]
+    ids += [node[k] for k in ("receiver", "receiver_id", "input_id") if node.get(k)]
+    return [{"id": i} for i in ids]
+
+
+def check_evidence(nodes: dict[str, Any], family: str) -> None:
+    """Every evidence item holds what it is cited for: each text in its ``contains`` (a call such as
+    ``self.kv_b_proj(``, an attribute such as ``self.weight``) is in the code of the excerpt it shows
+    (comments aside), and that excerpt is the text its pinned sha256 was verified for."""
+    for nid, node in nodes.items():
+        for ev in node["evidence"]:
+            name = f"{ev['class']}.{ev['part']} ({ev['path']} lines {ev['start']}–{ev['end']})"
+            if sources.sha256(ev["text"]) != ev["sha256"]:
+                raise AtlasError(f"family {family}", nid, f"the evidence {name} shows other lines than the pinned excerpt")
+            if ev["direct"] and not ev["contains"]:
+                raise AtlasError(f"family {family}", nid, f"the direct evidence {name} names nothing it contains")
+            for text in ev["contains"]:
+                if not sources.lines_containing(ev, text):
+                    raise AtlasError(f"family {family}", nid, f"the evidence {name} does not contain `{text}`")
