@@ -42,7 +42,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
 
         read_checkpoint(weights)
 
-    from atlas.build import cache
+    from atlas.facts import cache
 
     cache.enable(use_cache and weights is None)
     published = cache.published(out, names)
@@ -50,7 +50,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
         return False
 
     from atlas.build.parallel import collect_all, stderr_progress
-    from atlas.render.site import write_site
+    from atlas.build.site import write_site
 
     with pages_folder(resolved) as written:
         # collect, check, render and write the pages: each family in a worker process, its facts from
@@ -67,7 +67,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
 def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]:
     """Write one family's pages under ``written``, rendered once its facts have passed every check, and
     return its entry in the pages made from every family (in the process that collected it)."""
-    from atlas.build import cache
+    from atlas.facts import cache
     from atlas.check.claims import check
     from atlas.build.publish import write_files
     from atlas.facts.schema import check_facts

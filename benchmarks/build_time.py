@@ -59,7 +59,7 @@ t2 = time.perf_counter()
 print(f"{t1 - t0:.3f} {t2 - t1:.3f}")
 """
 
-WARM_FLOOR = "import build, atlas.check.claims, atlas.facts.schema, atlas.render.site, atlas.build.cache, atlas.build.parallel"
+WARM_FLOOR = "import build, atlas.check.claims, atlas.facts.schema, atlas.render.site, atlas.facts.cache, atlas.build.parallel"
 
 
 def copy_project(into: Path) -> Path:

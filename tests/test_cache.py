@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas.build import cache
+from atlas.facts import cache
 from atlas.facts.collected import Collected
 from atlas.inputs.family import StoredTensor
 from tests.conftest import ROOT, copy_project, snapshot

@@ -257,7 +257,7 @@ def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, in
     still hold, and check_preview fails naming the first broken identity."""
     import dataclasses
 
-    from atlas.check.claims import check_preview
+    from atlas.facts.early_checks import check_preview
     from atlas.errors import AtlasError
     from atlas.model.preview import preview_facts, preview_run
     from atlas.model.trace import Trace
@@ -278,7 +278,7 @@ def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, in
 def test_a_residual_over_the_tolerance_fails_whatever_holds_says(preview):
     import copy
 
-    from atlas.check.claims import check_preview
+    from atlas.facts.early_checks import check_preview
     from atlas.errors import AtlasError
 
     check_preview("kimi_k2", preview)  # the real run passes
@@ -314,7 +314,7 @@ def test_router_bias_changes_some_selections(preview):
 
     import torch
 
-    from atlas.check.claims import check_preview
+    from atlas.facts.early_checks import check_preview
     from atlas.errors import AtlasError
     from atlas.model.preview import preview_run
 
@@ -385,7 +385,7 @@ def test_wrong_override_fails_the_build_naming_the_identity(project_copy, tmp_pa
 def test_a_shape_off_its_layout_fails_naming_the_value(preview):
     import copy
 
-    from atlas.check.claims import check_preview
+    from atlas.facts.early_checks import check_preview
     from atlas.errors import AtlasError
 
     doctored = copy.deepcopy(preview)

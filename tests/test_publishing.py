@@ -2,7 +2,7 @@
 once, symbolic links placed in the site.
 
 The killed and concurrent builds are processes that publish real pages (a family folder the real
-command line built) through the real ``atlas.render.site.write_site``, the last step of ``build.py``; the
+command line built) through the real ``atlas.build.site.write_site``, the last step of ``build.py``; the
 steps before it write nothing. ``ATLAS_TEST_PUBLISH_PAUSE`` widens the windows between its steps so that
 kills land inside them.
 """
@@ -25,7 +25,7 @@ PUBLISH = """
 import sys
 from pathlib import Path
 from atlas import families
-from atlas.render.site import write_site
+from atlas.build.site import write_site
 
 out, marker = Path(sys.argv[1]), sys.argv[2]
 files = {}

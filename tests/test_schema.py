@@ -250,7 +250,7 @@ def site_with(tmp_path: Path, texts: dict[str, str]) -> Path:
 
 
 def write_fails(site: Path) -> str:
-    from atlas.render.site import write_site
+    from atlas.build.site import write_site
 
     before = snapshot(site)
     with pytest.raises(AtlasError) as e:

@@ -208,9 +208,10 @@ def test_the_family_page_reads_the_facts_whole(kimi, view, key):
     quietly dropping a section or falling back to an older layout."""
     import jinja2
 
-    from atlas.render.site import _environment, page_data
+    from atlas.render.environment import environment
+    from atlas.render.site import page_data
 
-    template = _environment().get_template("family.html")
+    template = environment().get_template("family.html")
     template.render(f=kimi, v=view, root="../", data=page_data(view))  # whole facts render
     facts = copy.copy(kimi)
     *outer, last = key.split(".")

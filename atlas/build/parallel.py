@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from atlas.build import cache
+from atlas.facts import cache
 from atlas.facts.collected import Collected
 from atlas.errors import AtlasError
 

@@ -247,7 +247,7 @@ def _with_reload_script(page: bytes, generation: int) -> bytes:
 
 def _watched(families: list[str]) -> dict[Path, set[str]]:
     """Every file whose change calls for a rebuild, with the families it calls for."""
-    from atlas.build import cache
+    from atlas.facts import cache
 
     watched: dict[Path, set[str]] = {}
     for name in families:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atlas.render import compare
+from atlas.facts.lineage import lineage
 from atlas.facts import config_words, sources
 from atlas.cost import figures as cost
 from atlas.model import features, files, introspect, params, standard
 from atlas.inputs import preflight
-from atlas.check.claims import check_local_headers, check_preview
+from atlas.facts.early_checks import check_local_headers, check_preview
 from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config
 from atlas.facts.collected import Collected
 from atlas.families import load
@@ -126,7 +126,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
-    facts["lineage"] = compare.lineage(model)
+    facts["lineage"] = lineage(model)
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)

@@ -238,7 +238,7 @@ def check_facts(facts: Any, where: str | Path) -> None:
 def read_facts(path: Path, shown: str | Path, checked: bool = True) -> dict[str, Any]:
     """A facts.json already in a site, read and (unless this build wrote it: ``checked`` false) checked;
     ``shown`` is the path the user knows it by."""
-    from atlas.build import cache
+    from atlas.facts import cache
 
     text = path.read_bytes()
     try:

@@ -20,24 +20,6 @@ SUMMARY_SCRIPT = "compare/data.js"  # every family's summary, for the page that 
 FAMILIES_SCRIPT = "compare/families.js"  # the families and the static pairs, for the pickers
 
 
-def lineage(model) -> dict[str, Any]:
-    """facts["lineage"]: the model's transformers folder and the folders its modular file imports modeling code from."""
-    module = type(model).__module__  # transformers.models.deepseek_v3.modeling_deepseek_v3
-    parts = module.split(".")
-    model_type = parts[2] if len(parts) > 3 and parts[1] == "models" else parts[-1]
-    import importlib
-
-    folder = Path(importlib.import_module(module).__file__).parent
-    modular = folder / f"modular_{model_type}.py"
-    written_from: list[str] = []
-    source = None
-    if modular.is_file():
-        source = f"transformers/models/{model_type}/{modular.name}"
-        text = modular.read_text(encoding="utf-8")
-        written_from = sorted({m for m in re.findall(r"^from \.\.(\w+)\.modeling_\w+ import", text, re.M) if m != model_type})
-    return {"model_type": model_type, "written_from": written_from, "source": source}
-
-
 # --- the summary of one family ------------------------------------------------------------------------
 
 NUMBER = re.compile(r"\d+(?:\{,\}\d+)*(?:\.\d+)?")
@@ -158,7 +140,7 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def render(present: list[dict[str, Any]]) -> dict[str, str]:
     """The compare pages of the site's families (their ``summary``), by path relative to the site root:
     one per pair of near relatives, the page that assembles any pair, and the scripts holding their data."""
-    from atlas.render.site import _environment
+    from atlas.render.environment import environment
 
     summaries = sorted(present, key=lambda s: s["name"])
     pairs = []
@@ -166,7 +148,7 @@ def render(present: list[dict[str, Any]]) -> dict[str, str]:
         for y in summaries[i + 1:]:
             if relatives(x, y):
                 pairs.append(ordered(x, y))
-    env = _environment()
+    env = environment()
     page = env.get_template("compare.html")
     files = {}
     for a, b in pairs:
@@ -195,7 +177,7 @@ def write_pages(staging: Path, present: list[dict[str, Any]]) -> None:
         import shutil
 
         shutil.rmtree(target)
-    from atlas.build import cache
+    from atlas.facts import cache
 
     for rel, text in cache.site_pages("compare", present, render).items():
         if rel.endswith(".html"):
