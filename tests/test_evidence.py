@@ -12,8 +12,8 @@ from importlib import metadata
 import pytest
 
 from atlas.render import pages
-from atlas.facts import sources
-from atlas.check.claims import check_pages
+from atlas.facts import excerpt_text, sources
+from atlas.check.pages import check_pages
 from atlas.errors import AtlasError
 
 KV_B = ("dense_block.self_attn.kv_b_proj", "MoE_block.self_attn.kv_b_proj")
@@ -119,9 +119,9 @@ def test_a_cited_excerpt_must_be_the_pinned_text(kimi_view):
 
 def test_a_call_in_a_comment_or_a_longer_name_is_not_contained():
     ex = {"start": 10, "text": "    # y = self.kv_b_proj(x)\n    y = self.kv_b_proj_extra(x)\n    z = self.kv_b_proj(x)  # here\n"}
-    assert sources.lines_containing(ex, "self.kv_b_proj(") == [12]
-    assert sources.lines_containing(ex, "self.kv_b_proj") == [12]
-    assert sources.lines_containing({"start": 1, "text": "    # self.weight\n"}, "self.weight") == []
+    assert excerpt_text.lines_containing(ex, "self.kv_b_proj(") == [12]
+    assert excerpt_text.lines_containing(ex, "self.kv_b_proj") == [12]
+    assert excerpt_text.lines_containing({"start": 1, "text": "    # self.weight\n"}, "self.weight") == []
 
 
 def test_a_component_forward_holds_the_children_its_steps_run(kimi_view, kimi):

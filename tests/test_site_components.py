@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from atlas.render import pages
-from atlas.check.claims import check_pages
+from atlas.check.pages import check_pages
 from atlas.render.pages.roles import anatomy
 from atlas.render.math import render
 from tests.conftest import tree_rows

@@ -7,7 +7,6 @@ and fails when a hash no longer matches or the package is not at the pinned vers
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import re
 import sys
@@ -17,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from atlas.errors import AtlasError
+from atlas.facts.excerpt_text import SELF_CALL, sha256
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @cache
@@ -107,55 +103,6 @@ def _is_autograd_function(target: type) -> bool:
     import torch
 
     return issubclass(target, torch.autograd.Function)
-
-
-def call_text(cls: str, part: str, qualname: str) -> str:
-    """How running code calls a pinned part of ``cls``: a method of its own (``self._reshape(``), an
-    autograd function's forward through its apply (``GeLUFunction.apply(``), a function of the file
-    (``bloom_gelu_forward(``)."""
-    if qualname == f"{cls}.{part}":
-        return f"self.{part}("
-    if qualname.endswith(".forward") and qualname.count(".") == 1:  # an autograd function's forward
-        return qualname.removesuffix("forward") + "apply("
-    return f"{part}("
-
-
-SELF_CALL = re.compile(r"\bself\.(\w+)\(")
-
-
-@cache  # the pages ask of the same few excerpts hundreds of times, and tokenizing is the slow part
-def code_of(text: str) -> str:
-    """An excerpt's code without its comments: what a page says an excerpt contains must be in the
-    code itself, never only in a comment beside it (blanked in place, so line numbers hold)."""
-    import io
-    import textwrap
-    import tokenize
-
-    dedented = textwrap.dedent(text)
-    lines = dedented.splitlines(keepends=True)
-    try:
-        comments = [tok for tok in tokenize.generate_tokens(io.StringIO(dedented).readline) if tok.type == tokenize.COMMENT]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return dedented
-    for tok in reversed(comments):
-        row, col = tok.start
-        lines[row - 1] = lines[row - 1][:col] + " " * (tok.end[1] - col) + lines[row - 1][tok.end[1]:]
-    return "".join(lines)
-
-
-def lines_containing(ex: dict[str, Any], text: str) -> list[int]:
-    """The file line numbers of an excerpt whose code holds ``text`` as a whole name (``self.weight``
-    is not found in ``self.weight_scale``); none where the code never has it."""
-    return [ex["start"] + i for i in _lines_holding(ex["text"], text)]
-
-
-@cache  # a family's pages ask the same few questions of the same excerpts tens of thousands of times
-def _lines_holding(excerpt_text: str, text: str) -> tuple[int, ...]:
-    code = code_of(excerpt_text)
-    if text not in code:
-        return ()
-    pattern = re.compile(re.escape(text) + (r"(?![A-Za-z0-9_])" if re.match(r".*\w$", text) else ""))
-    return tuple(i for i, line in enumerate(code.splitlines()) if pattern.search(line))
 
 
 def verify(excerpts: list[dict[str, Any]]) -> None:

@@ -11,7 +11,7 @@ import math
 from typing import Any, Callable
 
 from atlas.check import visible_text
-from atlas.check.claims import check_pages
+from atlas.check.pages import check_pages
 from atlas.model import standard
 from atlas.render import compare, pages, search
 from atlas.render.environment import environment, page_href

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.facts import sources
+from atlas.facts import excerpt_text
 from atlas.render.pages.roles import role
 from atlas.render.pages.titles import lowercase_title, title_of
 
@@ -32,7 +32,7 @@ def item(facts: dict[str, Any], direct: bool, claim: str, cls: str, part: str, c
     ex = excerpt(facts, cls, part)
     if ex is None:
         return None
-    marks = sorted({n for text in contains for n in sources.lines_containing(ex, text)})
+    marks = sorted({n for text in contains for n in excerpt_text.lines_containing(ex, text)})
     return {"direct": direct, "claim": claim, "part": part, "class": cls, **ex, "contains": list(contains), "marks": marks}
 
 
@@ -46,7 +46,7 @@ def holding(facts: dict[str, Any], cls: str, text: str) -> str:
     """The running excerpt of ``cls`` whose code holds ``text``; the forward where none does (the check
     then names what is missing)."""
     parts = runs(facts, cls)
-    found = next((p for p in parts if sources.lines_containing(facts["excerpts"][cls][p], text)), None)
+    found = next((p for p in parts if excerpt_text.lines_containing(facts["excerpts"][cls][p], text)), None)
     return found or "forward"
 
 
@@ -57,7 +57,7 @@ def _call_text(facts: dict[str, Any], cls: str, attribute: str) -> str:
     called = f"self.{attribute}("
     through = f"self.{attribute}."
     parts = runs(facts, cls)
-    has = lambda text: any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
+    has = lambda text: any(excerpt_text.lines_containing(facts["excerpts"][cls][p], text) for p in parts)  # noqa: E731
     if not has(called) and not has(through) and has(f"self.{attribute}["):
         return f"self.{attribute}["  # an entry of a list of sublayers, called by its index (LongCat-Flash's self.self_attn[0](
     return through if not has(called) and has(through) else called
@@ -82,7 +82,7 @@ def written(facts: dict[str, Any], cls: str, op: str) -> str:
     """How the running code of ``cls`` writes operation ``op`` (``op`` itself where no spelling is found)."""
     parts = runs(facts, cls) if cls in facts["excerpts"] else []
     return next((text for text in SPELLINGS.get(op, (op,))
-                 if any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts)), op)
+                 if any(excerpt_text.lines_containing(facts["excerpts"][cls][p], text) for p in parts)), op)
 
 
 def operations(proof: dict[str, Any]) -> list[str]:
@@ -97,10 +97,10 @@ def inherited_use(facts: dict[str, Any], cls: str, text: str) -> str:
     if not facts["model"]["torch_bases"].get(cls) or text.endswith("("):
         return text
     parts = runs(facts, cls)
-    if any(sources.lines_containing(facts["excerpts"][cls][p], text) for p in parts):
+    if any(excerpt_text.lines_containing(facts["excerpts"][cls][p], text) for p in parts):
         return text
     call = "super().forward("
-    return call if any(sources.lines_containing(facts["excerpts"][cls][p], call) for p in parts) else text
+    return call if any(excerpt_text.lines_containing(facts["excerpts"][cls][p], call) for p in parts) else text
 
 
 def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops: list[str] = (), called: set[str] = frozenset()) -> list[dict[str, Any]]:
@@ -118,7 +118,7 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
     for op in ops:
         part = holding(facts, cls, op)
         running = facts["excerpts"].get(cls, {}).get(part)
-        if running is not None and not sources.lines_containing(running, op) and init and sources.lines_containing(init, op):
+        if running is not None and not excerpt_text.lines_containing(running, op) and init and excerpt_text.lines_containing(init, op):
             part = "__init__"
         by_part.setdefault(part, []).append(op)
     helpers = [p for p in by_part if p not in ("forward", "__init__")]
@@ -137,12 +137,12 @@ def uses(facts: dict[str, Any], cls: str, attributes: list[str], what: str, ops:
 
 
 def _call_of(facts: dict[str, Any], cls: str, part: str) -> str:
-    return sources.call_text(cls, part, facts["excerpts"][cls][part].get("qualname", ""))
+    return excerpt_text.call_text(cls, part, facts["excerpts"][cls][part].get("qualname", ""))
 
 
 def _holds(facts: dict[str, Any], cls: str, part: str, text: str) -> bool:
     ex = facts["excerpts"].get(cls, {}).get(part)
-    return ex is not None and bool(sources.lines_containing(ex, text))
+    return ex is not None and bool(excerpt_text.lines_containing(ex, text))
 
 
 def _calls_through(facts: dict[str, Any], cls: str, by_part: dict[str, list[str]], helpers: list[str]) -> None:
@@ -194,7 +194,7 @@ def evidence(facts: dict[str, Any], node: dict[str, Any], parent: dict[str, Any]
         out.append(item(facts, False, f"{parent['class']} builds {what} as {shown} with these arguments.", parent["class"], "__init__", [f"self.{attr}"]))
         is_called = proof is not None and not is_block
         text = f"self.{attr}(" if is_called else f"self.{attr}"
-        named = any(sources.lines_containing(facts["excerpts"][parent["class"]][p], text) for p in runs(facts, parent["class"]))
+        named = any(excerpt_text.lines_containing(facts["excerpts"][parent["class"]][p], text) for p in runs(facts, parent["class"]))
         if not is_called and not is_block and not named:
             # built and counted, but the running code never names it (Mamba-2's act: the forward applies
             # the activation by name as a function): say so, without claiming a read that is not there
