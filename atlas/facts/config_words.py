@@ -1135,5 +1135,5 @@ def unread_keys(raw: Mapping[str, Any], model_class, config_class) -> set[str]:
 
 
 # The keys of the older, multimodal and hybrid-attention configs, registered in EXPLAIN like the ones above.
-from atlas.facts import config_words_more  # noqa: E402,F401  (imported last: it builds on this module's helpers)
+from atlas.model.config_words import state_space  # noqa: E402,F401  (imported last: it builds on this module's helpers)
 from atlas.facts import config_words_v4  # noqa: E402,F401  (DeepSeek-V4's keys; builds on both modules above)

@@ -8,7 +8,7 @@ Words that hold only for the class are keyed on ``architectures`` (``_built_as``
 from __future__ import annotations
 
 from atlas.facts.config_words import EXPLAIN, _num, _plural, explains
-from atlas.facts.config_words_more import _built_as
+from atlas.model.config_words.state_space import _built_as
 from atlas.numbers import grouped
 
 V4 = "DeepseekV4ForCausalLM"

@@ -1,0 +1,1 @@
+"""config.json in words (being split by what each key explains)."""
