@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas.facts import config_words
+from atlas.model import config_words
 from atlas.errors import AtlasError
 from tests.conftest import ROOT
 

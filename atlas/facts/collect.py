@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from atlas.facts.lineage import lineage
-from atlas.facts import config_words, sources
+from atlas.facts import sources
 from atlas.cost import figures as cost
-from atlas.model import features, files, introspect, params, standard
+from atlas.model import config_words, features, files, introspect, params, standard
 from atlas.inputs import preflight
 from atlas.facts.early_checks import check_local_headers, check_preview
 from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config

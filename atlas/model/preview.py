@@ -927,7 +927,7 @@ def _per_block_words(config, size: str, label: str) -> str:
 
 def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     """What the comparison looks at, each in words at this config's values (None where it has none)."""
-    from atlas.facts.config_words import settings_words
+    from atlas.model.config_words import settings_words
     from atlas.model.standard import checkpoint_sizes
 
     s = checkpoint_sizes(config)
