@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from atlas.cost import figures as cost
+from atlas.cost import weights
 from tests.conftest import ROOT, released_config, run_build
 
 
@@ -99,15 +100,15 @@ def test_active_parameters_of_kimi_k2_by_hand(kimi):
 def test_the_fp8_formula_gives_the_bytes_kimi_k2_files_store(collected):
     """The FP8 rule, applied to every matrix the pinned FP8 files store, gives their bytes with scales."""
     got = collected("kimi_k2")
-    pairs = cost.stored_pairs(got.layout, "F8_E4M3")
+    pairs = weights.stored_pairs(got.layout, "F8_E4M3")
     assert len(pairs) > 60_000
-    assert cost.scale_mismatches(got.layout) == []
+    assert weights.scale_mismatches(got.layout) == []
 
 
 def test_a_broken_cache_rule_fails_the_build(project_copy, tmp_path):
     """A factor of two slipped into the cache rule: the preview run's cache disagrees, the build stops
     with one line naming the family and the figure, and the site is untouched."""
-    path = project_copy / "atlas" / "cost" / "figures.py"
+    path = project_copy / "atlas" / "cost" / "coefficients.py"
     text = path.read_text()
     broken = text.replace("return kv_heads * (key_dim + value_dim)", "return 2 * kv_heads * (key_dim + value_dim)")
     assert broken != text
@@ -124,7 +125,7 @@ def test_a_broken_cache_rule_fails_the_build(project_copy, tmp_path):
 
 
 def test_a_broken_flops_rule_fails_the_build(project_copy, tmp_path):
-    path = project_copy / "atlas" / "cost" / "figures.py"
+    path = project_copy / "atlas" / "cost" / "coefficients.py"
     text = path.read_text()
     broken = text.replace("return 2 * heads * (key_dim + value_dim)", "return 2 * heads * key_dim")
     assert broken != text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas.cost import figures as cost
+from atlas.cost.coefficients import cache_values_at
 from tests.conftest import released_config
 
 BYTES = {"bfloat16": 2, "float32": 4}
@@ -91,7 +91,7 @@ def test_qwen3_next(collected):
     cache_kinds = {k["attention"]: k for k in f["cost"]["cache"]["kinds"]}
     assert cache_kinds["linear"]["values"] == state and cache_kinds["linear"]["cap"] == 1
     assert cache_kinds["full"]["values"] == 2 * KV * hd and cache_kinds["full"]["cap"] is None
-    at = lambda n: cost.cache_values_at(f["cost"]["cache"]["kinds"], n)  # noqa: E731
+    at = lambda n: cache_values_at(f["cost"]["cache"]["kinds"], n)  # noqa: E731
     assert at(2000) - at(1000) == len(full) * 2 * KV * hd * 1000  # only the attention blocks grow
     # every rule matched what the preview run measured
     assert all(ch["formula"] == ch["measured"] for ch in f["cost"]["checks"])

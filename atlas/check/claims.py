@@ -66,7 +66,7 @@ def check_cost(family: str, cost: dict[str, Any], layout: list) -> None:
     """Each cost rule, applied to the tiny preview model, gives what the preview run measured (the
     values its cache held, the FLOPs counted for one more token, the active parameters counted another
     way); the FP8 and 4-bit formulas give the bytes the checkpoint's own quantized files store."""
-    from atlas.cost.figures import scale_mismatches
+    from atlas.cost.weights import scale_mismatches
 
     for c in cost["checks"]:
         if c["formula"] != c["measured"]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
+from atlas.cost.coefficients import BlockTerms, attention_flops_per_key, indexer_flops_per_key, matrix_values
 
 
 def _own_2d(module) -> int:
@@ -33,7 +34,6 @@ def _series(compressor, width: int, name: str) -> tuple[dict, str]:
 
 
 def compressed_block_terms(block, roles, config, attention_type: str, family: str = ""):
-    from atlas.cost.figures import BlockTerms, _matrix_values, attention_flops_per_key, indexer_flops_per_key
     from atlas.model.standard import experts_per_token
 
     attention = block.get_submodule(roles.attention)
@@ -57,7 +57,7 @@ def compressed_block_terms(block, roles, config, attention_type: str, family: st
     cache_formula = (f"one head of {grouped(width)} values serving as key and value, at most {grouped(window - 1)} positions (the window "
                      f"{grouped(window)} less the token being added); " + "; ".join(words))
     top_k = experts_per_token(config)
-    matrices, routed = _matrix_values(block, roles, top_k)
+    matrices, routed = matrix_values(block, roles, top_k)
     matrices -= _own_2d(compressor) + (_own_2d(indexer) if indexer is not None else 0)  # slot biases are added, not multiplied
     per_key = attention_flops_per_key(heads, width, width)
     pooled = per_key

@@ -1,0 +1,317 @@
+"""The cost rules per kind of block: from a block's own modules (its matrices, heads and widths) and its
+config (the window of each block), the coefficients of its cache and of a token's FLOPs (block_terms).
+The kinds: softmax attention (full, sliding, chunked, latent, with a lightning indexer), linear
+attention, attention beside a Mamba-2 mixer, state-space and short-convolution mixers, recurrent
+blocks, blocks with no mixer; compressed attention's rule is atlas.cost.compressed's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.errors import AtlasError
+from atlas.numbers import grouped
+from atlas.model.standard import experts_per_token
+from atlas.cost.coefficients import (BlockTerms, attention_flops_per_key, indexer_flops_per_key, latent_cache_values, linear_state_values,
+                                     matrix_values, recurrent_state_values, ssm_state_values, standard_cache_values)
+from atlas.cost.compressed import compressed_block_terms, stream_mixing
+
+SLIDING_TYPES = ("sliding_attention",)
+# chunked attention (Llama 4): a query reads only the earlier positions of its own chunk; transformers' cache
+# holds such a block as a sliding window of the chunk's length, so its cache and FLOPs follow the sliding rule
+CHUNKED_TYPES = ("chunked_attention",)
+FULL_TYPES = (None, "full_attention")
+INDEXED_TYPES = ("indexed_attention",)  # every earlier position cached; a lightning indexer chooses the ones attended
+# a sliding window plus keys pooled from windows of positions (DeepSeek-V4), by 4 with an indexer or by 128
+COMPRESSED_TYPES = ("compressed_sparse_attention", "heavily_compressed_attention")
+
+
+def _sizes(config) -> dict[str, Any]:
+    from atlas.model.standard import checkpoint_sizes
+
+    return checkpoint_sizes(config)
+
+
+
+def _latent(config) -> bool:
+    return getattr(config, "kv_lora_rank", None) is not None
+
+
+
+def _takes_alibi(attention, config) -> bool:
+    """An attention handed an ALiBi bias by its model: its forward takes an alibi argument, and the config
+    does not switch ALiBi off (Falcon's attention takes the argument, and its config's alibi is false)."""
+    import inspect
+
+    return (attention is not None and "alibi" in inspect.signature(attention.forward).parameters
+            and getattr(config, "alibi", True) is not False)
+
+
+
+def block_terms(block, config, attention_type: str | None, family: str = "") -> BlockTerms:
+    """The cost coefficients of one block of a model built from ``config``."""
+    from atlas.model.standard import block_roles
+
+    roles = block_roles(block)
+    sizes = _sizes(config)
+    heads, kv_heads = sizes["num_heads"], sizes["num_kv_heads"]
+    qk, v = sizes["qk_head_dim"], sizes["head_dim"]
+    if roles.linear_attention:
+        return linear_block_terms(block, roles, config, family)
+    if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
+        return attention_and_state_terms(block, roles, config, family)
+    if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
+        return _no_attention_terms(block, roles, config)
+    if attention_type in COMPRESSED_TYPES:
+        return compressed_block_terms(block, roles, config, attention_type, family)
+    if attention_type not in SLIDING_TYPES + FULL_TYPES + CHUNKED_TYPES and not (attention_type in INDEXED_TYPES and roles.indexer):
+        raise AtlasError(family, "cost figures", f"blocks of attention type {attention_type!r}: no cache or FLOPs rule covers them")
+    window = getattr(config, "sliding_window", None) if attention_type in SLIDING_TYPES else None
+    chunk = getattr(config, "attention_chunk_size", None) if attention_type in CHUNKED_TYPES else None
+    if attention_type in CHUNKED_TYPES and not chunk:
+        raise AtlasError(family, "cost figures", "a chunked-attention block without an attention_chunk_size in the config")
+    window = window or chunk
+    if attention_type in SLIDING_TYPES and not window:
+        raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
+    attention = block.get_submodule(roles.attention) if roles.attention else None
+    expand = None
+    if _latent(config):
+        kind = "latent"
+        expand = getattr(attention, "kv_b_proj", None)
+        if expand is None:
+            raise AtlasError(family, "cost figures", "latent attention (kv_lora_rank in the config) without a kv_b_proj to expand the latent")
+        rank, rope = config.kv_lora_rank, config.qk_rope_head_dim
+        cache_values = latent_cache_values(rank, rope)
+        cache_formula = (f"kv_lora_rank {grouped(rank)} + qk_rope_head_dim {grouped(rope)} = {grouped(cache_values)} values: the latent "
+                         "and the rotary key part every head shares; one latent serves keys and values, so there is no factor of two")
+        nope = config.qk_nope_head_dim
+        expanded = heads * (nope + rope) + heads * v
+        expanded_formula = (f"{heads} heads × ({grouped(nope)} + {grouped(rope)}) key dims + {heads} heads × {grouped(v)} value dims "
+                            f"= {grouped(expanded)} values, {expanded / cache_values:.1f} times the latent")
+    else:
+        kind = "chunked" if chunk else "sliding" if window else "full"
+        cache_values = standard_cache_values(kv_heads, qk, v)
+        same = "" if qk == v else f" (keys {grouped(qk)}, values {grouped(v)})"
+        cache_formula = (f"{kv_heads} key-value heads × (keys {grouped(qk)} + values {grouped(v)}) = {grouped(cache_values)} values{same}"
+                         if qk != v else f"2 × {kv_heads} key-value heads × head_dim {grouped(v)} = {grouped(cache_values)} values")
+        expanded, expanded_formula = None, None
+    cache_cap = window - 1 if window else None
+    if chunk:
+        cache_formula += (f"; at most {grouped(cache_cap)} positions: a chunked block (chunks of {grouped(chunk)}), which "
+                          "transformers' cache holds as a window of the chunk's length less the token being added")
+    elif window:
+        cache_formula += f"; at most {grouped(cache_cap)} positions (the window {grouped(window)} less the token being added)"
+
+    top_k = experts_per_token(config)
+    # a block that runs its attentions from a list (LongCat-Flash: two) caches and attends once per attention
+    attentions = len(block.get_submodule(roles.attention.rpartition(".")[0])) if roles.sublayer_lists and "." in roles.attention else 1
+    expands = [block.get_submodule(f"{roles.attention.rpartition('.')[0]}.{i}").kv_b_proj for i in range(attentions)] if attentions > 1 and expand is not None else expand
+    matrices, routed = matrix_values(block, roles, top_k, exclude=expands)
+    per_key = attention_flops_per_key(heads, qk, v)
+    key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
+    if expand is not None:
+        expand_values = expand.weight.numel()
+        per_key += 2 * expand_values
+        key_words += f", + 2 × {grouped(expand_values)} for kv_b_proj, which transformers applies to every cached latent at every step"
+    indexer = getattr(attention, roles.indexer) if attention is not None and roles.indexer else None
+    if indexer is not None:
+        cache_values, cache_formula, per_key, key_words = _indexer_terms(indexer, cache_values, cache_formula, per_key, key_words)
+    if attentions > 1:
+        per_key *= attentions
+        key_words = f"{attentions} attentions × ({key_words}) = {grouped(per_key)} per key"
+        cache_values *= attentions
+        cache_formula = f"{attentions} attentions per block × ({cache_formula}) = {grouped(cache_values)} values"
+        if expanded is not None:
+            expanded *= attentions
+            expanded_formula = f"{attentions} attentions per block × ({expanded_formula})"
+    fixed = 2 * matrices
+    flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; attention: {key_words}"
+    mixing, mixing_words = stream_mixing(block)  # several residual streams mixed at each sublayer (DeepSeek-V4)
+    if mixing:
+        fixed += mixing
+        flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}{mixing_words}; attention: {key_words}"
+    if chunk:
+        flops_formula += (f", at most {grouped(window)} keys (transformers scores the cached window; the mask keeps only "
+                          "the token's own chunk)")
+    elif window:
+        flops_formula += f", at most {grouped(window)} keys"
+    if roles.dense_dispatch and routed:
+        flops_formula += (f"; every one of the {routed[1]} routed experts is counted whole: transformers runs each expert on "
+                          "every token, the experts not chosen on a zero row")
+    if _takes_alibi(attention, config):  # ALiBi (BLOOM): a bias added to the scores, nothing cached, no product
+        cache_formula += "; ALiBi adds nothing to the cache: each score's bias is rebuilt from the key's position"
+        flops_formula += ("; ALiBi's bias is one addition per score, which counts of multiply-adds leave out, "
+                          "as torch.utils.flop_counter does")
+    return BlockTerms(kind, window, cache_values, cache_cap, cache_formula, expanded, expanded_formula,
+                      fixed, per_key, window, flops_formula, matrices, routed)
+
+
+
+def _indexer_terms(indexer, cache_values: int, cache_formula: str, per_key: int, key_words: str) -> tuple[int, str, int, str]:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), added to its attention's terms:
+    its key per position joins the cache, and scoring every cached key joins the FLOPs per key. Its
+    sizes are read from its matrices: the key projection's rows and the head weights' rows."""
+    dim, heads = indexer.wk.weight.shape[0], indexer.weights_proj.weight.shape[0]
+    cache_values += dim
+    cache_formula += f"; + {grouped(dim)} for the indexer's key (index_head_dim), one per position"
+    per_key += indexer_flops_per_key(heads, dim)
+    key_words += (f", + 2 × {heads} indexer heads × {grouped(dim)} + 2 × {heads} for the indexer's scores and their weighted sum; "
+                  "transformers' eager and sdpa attention still multiply every key and mask those the indexer drops")
+    return cache_values, cache_formula, per_key, key_words
+
+
+
+def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
+    """A block whose token mixer is linear attention with a recurrent state: what it caches is one
+    key × value matrix per value head and its short convolution's last inputs, the same at any context
+    (one "position" of that size, never more), and a token's FLOPs do not grow with the context."""
+    import torch
+
+    mixer = block.get_submodule(roles.attention)
+    conv = next(c for c in mixer.children() if isinstance(c, torch.nn.Conv1d))
+    sizes = _sizes(config)
+    heads, key_dim, value_dim = sizes["linear_value_heads"], sizes["linear_key_head_dim"], sizes["linear_value_head_dim"]
+    if not (heads and key_dim and value_dim):
+        raise AtlasError(family, "cost figures", "a linear-attention block without linear head sizes in the config")
+    channels, kernel = conv.weight.shape[0], conv.weight.shape[-1]
+    state = linear_state_values(heads, key_dim, value_dim)
+    cache_values = state + channels * kernel
+    cache_formula = (f"{heads} value heads × {grouped(key_dim)} key dims × {grouped(value_dim)} value dims = {grouped(state)} values of "
+                     f"recurrent state, + {grouped(channels)} convolution channels × {kernel} inputs = {grouped(channels * kernel)}: "
+                     f"{grouped(cache_values)} values per sequence, whatever the context (held as one position)")
+    top_k = experts_per_token(config)
+    matrices, routed = matrix_values(block, roles, top_k, exclude=conv)
+    # a per-head vector stored with extra unit axes (Kimi's A_log, 1 × 1 × heads × 1) multiplies nothing
+    matrices -= sum(p.numel() for p in mixer.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1
+                    and p is not conv.weight)
+    conv_flops = 2 * conv.weight.numel() * 2
+    fixed = 2 * matrices + conv_flops
+    flops_formula = (f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}; + 2 × {grouped(conv.weight.numel())} convolution "
+                     f"weights × 2 outputs = {grouped(conv_flops)} (transformers' decoding step convolves the {kernel} kept inputs and the new "
+                     "one, two outputs, and keeps the last); the state's decay, update and read-out are elementwise products and "
+                     "sums, which torch's flop counter does not count, and do not grow with the context")
+    return BlockTerms("linear", None, cache_values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+
+def attention_and_state_terms(block, roles, config, family: str = "") -> BlockTerms:
+    """A block that runs softmax attention and a Mamba-2 mixer side by side (Falcon-H1): its cache holds
+    the attention's keys and values at every position and, beside them, the mixer's fixed-size state
+    (the convolution's last inputs and each head's recurrent state); a token's FLOPs are both mixers'
+    matrices, the convolution and the state's read-out, plus the attention over every earlier key."""
+    import torch
+
+    sizes = _sizes(config)
+    heads, kv_heads, qk, v = sizes["num_heads"], sizes["num_kv_heads"], sizes["qk_head_dim"], sizes["head_dim"]
+    mixer = getattr(block, roles.ssm)
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    if getattr(mixer, "A_log", None) is None or mixer.A_log.dim() != 1:
+        raise AtlasError(family, "cost figures", "attention beside a state-space mixer other than Mamba-2: no cache or FLOPs rule covers it")
+    state_heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
+    head_dim = inner // state_heads
+    state = (channels - inner) // (2 * mixer.n_groups)
+    state_values = ssm_state_values(channels, kernel, state_heads, head_dim, state)
+    cache_values = standard_cache_values(kv_heads, qk, v)
+    cache_formula = (f"attention: {kv_heads} key-value heads × (keys {grouped(qk)} + values {grouped(v)}) = {grouped(cache_values)} values per position; "
+                     f"beside it the Mamba-2 state, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                     f"+ {state_heads} heads × {grouped(head_dim)} × state {grouped(state)} = {grouped(state_values)} values per sequence")
+    matrices, routed = matrix_values(block, roles, getattr(config, "num_experts_per_tok", None))
+    matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution, not as a matrix
+    conv_flops = 2 * 2 * channels * kernel
+    read_flops = 2 * state_heads * head_dim * state
+    fixed = 2 * matrices + conv_flops + read_flops
+    per_key = attention_flops_per_key(heads, qk, v)
+    flops_formula = (f"2 × {grouped(matrices)} matrix values (both mixers and the MLP) + the convolution 2 × 2 × {grouped(channels)} × {kernel} "
+                     f"+ reading the state 2 × {state_heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; "
+                     f"attention: 2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key")
+    return BlockTerms("full_and_state", None, cache_values, None, cache_formula, None, None, fixed, per_key, None, flops_formula,
+                      matrices, routed, state_values)
+
+
+
+def _no_attention_terms(block, roles, config) -> BlockTerms:
+    """A block with no attention: nothing grows with the context. A state-space mixer keeps a state of
+    fixed size (held as one "position" that never grows: cap 1); an MLP block keeps nothing."""
+    matrices, routed = matrix_values(block, roles, experts_per_token(config))
+    fixed = 2 * matrices
+    flops_formula = f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}"
+    if roles.ssm is None:
+        return BlockTerms("none", None, 0, None, "no cache: the block has no attention and no state", None, None,
+                          fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
+    import torch
+
+    from atlas.model.standard import is_recurrent_block
+
+    mixer = block.get_submodule(roles.ssm)
+    if is_recurrent_block(mixer):
+        return recurrent_block_terms(mixer, matrices, routed)
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
+    fixed = 2 * matrices
+    if getattr(mixer, "A_log", None) is None:  # a gated short convolution: its state is the kernel's last inputs
+        values = channels * kernel
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} channels × {kernel} positions "
+                         f"(the convolution's last inputs) = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+    if mixer.A_log.dim() == 2:  # the first Mamba (Jamba's): a state of state_size numbers per channel
+        inner, state = mixer.A_log.shape
+        values = channels * kernel + inner * state
+        conv_flops = 2 * 2 * channels * kernel
+        fixed += conv_flops
+        cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                         f"+ {grouped(inner)} channels × state {grouped(state)} = {grouped(values)} values per sequence")
+        flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                         f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                         f"= {grouped(fixed)}; the state's update and read-out are element-wise products and sums, which "
+                         "torch.utils.flop_counter leaves out as it leaves out norms; nothing grows with the context")
+        return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+    heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, roles.ssm_out_proj).weight.shape[1]
+    head_dim = inner // heads
+    state = (channels - inner) // (2 * mixer.n_groups)
+    values = ssm_state_values(channels, kernel, heads, head_dim, state)
+    cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel} positions "
+                     f"+ {heads} heads × {grouped(head_dim)} × state {grouped(state)} = {grouped(values)} values per sequence")
+    conv_flops = 2 * 2 * channels * kernel
+    read_flops = 2 * heads * head_dim * state
+    fixed += conv_flops + read_flops
+    flops_formula = (f"2 × {grouped(matrices)} matrix values + the convolution 2 × 2 × {grouped(channels)} × {kernel} (transformers' "
+                     f"one-token update convolves the {kernel} held inputs and the new one, giving two outputs, and keeps the last) "
+                     f"+ reading the state 2 × {heads} × {grouped(head_dim)} × {grouped(state)} = {grouped(fixed)}; nothing grows with the context")
+    return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+
+def recurrent_block_terms(mixer, matrices: int, routed) -> BlockTerms:
+    """A recurrent block (Griffin's): a state of fixed size, held by the block's modules between tokens; a
+    token's FLOPs are its matrices', the RG-LRU's block-diagonal gate weights among them (one product per
+    head), and do not grow with the context."""
+    import torch
+
+    from atlas.model.standard import is_rg_lru
+
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    unit = next(m for m in mixer.children() if is_rg_lru(m))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    values = recurrent_state_values(channels, kernel)
+    # neither the convolution's kernels nor the gates' per-head biases are matrices a token is multiplied by
+    biases = sum(p.numel() for p in unit.parameters(recurse=False) if p.dim() == 2)
+    matrices -= conv.weight.numel() + biases
+    gates = sum(p.numel() for p in unit.parameters(recurse=False) if p.dim() == 3)
+    fixed = 2 * matrices
+    cache_formula = (f"a state of fixed size, the same at every context: {grouped(channels)} convolution channels × {kernel - 1} "
+                     f"last inputs + the RG-LRU's state, {grouped(channels)} numbers = {grouped(values)} values per sequence "
+                     "(transformers keeps both on the block's modules, the RG-LRU's state in float32)")
+    flops_formula = (f"2 × {grouped(matrices)} matrix values ({grouped(gates)} of them the RG-LRU's two block-diagonal gate weights, "
+                     f"one product per head) = {grouped(fixed)}; transformers' one-token update convolves the {kernel - 1} held inputs "
+                     "and the new one by multiplying and summing element by element, which torch.utils.flop_counter does not count, "
+                     "like the recurrence's own update; nothing grows with the context")
+    return BlockTerms("recurrent", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)

@@ -1,0 +1,193 @@
+"""The measured run that checks the cost rules. The same rules, applied to the tiny preview model, must
+give what a real run of that model measures: the values transformers' cache holds after the prompt,
+block by block, and the FLOPs ``torch.utils.flop_counter`` counts for one more token, block by block
+and at the head. A rule that disagrees fails the build (``atlas.check.claims.check_cost``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.errors import AtlasError
+from atlas.numbers import grouped
+from atlas.model.introspect import num_blocks
+from atlas.cost.blocks import block_terms
+from atlas.cost.coefficients import experts_module, pooled_key_flops, pooled_values
+from atlas.cost.compressed import stream_collapse_flops
+
+
+def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
+    """The rules applied to the tiny preview model, beside what a real run of it measures: the values
+    its cache holds after the prompt, and the FLOPs of one more token, block by block and at the head."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from atlas.model.introspect import find_block_list, layer_types
+
+    model, config = run.model, run.config
+    _, blocks = find_block_list(model, num_blocks(config))
+    types = layer_types(config) or [None] * len(blocks)
+    from atlas.inputs.layers import layer_config
+
+    terms = [block_terms(b, layer_config(config, i), types[i], family) for i, b in enumerate(blocks)]
+    prompt = run.ids.shape[1]
+    # Parameters that need no gradient while counting: a module handed slices of its parent's parameters
+    # (DBRX's experts.mlp gets views of w1, v1, w2 made under no_grad) would otherwise stop torch's
+    # module tracker, which looks for a gradient function on every input that asks for one.
+    needing = [p for p in model.parameters() if p.requires_grad]
+    for p in needing:
+        p.requires_grad_(False)
+    zero_slots = _zero_expert_slots(blocks)  # block -> [routing choices of the extra token], where zero experts exist
+    try:
+        with torch.no_grad():
+            out = model(run.ids, use_cache=True)
+            cache = getattr(out, "cache", None)
+            if cache is None:  # a model that keeps its cache to itself (RecurrentGemma) is handed one to fill
+                from transformers import DynamicCache
+
+                cache = DynamicCache(config=config)
+                model(run.ids, use_cache=True, cache=cache)
+            held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            zero_slots.start()
+            with FlopCounterMode(display=False) as counter:
+                model(run.ids[:, -1:], cache=cache, use_cache=True)
+            zero_slots.stop()
+    finally:
+        for p in needing:
+            p.requires_grad_(True)
+    counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
+    root = type(model).__name__
+    head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
+    checks = []
+    if len(held) != len(blocks) and len(held) % len(blocks) == 0:
+        # a cache layer per attention, several attentions a block (LongCat-Flash: layer 2i and 2i+1 are block i's)
+        per = len(held) // len(blocks)
+        held = [sum(held[i * per:(i + 1) * per]) for i in range(len(blocks))]
+    if len(held) != len(blocks):
+        raise AtlasError(family, "cost figure KV cache", f"the preview run's cache has {len(held)} layers for {len(blocks)} blocks")
+    # a recurrent block's state is held by its own modules, not by the cache (RecurrentGemma)
+    held = [held_on_modules(blocks[i]) // run.ids.shape[0] if t.attention == "recurrent" else n for i, (t, n) in enumerate(zip(terms, held))]
+    for i, t in enumerate(terms):
+        positions = min(prompt, t.cache_cap) if t.cache_cap else prompt
+        how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt; "
+               "measured: the keys and values transformers' cache holds for the block")
+        if t.state_values:
+            how = (f"{grouped(t.cache_values)} values × {positions} positions after the {prompt}-token prompt + {grouped(t.state_values)} "
+                   "values of fixed state; measured: the keys, values and states transformers' cache holds for the block")
+        if t.attention == "recurrent":
+            how = (f"{grouped(t.cache_values)} values, the convolution's last inputs and the RG-LRU's state, after the "
+                   f"{prompt}-token prompt as after any other; measured: the tensors the block's modules hold between tokens")
+        if t.attention == "linear":
+            how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
+                   f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")
+        if t.compressed:
+            how = (f"{grouped(t.cache_values)} values × {positions} positions of the window + the pooled keys, the open window and the "
+                   f"overlap of {len(t.compressed)} compressor{'s' if len(t.compressed) > 1 else ''} after the {prompt}-token prompt; "
+                   "measured: every tensor transformers' cache holds for the block, the window's shared key-value tensor once")
+        checks.append({"figure": f"KV cache of block {i}", "formula": t.cache_values * positions + t.state_values + pooled_values(t.compressed, prompt),
+                       "measured": held[i], "how": how})
+    for i, t in enumerate(terms):
+        keys = prompt + 1
+        keys = min(keys, t.keys_cap) if t.keys_cap else keys
+        idle, idle_words = zero_slots.idle_flops(i)
+        pooled = pooled_key_flops(t.compressed_keys, prompt + 1)
+        if pooled:
+            idle_words += f" + {grouped(pooled)} for {(prompt + 1) // t.compressed_keys['every']} pooled keys"
+        checks.append({
+            "figure": f"FLOPs of block {i}",
+            "formula": t.flops_fixed + t.flops_per_key * keys - idle + pooled,
+            "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
+            "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
+                   "measured: torch.utils.flop_counter on the block",
+        })
+    head_flops = 2 * model.get_output_embeddings().weight.numel()
+    collapse, collapse_path = stream_collapse_flops(model)  # the streams collapsed before the final norm (DeepSeek-V4)
+    head_measured = int(counts.get(f"{root}.{head_path}", 0)) + (int(counts.get(f"{root}.{collapse_path}", 0)) if collapse_path else 0)
+    checks.append({"figure": "FLOPs of the head", "formula": head_flops + collapse, "measured": head_measured,
+                   "how": "2 × the head's values" + (f" + 2 × the values of the map collapsing the streams ({collapse_path})" if collapse_path else "")
+                          + "; measured: torch.utils.flop_counter on the head" + (" and on that map" if collapse_path else "")})
+    explained = sum(c["measured"] for c in checks if c["figure"].startswith("FLOPs"))
+    checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
+                   "how": "the blocks and the head account for every FLOP counted in the forward pass"})
+    return checks
+
+
+
+class _ZeroSlots:
+    """The routing choices of one token at each block whose experts include zero-computation ones
+    (LongCat-Flash): a slot routed to such an expert multiplies no matrix, so the top-k rule, which
+    counts every slot as a real expert, is that many experts' FLOPs above the token's own."""
+
+    def __init__(self, experts_by_block):
+        self.experts = experts_by_block  # block index -> (experts module, real experts, FLOPs of one expert)
+        self.chosen: dict[int, Any] = {}
+        self.handles: list = []
+
+    def start(self):
+        for i, (module, _, _) in self.experts.items():
+            self.handles.append(module.register_forward_hook(lambda m, args, out, i=i: self.chosen.__setitem__(i, args[1])))
+
+    def stop(self):
+        for h in self.handles:
+            h.remove()
+
+    def idle_flops(self, block: int) -> tuple[int, str]:
+        if block not in self.experts or block not in self.chosen:
+            return 0, ""
+        _, real, per_expert = self.experts[block]
+        zero = int((self.chosen[block] >= real).sum())
+        if not zero:
+            return 0, "; every routing slot chose a real expert"
+        return zero * per_expert, (f" − {zero} routing slot{'s' if zero != 1 else ''} sent to a zero-computation expert × "
+                                   f"{grouped(per_expert)} (one expert's matrices, which such a slot never multiplies)")
+
+
+
+def _zero_expert_slots(blocks) -> _ZeroSlots:
+    """The blocks whose experts module allocates more gate rows than it has down projections: the rest
+    are zero-computation experts, chosen by the router like the others."""
+    from atlas.model.standard import block_roles
+
+    found = {}
+    for i, block in enumerate(blocks):
+        roles = block_roles(block)
+        experts = experts_module(block, roles)
+        down = getattr(experts, "down_proj", None) if experts is not None else None
+        gate_up = getattr(experts, "gate_up_proj", None) if experts is not None else None
+        if down is None or gate_up is None or gate_up.shape[0] <= down.shape[0]:
+            continue
+        per_expert = 2 * sum(p.numel() // p.shape[0] for p in (gate_up, down))
+        found[i] = (experts, down.shape[0], per_expert)
+    return _ZeroSlots(found)
+
+
+
+def cache_layer_values(layer) -> int:
+    """Values one layer of transformers' cache holds: keys and values, or a state-space layer's
+    convolution and recurrent states, or nothing (a layer without attention or state)."""
+    def listed(held):
+        return list(held.values()) if isinstance(held, dict) else list(held or [])
+
+    states = listed(getattr(layer, "conv_states", None)) + listed(getattr(layer, "recurrent_states", None))
+    held = int(sum(s.numel() for s in states if s is not None))  # a layer holding both (Falcon-H1's) counts both
+    for attr in ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate"):  # pooled keys and their windows (DeepSeek-V4)
+        held += int(sum(t.numel() for t in (getattr(layer, attr, None) or {}).values() if t is not None))
+    if getattr(layer, "keys", None) is not None and getattr(layer, "values", None) is layer.keys:
+        return int(layer.keys.numel()) + held  # one tensor serves as keys and values (DeepSeek-V4's compressed blocks)
+    if getattr(layer, "keys", None) is not None:
+        indexer_keys = getattr(layer, "indexer_keys", None)  # a sparse attention's indexer keys, one per position
+        return int(layer.keys.numel() + layer.values.numel() + (indexer_keys.numel() if indexer_keys is not None else 0)) + held
+    return held
+
+
+
+def held_on_modules(block) -> int:
+    """Values a block's modules keep as plain tensor attributes between calls (not parameters or buffers):
+    the states RecurrentGemma's recurrent block holds itself instead of in transformers' cache."""
+    import torch
+
+    total = 0
+    for m in block.modules():
+        own = {id(t) for t in list(m.parameters(recurse=False)) + list(m.buffers(recurse=False))}
+        total += sum(v.numel() for v in vars(m).values() if isinstance(v, torch.Tensor) and id(v) not in own)
+    return total
