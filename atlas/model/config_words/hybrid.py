@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.model.config_words.registry import (
+    _Config,
     _built_as,
     _ordinal,
     _plural,

@@ -5,6 +5,7 @@ activation and its gate.
 from __future__ import annotations
 
 from atlas.model.config_words.registry import (
+    _Config,
     _alias,
     _num,
     _switch,

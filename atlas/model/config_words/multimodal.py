@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.model.config_words.registry import (
+    _Config,
     _built_as,
     _entries,
     _plural,

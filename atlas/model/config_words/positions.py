@@ -10,6 +10,7 @@ import json
 from typing import Any, Mapping
 
 from atlas.model.config_words.registry import (
+    _Config,
     EXPLAIN,
     V4,
     _alias,

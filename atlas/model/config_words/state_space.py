@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from atlas.model.config_words.registry import (
+    _Config,
     EXPLAIN,
     _built_as,
     _num,

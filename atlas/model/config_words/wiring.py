@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from atlas.model.config_words.registry import (
+    _Config,
     _alias,
     _built_as,
     _num,
