@@ -216,6 +216,7 @@ def linear_dims(module) -> tuple[int, int, bool]:
 
 
 def _attr(module, *names):
+    """The first of ``names`` the module holds as a number (never a bool): a setting read off the module."""
     return next((getattr(module, n) for n in names if isinstance(getattr(module, n, None), (int, float)) and not isinstance(getattr(module, n), bool)), None)
 
 

@@ -16,8 +16,6 @@ from atlas.model.standard import TOP_K_KEYS
 
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")
-
-
 TOKENS = Input("x", "x", "hidden_states", "the tokens routed, one row each")
 
 
