@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from atlas.proof.attention import alibi_slopes
+from atlas.proof.positions import alibi_slopes
 from tests.conftest import released_config, run_build
 
 

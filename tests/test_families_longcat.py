@@ -96,7 +96,7 @@ def test_zero_expert_rule_is_measured_not_assumed():
     slot lands on one."""
     import torch
 
-    from atlas.proof.mixture import _with_zero_experts
+    from atlas.proof.experts import _with_zero_experts
     from atlas.proof.steps import Chain, Step
 
     base = Chain([Step("e", "e_out", lambda e: e["x"][:, None, :].expand(-1, 2, -1) * 0 + 5.0)], [], "e_out")

@@ -172,8 +172,6 @@ def difference(mine, reference, compare: str = "allclose") -> float:
 
     mine, reference = as64(mine), as64(reference)
     if compare == "top_k":  # mine: scores; reference: the positions the module kept (a top-k of them, ties in any order)
-        from atlas.proof.sparse import top_k_violation
-
         return top_k_violation(mine, reference) if mine.shape[:-1] == reference.shape[:-1] else float("inf")
     if mine.shape != reference.shape:
         if mine.numel() != reference.numel():
@@ -187,6 +185,29 @@ def difference(mine, reference, compare: str = "allclose") -> float:
         return float("inf")
     keep = ~masked_ref
     return float((mine[keep] - reference[keep]).abs().max()) if bool(keep.any()) else 0.0
+
+
+def top_k_violation(scores, positions) -> float:
+    """How far ``positions`` (batch, query, k) fall short of being a top-k of ``scores`` (batch, query,
+    key): the largest amount by which a kept position scores below the k-th best score of its query,
+    beyond the float tolerance, or infinity where a position repeats. 0 where they are a top-k."""
+    import torch
+
+    positions = positions.long()
+    k = positions.shape[-1]
+    if positions.sort(-1).values.diff(dim=-1).eq(0).any():
+        return float("inf")
+    visible = torch.isfinite(scores) & (scores > -1e30)
+    # every visible position is kept where a query sees no more than k of them
+    if bool((visible.gather(-1, positions).sum(-1) != visible.sum(-1).clamp(max=k)).any()):
+        return float("inf")
+    kth = scores.topk(k, dim=-1).values[..., -1:]
+    chosen = scores.gather(-1, positions)
+    finite = scores[visible]
+    slack = RELATIVE_TOLERANCE * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+    masked_kth = ~torch.isfinite(kth) | (kth < -1e30)
+    short = torch.where(masked_kth, torch.zeros_like(chosen), (kth - chosen).clamp(min=0))  # past the visible ones: any
+    return max(0.0, float(short.max()) - slack)
 
 
 def tolerance(reference) -> float:

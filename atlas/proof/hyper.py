@@ -213,7 +213,7 @@ BLOCK_EXTRAS = (("M", "attention_mask", "the attention mask the model hands ever
 def stream_block(part: Part) -> Chain:
     """Collapse the streams for the attention, add its output back spread over them with the old streams
     mixed; the same around the MLP."""
-    from atlas.proof.attention import rotary_input
+    from atlas.proof.positions import rotary_input
     from atlas.proof.library import chain_of
 
     r = stream_roles(part.tiny)

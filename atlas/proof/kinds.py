@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, compressed, hyper, library, linear, mixture, rglru, sparse, ssm, stack
+from atlas.proof import attention, compressed, experts, hyper, library, linear, mixture, positions, rglru, router, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.model.standard import routed_experts, is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
@@ -98,9 +98,9 @@ def kind_of(part: Part) -> str:
         return "attention"  # no value projection: the keys' projection serves as values (Gemma 4's global blocks)
     if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
         return "experts"
-    if mixture.is_stacked_experts(m):
+    if experts.is_stacked_experts(m):
         return "stacked_experts"  # one child holding every expert's rows, stacked (DBRX's experts.mlp)
-    if mixture.is_expert_glu(m):
+    if experts.is_expert_glu(m):
         return "expert_glu"
     if stack.is_attention_wrapper(m):
         return "norm_attention_norm"
@@ -128,7 +128,7 @@ def kind_of(part: Part) -> str:
         return "offset"
     if library.is_weightless_norm(m):
         return "weightless_norm"  # no tensors, an epsilon: a norm without a gain (Llama 4's q and k norm)
-    if attention.is_rotary_module(m):
+    if positions.is_rotary_module(m):
         return "rotary"  # positions to cos and sin, computed inside the attention that holds it (RecurrentGemma)
     if not children and not own:
         return "activation"
@@ -150,12 +150,12 @@ BUILDERS = {
     "latent_attention": attention.latent_attention,
     "indexer": sparse.indexer,
     "attention": attention.attention,
-    "experts": mixture.experts,
-    "stacked_experts": mixture.stacked_experts,
-    "expert_glu": mixture.expert_glu,
+    "experts": experts.experts,
+    "stacked_experts": experts.stacked_experts,
+    "expert_glu": experts.expert_glu,
     "norm_attention_norm": stack.norm_attention_norm,
-    "router": mixture.router,
-    "offset": mixture.offset,
+    "router": router.router,
+    "offset": router.offset,
     "mixture": mixture.mixture,
     "block": stack.block,
     "linear_attention": linear.linear_attention,
@@ -169,7 +169,7 @@ BUILDERS = {
     "short_conv": ssm.short_conv,
     "weightless_norm": library.weightless_norm,
     "rg_lru": rglru.rg_lru,
-    "rotary": attention.rotary,
+    "rotary": positions.rotary,
     "recurrent_block": rglru.recurrent_block,
     "hyper_connection": hyper.hyper_connection,
     "stream_collapse": hyper.stream_collapse,
@@ -202,3 +202,9 @@ def build(part: Part) -> Chain:
     kind = kind_of(part)
     part.note("kind", kind, "the module's structure")
     return BUILDERS[kind](part)
+
+
+# Every chain module builds its children's chains through library.chain_of, below this dispatch: hand
+# it in. The package imports prove, and prove takes chain_of from here, so no chain is built without it.
+library.use_dispatch(build)
+chain_of = library.chain_of

@@ -9,6 +9,7 @@ may declare a variant instead (``Family.equations``), and a wrong declaration fa
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -17,12 +18,24 @@ from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 X = Input("x", "x", "hidden_states", "the module's input")
 
 
+# What gives a part its chain: atlas.proof.kinds.build, which tells every kind of module apart and so
+# sits above every chain module. A chain builds its children's chains through ``chain_of`` (``sub``),
+# below that dispatch, so kinds hands it in here when it is imported (``use_dispatch``).
+_dispatch: Callable[[Part], Chain] | None = None
+
+
+def use_dispatch(build: Callable[[Part], Chain]) -> None:
+    """Make ``build`` what gives each part its chain (atlas.proof.kinds does, on its import)."""
+    global _dispatch
+    _dispatch = build
+
+
 def chain_of(part: Part) -> Chain:
     """The part's chain, built once per page id."""
     if part.id not in part.ctx.chains:
-        from atlas.proof import kinds
-
-        part.ctx.chains[part.id] = kinds.build(part)
+        if _dispatch is None:
+            raise LookupError("no dispatch to build chains with: import atlas.proof.kinds, which hands it in")
+        part.ctx.chains[part.id] = _dispatch(part)
         part.ctx.parts.setdefault(part.id, part)
     return part.ctx.chains[part.id]
 
@@ -200,6 +213,11 @@ def linear_dims(module) -> tuple[int, int, bool]:
     if isinstance(module, torch.nn.Linear):
         return w.shape[1], w.shape[0], False
     return w.shape[0], w.shape[1], True
+
+
+def _attr(module, *names):
+    """The first of ``names`` the module holds as a number (never a bool): a setting read off the module."""
+    return next((getattr(module, n) for n in names if isinstance(getattr(module, n, None), (int, float)) and not isinstance(getattr(module, n), bool)), None)
 
 
 def linear(part: Part, symbol: str = "W") -> Chain:

@@ -7,8 +7,9 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.proof import stack as stacks
+from atlas.proof import whole_model
 from atlas.proof.core import Call, Context, Part, proven_run
-from atlas.proof.library import chain_of
+from atlas.proof.kinds import chain_of, kind_of
 from atlas.proof.steps import Chain
 
 
@@ -100,7 +101,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     proven["blocks"] = (blocks_part, stacks.blocks(blocks_part, stack))
     model_part = Part("model", "", full_model, tiny, ctx)
     roles = standard.find_roles(tiny, introspect.num_blocks(tiny_config))
-    proven["model"] = (model_part, stacks.model(model_part, stack, roles))
+    proven["model"] = (model_part, whole_model.model(model_part, stack, roles))
 
     # what each child is used as: the name its parent's step gives its result ("Q", "g", "z" ...)
     used_as: dict[str, dict[str, str]] = {}
@@ -135,8 +136,6 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             "proof": {"error": float(f"{result['error']:.3g}"), "tolerance": float(f"{result['tolerance']:.3g}"), "compared": result["compared"],
                       "block": part.block},
         }
-    from atlas.proof.kinds import kind_of
-
     # what every part is, called or not (a never-called dropout is still a dropout), for the pages' words
     kinds = {p.id: kind_of(p) for p in parts}
     kinds.update(blocks="blocks", model="model")

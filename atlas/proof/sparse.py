@@ -15,9 +15,9 @@ in ``atlas.proof.core.difference``) rather than the positions compared one by on
 from __future__ import annotations
 
 from atlas.proof import tex as T
-from atlas.proof.attention import ROTARY, _attr, rotate_half, rotate_pairs
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_dims, sub
+from atlas.proof.library import X, _attr, linear_dims, sub
+from atlas.proof.positions import ROTARY, rotate_half, rotate_pairs
 from atlas.proof.steps import Chain, Input, Step
 
 LATENT = Input("cq", T.q(r"\hat c^{Q}"), "q_resid", "the attention's normalized query latent")
@@ -111,28 +111,3 @@ def selection_mask(scores, keep: int):
     kept = scores.topk(min(keep, scores.shape[-1]), dim=-1).indices
     mask = torch.full(scores.shape, float("-inf"), dtype=torch.float64)
     return mask.scatter(-1, kept, 0.0)
-
-
-def top_k_violation(scores, positions) -> float:
-    """How far ``positions`` (batch, query, k) fall short of being a top-k of ``scores`` (batch, query,
-    key): the largest amount by which a kept position scores below the k-th best score of its query,
-    beyond the float tolerance, or infinity where a position repeats. 0 where they are a top-k."""
-    import torch
-
-    from atlas.proof.core import RELATIVE_TOLERANCE
-
-    positions = positions.long()
-    k = positions.shape[-1]
-    if positions.sort(-1).values.diff(dim=-1).eq(0).any():
-        return float("inf")
-    visible = torch.isfinite(scores) & (scores > -1e30)
-    # every visible position is kept where a query sees no more than k of them
-    if bool((visible.gather(-1, positions).sum(-1) != visible.sum(-1).clamp(max=k)).any()):
-        return float("inf")
-    kth = scores.topk(k, dim=-1).values[..., -1:]
-    chosen = scores.gather(-1, positions)
-    finite = scores[visible]
-    slack = RELATIVE_TOLERANCE * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
-    masked_kth = ~torch.isfinite(kth) | (kth < -1e30)
-    short = torch.where(masked_kth, torch.zeros_like(chosen), (kth - chosen).clamp(min=0))  # past the visible ones: any
-    return max(0.0, float(short.max()) - slack)

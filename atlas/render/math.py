@@ -25,10 +25,6 @@ from atlas.errors import AtlasError
 
 KATEX = Path(__file__).resolve().parents[2] / "node_modules" / "katex"
 
-# The streams an equation colors, and the CSS class each one gets (static/atlas.css colors them in
-# both themes).
-STREAMS = {"q": "st-q", "k": "st-k", "v": "st-v", "c": "st-c"}
-
 # Reads a line holding a list of [tex, display], writes a line holding a list of {"html"} or {"error"}.
 # It ends when its input does, that is when the build process that started it ends.
 _RENDERER = r"""
@@ -53,11 +49,6 @@ _marked: list[Equation] = []  # the equation each mark stands for, by its number
 _mark_of: dict[Equation, str] = {}
 _met: list[Equation] | None = None  # while deferred: the equations met, in the order the pages met them
 MARK = re.compile("\ue000(\\d+)\ue001")  # private-use characters, which no page text holds
-
-
-def stream(name: str, tex: str) -> str:
-    """``tex`` wrapped so that it is drawn in the color of a stream: q(uery), k(ey), v(alue), c(ontext)."""
-    return r"\htmlClass{" + STREAMS[name] + "}{" + tex + "}"
 
 
 def render(tex: str, display: bool = True) -> str:

@@ -1,0 +1,142 @@
+"""Attention from its queries and keys on: the scores scaled, capped, biased and masked, the softmax (with
+sinks), the heads' outputs mixed, and the output projection; the head counts and sizes they are written at.
+
+Every attention chain (multi-head, grouped-query, multi-query, latent) ends with these steps; each
+setting is read from the module (and its block's config) at both sizes, and the proof checks it.
+"""
+
+from __future__ import annotations
+
+from atlas.proof import tex as T
+from atlas.proof.core import Part
+from atlas.proof.library import _attr, linear_dims, sub
+from atlas.proof.positions import _alibi_bias, alibi_slopes, alibi_slopes_tex, alibi_tex
+from atlas.proof.steps import Step
+
+
+NEG = float("-inf")
+
+
+def _heads(part: Part, tiny: bool):
+    cfg = part.ctx.tiny_config if tiny else part.ctx.full_config
+    m = part.tiny if tiny else part.full
+    h = _attr(m, "num_heads") or cfg.num_attention_heads
+    cfg = _layer_of(cfg, m)  # a block built with sizes of its own (Gemma 4's global blocks)
+    kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
+    d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
+    return h, kv, d
+
+
+def _layer_of(cfg, module):
+    """The configuration the module's block was built from, where blocks differ in size."""
+    from atlas.inputs.layers import heterogeneous, layer_config
+
+    index = getattr(module, "layer_idx", None)
+    return layer_config(cfg, index) if heterogeneous(cfg) and isinstance(index, int) else cfg
+
+
+def _window(part: Part, module) -> int | None:
+    w = _attr(module, "sliding_window")
+    if w is None and part.attention_type == "sliding_attention":
+        cfg = part.ctx.tiny_config if module is part.tiny else part.ctx.full_config
+        w = getattr(cfg, "sliding_window", None)
+    return w
+
+
+def _mask(T_, window):
+    import torch
+
+    t = torch.arange(T_)
+    allowed = t[None, :] <= t[:, None]
+    if window:
+        allowed &= t[None, :] > t[:, None] - window
+    return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
+
+
+def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
+                      gated: bool = False, alibi: str | None = None, selected: str | None = None) -> None:
+    """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
+    ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
+    ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
+    indexer kept, -inf elsewhere), added with the causal mask."""
+    import torch
+
+    if prescaled:
+        part.note("scaling", _attr(part.full, "scaling"), "the module's scaling, applied to the queries before the scores")
+        steps.append(Step(rf"S_h={T.q('Q_h')}{T.k('K_h')}^{{\top}}\quad\text{{(the queries carry the scale)}}", "S",
+                          lambda e: e["Q"] @ e["K"].transpose(-1, -2), summary=True))
+    scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
+    if prescaled:
+        pass
+    elif scale is None:  # a module that holds no scaling and divides by the square root of its head width (Falcon)
+        scale, tiny_scale = _heads(part, tiny=False)[2] ** -0.5, _heads(part, tiny=True)[2] ** -0.5
+        part.note("scaling", scale, "the module holds none: one over the square root of the head width, checked by the proof")
+    else:
+        part.note("scaling", scale, "the module's scaling")
+    if not prescaled:
+        steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
+    cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
+    if cap:
+        tiny_cap = _attr(part.tiny, "attn_logit_softcapping") or part.ctx.tiny_config.attn_logit_softcapping
+        part.note("softcap", cap, "the module's setting")
+        steps.append(Step(rf"S_h\leftarrow{T.num(cap)}\tanh(S_h/{T.num(cap)})", "S", lambda e: tiny_cap * (e["S"] / tiny_cap).tanh()))
+    if alibi:  # a bias linear in the key's position, at a slope of each head's own (ALiBi)
+        tiny_slopes = alibi_slopes(_heads(part, tiny=True)[0])
+        part.note("alibi_slopes", alibi_slopes(h), "ALiBi's geometric sequence at the checkpoint's head count, checked on the preview run's")
+        steps.append(Step(alibi_tex(alibi, alibi_slopes_tex(h)), "S",
+                          lambda e: e["S"] + _alibi_bias(tiny_slopes, e["S"].shape[-1], alibi).to(e["S"].dtype), summary=True))
+    window, tiny_window = _window(part, part.full), _window(part, part.tiny)
+    M = T.c("M")
+    chunk, tiny_chunk = _chunk(part, part.ctx.full_config), _chunk(part, part.ctx.tiny_config)
+    if chunk:  # chunked attention (Llama 4's rotary blocks): a query sees the earlier positions of its own chunk
+        part.note("chunk", chunk, "the config's attention_chunk_size, for a block of attention type chunked_attention")
+        rule = (rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t\ \text{{and}}\ \lfloor s/{T.num(chunk)}\rfloor=\lfloor t/{T.num(chunk)}\rfloor,"
+                r"\ -\infty\ \text{otherwise (chunks of fixed length)}")
+        steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _chunk_mask(e["S"].shape[-1], tiny_chunk), value="attention_scores"))
+    elif window:
+        part.note("window", window, "the module's sliding window")
+        rule = rf"{M}_{{ts}}=0\ \text{{if}}\ t-{T.num(window)}<s\le t,\ -\infty\ \text{{otherwise}}"
+    else:
+        part.note("window", "none: every earlier position", "the module has no sliding window")
+        rule = rf"{M}_{{ts}}=0\ \text{{if}}\ s\le t,\ -\infty\ \text{{otherwise}}"
+    if selected:
+        part.note("selection", "the indexer's kept positions", "the module has a lightning indexer")
+        steps.append(Step(rf"S_h\leftarrow S_h+{M}+{M}^{{I}},\quad {rule};\ {M}^{{I}}_{{ts}}=0\ \text{{if}}\ s\in P_t,\ -\infty\ \text{{otherwise}}", "S",
+                          lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window) + e[selected][:, None], value="attention_scores", summary=True))
+    elif not chunk:
+        steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
+    if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
+        part.note("sinks", True, "the module holds one sink logit per head")
+
+        def with_sink(e):
+            S = e["S"]
+            sink = e.w("sinks").view(1, -1, 1, 1).expand(S.shape[0], -1, S.shape[2], 1)
+            return torch.cat((S, sink), dim=-1).softmax(-1)[..., :-1]
+
+        steps.append(Step(r"P_h=\operatorname{softmax}\big([S_h,\ \sigma_h]\big)_{:,\,1..T}\quad\sigma_h\ \text{a learned sink logit per head, dropped after the softmax}",
+                          "P", with_sink, value="attention_probabilities", summary=True))
+    else:
+        steps.append(Step(r"P_h=\operatorname{softmax}(S_h)\ \text{over keys}", "P", lambda e: e["S"].softmax(-1), value="attention_probabilities", summary=True))
+    steps += [
+        Step(rf"{T.v('O_h')}=P_h{T.v('V_h')}", "O", lambda e: (e["P"] @ e["V"]).transpose(1, 2), value="attention_head_outputs"),
+        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
+             value=None if gated else "attention_premix"),
+    ]
+    if gated:  # an output gate: each head's output scaled by the sigmoid of its own second query half
+        steps.append(Step(r"o\leftarrow o\odot\sigma(G)\quad\text{the output gate}", "o", lambda e: e["o"] * e["G"].sigmoid(),
+                          value="attention_premix", summary=True))
+    n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
+    steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
+
+
+def _chunk(part: Part, cfg) -> int | None:
+    """The chunk length of a chunked-attention block (the config's attention_chunk_size), else None."""
+    return getattr(cfg, "attention_chunk_size", None) if part.attention_type == "chunked_attention" else None
+
+
+def _chunk_mask(T_, chunk):
+    import torch
+
+    t = torch.arange(T_)
+    allowed = (t[None, :] <= t[:, None]) & (t[None, :] // chunk == t[:, None] // chunk)
+    return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
