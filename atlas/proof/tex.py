@@ -1,20 +1,11 @@
-"""TeX pieces the step library shares: numbers at the checkpoint's sizes, streams, shapes."""
+"""TeX pieces the step library shares: numbers at the checkpoint's sizes, streams (atlas.notation), shapes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from atlas.notation import STREAMS, stream  # noqa: F401  (the steps write T.stream)
 from atlas.numbers import grouped
-
-# The streams an equation colors, and the CSS class each one gets (static/atlas.css colors them in
-# both themes). The steps' TeX and the pages' own symbols (atlas.render) draw them alike.
-STREAMS = {"q": "st-q", "k": "st-k", "v": "st-v", "c": "st-c"}
-
-
-def stream(name: str, tex: str) -> str:
-    """``tex`` wrapped so that it is drawn in the color of a stream: q(uery), k(ey), v(alue), c(ontext)."""
-    return r"\htmlClass{" + STREAMS[name] + "}{" + tex + "}"
-
 
 def num(n: Any) -> str:
     """A number as TeX: integers grouped with thin commas, small floats in powers of ten."""

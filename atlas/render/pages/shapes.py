@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.proof.tex import stream
+from atlas.notation import stream
 from atlas.numbers import grouped
 from atlas.render.pages.roles import fact, in_out, role
 from atlas.render.pages.sizes import Sizes, routing
