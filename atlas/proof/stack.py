@@ -90,7 +90,7 @@ def _block(part: Part, factor: float | None, tiny_factor: float | None = None, t
         # which spare norm feeds the experts and which follows the MLP or the experts: measured
         return part.choose("side_mixture_norms", {
             f"experts' input {a}, after the MLP {b}, after the experts {c}":
-                (lambda p=(a, b, c): _scaled_output(part, _plain_block(part, factor, tiny_factor, times, {**side, "roles": p})))
+                (lambda p=(a, b, c): _scaled_output(part, _plain_block(part, factor, tiny_factor, times, {**side, "roles": list(p)})))
             for a, b, c in itertools.permutations(side["norms"])})
     return _scaled_output(part, _plain_block(part, factor, tiny_factor, times, side))
 
