@@ -229,3 +229,26 @@ def test_a_folder_asked_for_twice_is_read_once_unless_a_file_changed(tmp_path, m
     assert first == second and len(reads) == 1
     save_file({"a": torch.zeros(2)}, str(tmp_path / "model.safetensors"))  # a new file: read again
     assert [t.name for t in read_checkpoint(tmp_path)[0]] == ["a"] and len(reads) == 2
+
+
+def test_a_build_with_weights_reads_each_file_once(tmp_path):
+    # A build asks for the folder in its preflight and again when it collects the family; the second
+    # is answered from the first. Counted in a build process of its own, the reader's read_file wrapped.
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    save_file({"wte.weight": torch.zeros(4, 4)}, str(tmp_path / "model.safetensors"))
+    script = (
+        "import sys; from atlas import safetensors_headers as sh; calls = []; real = sh.read_file\n"
+        "sh.read_file = lambda p: calls.append(p) or real(p)\n"
+        "import build\n"
+        "try:\n    build.build(['gpt2'], __import__('pathlib').Path(sys.argv[1]) / 'site', __import__('pathlib').Path(sys.argv[1]))\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+        "print('reads', len(calls))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    lines = result.stdout.splitlines()
+    # the file holds one tensor of a made-up shape: the build stops where it compares, after both asks
+    assert lines == [f"AtlasError {tmp_path}/model.safetensors: wte.weight: shape [4, 4], predicted [50257, 768]", "reads 1"], result.stderr
