@@ -211,7 +211,8 @@ class Hub:
             if status == 404:
                 raise AtlasError(url, None, f"not found (404{_error_code(headers)})")
             if status in (401, 403):
-                raise AtlasError(url, None, f"refused ({status}{_error_code(headers)}): a gated or private repository needs HF_TOKEN")
+                sent = "HF_TOKEN was sent" if self.token else "no token was sent (HF_TOKEN goes only to https://huggingface.co unless --send-token)"
+                raise AtlasError(url, None, f"refused ({status}{_error_code(headers)}): a gated or private repository needs a token; {sent}")
             if byte_range is not None and status == 200:
                 raise AtlasError(url, "Range", "the server ignored it and began sending the whole file (200, not 206); "
                                  "a pin reads headers only, so the body was left unread")

@@ -7,9 +7,10 @@
 The files are made here in a temporary folder, in the safetensors format (8-byte length, JSON header,
 data buffer), with names shaped like the real ones (model.layers.N.mlp.experts.E.gate_proj.weight),
 one BF16 element each, so that the data buffers stay a few hundred kilobytes. Each read is timed in
-this process, best of three; the reader's second read of an unchanged folder (as a build with
---weights asks for it twice) is timed apart. The target: a single header of 139,644 names in under
-2 s on the project's 2-core machine.
+this process, best of three, both by the clock and by the CPU time the process used (on a machine
+shared with other work the clock counts their turns too; the CPU time does not); the reader's second
+read of an unchanged folder (as a build with --weights asks for it twice) is timed apart. The target:
+a single header of 139,644 names in under 2 s of CPU on the project's 2-core machine.
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ def write_file(path: Path, tensor_names: list[str]) -> None:
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(2 * len(tensor_names)))
 
 
-def best_of(runs: int, work) -> float:
-    times = []
+def best_of(runs: int, work) -> tuple[float, float]:
+    """The shortest of ``runs`` runs, by the clock and by CPU time (seconds)."""
+    clock, cpu = [], []
     for _ in range(runs):
         safetensors_headers._last_read = None  # each run reads the files afresh
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        clock.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return min(clock), min(cpu)
 
 
 def main() -> int:
@@ -76,10 +79,10 @@ def main() -> int:
         start = time.perf_counter()
         safetensors_headers.read_checkpoint(sharded)
         again = time.perf_counter() - start
-    print(f"{args.names:,} names in one header: {one:.2f} s (target: under {TARGET_SECONDS:.0f} s)")
-    print(f"{args.names:,} names in {shards} shards with their index: {split:.2f} s")
+    print(f"{args.names:,} names in one header: {one[0]:.2f} s, {one[1]:.2f} s of CPU (target: under {TARGET_SECONDS:.0f} s of CPU)")
+    print(f"{args.names:,} names in {shards} shards with their index: {split[0]:.2f} s, {split[1]:.2f} s of CPU")
     print(f"the same folder read again, unchanged: {again * 1000:.1f} ms")
-    return 0 if one < TARGET_SECONDS else 1
+    return 0 if one[1] < TARGET_SECONDS else 1
 
 
 if __name__ == "__main__":

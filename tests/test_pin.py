@@ -212,6 +212,7 @@ def hostile_repos() -> dict[str, dict]:
     ok = raw_safetensors({"a": f32}, bytes(8))
     return {
         "bad/status-500": {"config.json": status(500)},
+        "bad/gated": {"config.json": lambda h, repo: h.answer(401, {"X-Error-Code": "GatedRepo"})},
         "bad/dropped": {"config.json": drop},
         "bad/dropped-mid-body": {"config.json": drop_after(10, 100)},
         "bad/redirect-nowhere": {"config.json": redirect(None)},
@@ -398,6 +399,8 @@ ONE_CHUNK = 256 * 1024
 
 HOSTILE = [
     ("bad/status-500", R + ": the server answered 500 Internal Server Error", 0),
+    ("bad/gated", R + ": refused (401 GatedRepo): a gated or private repository needs a token; no token was sent "
+                      "(HF_TOKEN goes only to https://huggingface.co unless --send-token)", 0),
     ("bad/dropped", R + ": the server closed the connection without an answer", 0),
     ("bad/dropped-mid-body", R + ": body: the connection closed after 10 of 100 bytes", 10),
     ("bad/redirect-nowhere", R + ": Location: a 302 redirect that names no address", 0),
