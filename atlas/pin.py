@@ -203,7 +203,7 @@ class Hub:
                 if not location:
                     raise AtlasError(url, "Location", f"a {status} redirect that names no address")
                 url = urljoin(url, location)
-                if urlsplit(url).scheme not in ("http", "https"):
+                if not _fetchable(url):
                     raise AtlasError(asked, "Location", f"redirected to {one_line(url[:200])!r}, not an http:// or https:// address")
                 continue
             if status == 404 and missing_ok:
@@ -271,9 +271,21 @@ class Hub:
             if expired.is_set() or isinstance(e, TimeoutError):
                 raise self.late(url) from None
             raise AtlasError(url, None, _broken(e)) from None
+        except ValueError as e:  # http.client's own refusal of a request line (a space, a character not ASCII)
+            raise AtlasError(url, None, f"not an address that can be asked for ({one_line(e)})") from None
         finally:
             timer.cancel()
             connection.close()
+
+
+def _fetchable(url: str) -> bool:
+    """An http:// or https:// URL with a host and a port that is a number, every character printable ASCII."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and url.isascii() and url.isprintable() and " " not in url
 
 
 def _connection(parts, timeout: float) -> tuple[http.client.HTTPConnection, bool]:

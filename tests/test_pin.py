@@ -218,6 +218,7 @@ def hostile_repos() -> dict[str, dict]:
         "bad/redirect-nowhere": {"config.json": redirect(None)},
         "bad/redirect-loop": {"config.json": redirect("/bad/redirect-loop/resolve/main/config.json")},
         "bad/redirect-file": {"config.json": redirect("file:///etc/passwd")},
+        "bad/redirect-bad-port": {"config.json": redirect("http://127.0.0.1:port/x")},
         "bad/commit": {"config.json": lambda h, repo: h.answer(200, {}, b"{}", repo, commit="<img src=x onerror=alert(1)>../../x")},
         "bad/no-commit": {"config.json": lambda h, repo: h.answer(200, {}, b"{}", repo, commit=None)},
         "bad/config-list": {"config.json": b"[1, 2]", "model.safetensors": ok},
@@ -406,6 +407,7 @@ HOSTILE = [
     ("bad/redirect-nowhere", R + ": Location: a 302 redirect that names no address", 0),
     ("bad/redirect-loop", R + ": Location: more than 5 redirects", 0),
     ("bad/redirect-file", R + ": Location: redirected to 'file:///etc/passwd', not an http:// or https:// address", 0),
+    ("bad/redirect-bad-port", R + ": Location: redirected to 'http://127.0.0.1:port/x', not an http:// or https:// address", 0),
     ("bad/commit", R + ": X-Repo-Commit: '<img src=x onerror=alert(1)>../../x' is not a commit (40 hex digits)", 2),
     ("bad/no-commit", R + ": X-Repo-Commit: missing: the server did not say which commit it served, so there is none to pin", 2),
     ("bad/config-list", R + ": must hold a JSON object", None),
@@ -511,13 +513,14 @@ def test_an_endpoint_from_hf_endpoint_is_checked_the_same(tmp_path, capsys, monk
 
 def test_out_a_file_or_under_a_file_is_one_line(hub, tmp_path, capsys, no_proxy_or_token):
     endpoint, _ = hub
-    a_file = tmp_path / "notes.txt"
+    a_file = tmp_path / "notes\nerror: all is well.txt"  # a newline in the name, escaped in the one line
     a_file.write_text("mine\n")
     code, _, err = pin_here(capsys, "tiny/llama", "--endpoint", endpoint, "--out", str(a_file))
-    assert (code, err) == (1, f"error: --out: {a_file}: is not a folder; give a folder (the file was left as it is); nothing was written\n")
+    shown = str(a_file).replace("\n", "\\n")
+    assert (code, err) == (1, f"error: --out: {shown}: is not a folder; give a folder (the file was left as it is); nothing was written\n")
     code, _, err = pin_here(capsys, "tiny/llama", "--endpoint", endpoint, "--out", str(a_file / "sub" / "llama"))
-    assert (code, err) == (1, f"error: --out: {a_file}/sub/llama: cannot be made: {a_file} is not a folder; nothing was written\n")
-    assert a_file.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (code, err) == (1, f"error: --out: {shown}/sub/llama: cannot be made: {shown} is not a folder; nothing was written\n")
+    assert a_file.read_text() == "mine\n" and [p.name for p in tmp_path.iterdir()] == [a_file.name]
     # a folder no file can be made in (checked when the pin writes: as root, every folder is writable)
     code, _, err = pin_here(capsys, "tiny/llama", "--endpoint", endpoint, "--out", "/proc/atlas-pin")
     assert (code, err) == (1, "error: --out: /proc/atlas-pin: cannot be made (No such file or directory); nothing was written\n")
