@@ -17,7 +17,6 @@ import json
 import os
 import re
 import resource
-import shutil
 import socket
 import struct
 import subprocess
