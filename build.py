@@ -6,7 +6,7 @@
     python build.py --weights DIR --family NAME   # also check a local checkpoint, tensor by tensor
     python build.py --list               # the families
     python build.py --serve [PORT]       # serve the site on 127.0.0.1
-    python build.py pin ORG/REPO         # a checkpoint folder from the Hub's config and headers (atlas/inputs/pin.py)
+    python build.py pin ORG/REPO         # a checkpoint folder from the Hub's config and headers (atlas/build/pin.py)
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (argv if argv is not None else sys.argv[1:])[:1] == ["pin"]:  # python build.py pin ORG/REPO: atlas/inputs/pin.py
-        return __import__("atlas.inputs.pin", fromlist=["main"]).main((argv if argv is not None else sys.argv[1:])[1:])
+    if (argv if argv is not None else sys.argv[1:])[:1] == ["pin"]:  # python build.py pin ORG/REPO: atlas/build/pin.py
+        return __import__("atlas.build.pin", fromlist=["main"]).main((argv if argv is not None else sys.argv[1:])[1:])
     parser = Parser(description="Build the architecture atlas.")
     parser.add_argument("--family", action="append", metavar="NAME", help="build this family (repeatable); default: all")
     parser.add_argument("--out", type=Path, default=Path("site"), help="output folder (default: site)")

@@ -1,6 +1,7 @@
-"""Build: the driver around the stages. The facts cache (cache), many families collected in worker
-processes (parallel), publishing a site so that it cannot half-happen (publish), and the local server
-that rebuilds on edits (serve).
+"""Build: the driver around the stages. Many families collected in worker processes, each from the facts
+cache where its inputs are unchanged (parallel); the site written (site) and published so that it
+cannot half-happen (publish); the local server that rebuilds on edits (serve); and ``pin``, which writes
+a checkpoint folder from the Hub's config and headers, swapped in whole as a site is.
 
 May import: every stage.
 """

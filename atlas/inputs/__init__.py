@@ -2,8 +2,8 @@
 
 The ``Family`` a family module declares (atlas/families/<name>.py), its notes, its checkpoint folder
 (atlas/checkpoints/<org>/<repo>/: config.json, checkpoint.json, headers) and a configuration's per-layer
-values, the strict safetensors header reader for local weights, ``pin`` (a checkpoint folder from the
-Hub's headers), and the preflight checks that turn a bad input into one line naming the file and the
+values, the strict safetensors header reader for local weights (whose checks ``pin`` applies to what
+the Hub serves), and the preflight checks that turn a bad input into one line naming the file and the
 field.
 
 May import: atlas.errors, atlas.numbers, atlas.families; torch and transformers only inside functions.
