@@ -157,7 +157,7 @@ def _expected_cost(name: str) -> int:
     routed experts in each (every expert of every block is stored tensors to predict and name), which
     puts the large mixtures first."""
     from atlas.inputs.preflight import LAYERS, check_inputs
-    from atlas.model.standard import routed_experts
+    from atlas.model.sizes import routed_experts
 
     try:
         _, checkpoint = check_inputs(name)

@@ -173,7 +173,7 @@ def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) 
     ``data_size`` is false: collecting checks the run before its notes, and the check step again after)."""
     import json
 
-    from atlas.model.standard import layout_of, resolve_dims
+    from atlas.model.vocabulary import layout_of, resolve_dims
 
     for ident in preview["identities"]:
         # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way
@@ -205,7 +205,7 @@ def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) 
 
 def check_support(family: str, support: dict[str, Any]) -> None:
     """Every standard name appears once, on its host."""
-    from atlas.model.standard import VOCABULARY
+    from atlas.model.vocabulary import VOCABULARY
 
     listed = [(h["host"], v["name"]) for h in support["hosts"] for v in h["values"]]
     expected = [(v.host, v.name) for v in VOCABULARY if not v.extension or (v.host, v.name) in listed]

@@ -23,7 +23,7 @@ from typing import Any
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.model.introspect import num_blocks
-from atlas.model.standard import experts_per_token
+from atlas.model.sizes import experts_per_token
 
 DEFAULT_CONTEXT = 4096  # the context the page shows before the reader moves the slider
 CACHE_DTYPES = {"BF16": 2, "FP8": 1}  # bytes per cached value the page offers
@@ -69,7 +69,7 @@ class BlockTerms:
 
 
 def _sizes(config) -> dict[str, Any]:
-    from atlas.model.standard import checkpoint_sizes
+    from atlas.model.sizes import checkpoint_sizes
 
     return checkpoint_sizes(config)
 
@@ -89,7 +89,7 @@ def _takes_alibi(attention, config) -> bool:
 
 def block_terms(block, config, attention_type: str | None, family: str = "") -> BlockTerms:
     """The cost coefficients of one block of a model built from ``config``."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     roles = block_roles(block)
     sizes = _sizes(config)
@@ -297,7 +297,7 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
     import torch
 
-    from atlas.model.standard import is_recurrent_block
+    from atlas.model.structure import is_recurrent_block
 
     mixer = block.get_submodule(roles.ssm)
     if is_recurrent_block(mixer):
@@ -356,7 +356,7 @@ def recurrent_block_terms(mixer, matrices: int, routed) -> BlockTerms:
     head), and do not grow with the context."""
     import torch
 
-    from atlas.model.standard import is_rg_lru
+    from atlas.model.structure import is_rg_lru
 
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     unit = next(m for m in mixer.children() if is_rg_lru(m))
@@ -612,7 +612,8 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from atlas.model.introspect import find_block_list, layer_types
+    from atlas.model.block_kinds import layer_types
+    from atlas.model.introspect import find_block_list
 
     model, config = run.model, run.config
     _, blocks = find_block_list(model, num_blocks(config))
@@ -736,7 +737,7 @@ class _ZeroSlots:
 def _zero_expert_slots(blocks) -> _ZeroSlots:
     """The blocks whose experts module allocates more gate rows than it has down projections: the rest
     are zero-computation experts, chosen by the router like the others."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     found = {}
     for i, block in enumerate(blocks):
@@ -771,7 +772,7 @@ def cache_layer_values(layer) -> int:
 
 def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:
     """The weights in memory: as the checkpoint stores them, and in BF16, FP8 and 4-bit alternatives."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     predicted = facts["checkpoint_check"]["predicted"]
     total = facts["accounting"]["model"]["total"]
@@ -837,7 +838,7 @@ def _scale_check(layout: list, dtype: str) -> str:
 def scale_mismatches(layout: list) -> list[str]:
     """Quantized matrices of the predicted layout whose stored bytes (values and scales) differ from the
     formulas' bytes for a matrix of that shape."""
-    from atlas.model.params import DTYPE_BYTES
+    from atlas.inputs.dtypes import DTYPE_BYTES
 
     wrong = []
     for t, scale in stored_pairs(layout, "F8_E4M3"):
@@ -856,7 +857,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     """The values one token runs through, by part: embeddings, attention, dense MLPs, routers, shared
     experts, the routed experts' top-k share, norms, the head."""
     from atlas.model.introspect import own_tensors
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     top_k = experts_per_token(config)
     parts = {name: 0 for name in ACTIVE_PARTS}

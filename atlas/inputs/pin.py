@@ -129,7 +129,7 @@ def _tensor_list(found) -> list[dict[str, Any]]:
 
 
 def _checkpoint_json(repo, commit, endpoint, found, headers, sizes, index_bytes) -> dict[str, Any]:
-    from atlas.model.params import DTYPE_BYTES
+    from atlas.inputs.dtypes import DTYPE_BYTES
 
     tensors_by_dtype: Counter = Counter()
     bytes_by_dtype: Counter = Counter()

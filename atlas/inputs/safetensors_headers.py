@@ -17,7 +17,7 @@ from pathlib import Path
 
 from atlas.inputs.checkpoint import regular_file
 from atlas.errors import AtlasError
-from atlas.model.params import DTYPE_BYTES
+from atlas.inputs.dtypes import DTYPE_BYTES
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 MAX_INDEX_BYTES = 100 * 1024 * 1024

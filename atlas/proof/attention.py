@@ -12,7 +12,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, add_handed_residual, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
-from atlas.model.standard import is_indexer
+from atlas.model.structure import is_indexer
 
 ROTARY = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles", given=True)
 ROTARY_COMPLEX = Input("R", T.c("R"), "position_embeddings", "one complex factor per position and rotated pair: cos + i sin of the angle, times the rotary attention factor", given=True)

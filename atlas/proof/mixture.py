@@ -8,7 +8,8 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, X, activation_name, sub, swiglu_limit
 from atlas.proof.steps import Chain, Input, Step
-from atlas.model.standard import TOP_K_KEYS, routed_experts
+from atlas.inputs.config_keys import TOP_K_KEYS
+from atlas.model.sizes import routed_experts
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")
 TOKENS = Input("x", "x", "hidden_states", "the tokens routed, one row each")
@@ -347,7 +348,7 @@ def dense_experts(part: Part) -> Chain:
 
 def experts(part: Part) -> Chain:
     """Each routing slot's expert, a gated MLP on its own slice of the fused 3-D weights, weighted and summed."""
-    from atlas.model.standard import is_dense_dispatch
+    from atlas.model.structure import is_dense_dispatch
 
     if is_dense_dispatch(part.tiny):
         return dense_experts(part)
@@ -567,7 +568,7 @@ def dense_mixture(part: Part, route: str, shared: str | None) -> Chain:
 
 
 def mixture(part: Part) -> Chain:
-    from atlas.model.standard import is_dense_dispatch
+    from atlas.model.structure import is_dense_dispatch
 
     names = dict(part.tiny.named_children())
     if "experts" in names and is_dense_dispatch(part.tiny.experts):

@@ -21,7 +21,7 @@ import markupsafe
 from atlas.build import cache, publish
 from atlas.render import compare, pages, search
 from atlas.cost import figures as cost
-from atlas.model import standard
+from atlas.model.sizes import routed_experts
 from atlas.check import visible_text
 from atlas.check.claims import check_pages
 from atlas.errors import AtlasError
@@ -185,7 +185,7 @@ def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | 
         return None
     pv = facts["preview"]
     config = pv["config"]
-    experts = standard.routed_experts(config)
+    experts = routed_experts(config)
     return {"labels": pv["token_labels"], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 

@@ -230,7 +230,7 @@ def weight_previews(facts: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> 
 def missing_words(facts: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     """Where each support() value is missing, by reason, with its blocks as ranges in numeric order:
     {name: [{"blocks": "1–60", "count": 60, "why": ...}]}."""
-    from atlas.model.introspect import index_ranges
+    from atlas.model.block_kinds import index_ranges
 
     out = {}
     for host in facts["support"]["hosts"]:
