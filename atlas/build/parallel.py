@@ -107,6 +107,7 @@ def _import_before_forking(names: list[str]) -> None:
     import atlas.facts.collect  # noqa: F401
     import atlas.inputs.notes  # noqa: F401
     import atlas.model.preview  # noqa: F401
+    import atlas.model.preview_facts  # noqa: F401
     import atlas.proof  # noqa: F401
     from atlas import families
     from atlas.inputs.checkpoint import transformers_class

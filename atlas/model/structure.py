@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 def own_parameters(module) -> dict:
+    """The parameters a module holds itself, by name (its children's left out)."""
     return dict(module.named_parameters(recurse=False))
 
 
@@ -24,6 +25,7 @@ def _tensor_names(module) -> set[str]:
 
 
 def norm_epsilon(module) -> float:
+    """A norm's epsilon, under whichever attribute its class keeps it; LookupError where it keeps none."""
     for attr in ("variance_epsilon", "eps", "epsilon"):
         if isinstance(getattr(module, attr, None), float):
             return getattr(module, attr)

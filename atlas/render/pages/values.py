@@ -1,5 +1,5 @@
 """Standard values: a page per value the family produces, from support() in the facts (the one
-vocabulary is atlas/model/standard.py). A value support() lists with no place to read it here (GPT-2's
+vocabulary is atlas/model/vocabulary.py). A value support() lists with no place to read it here (GPT-2's
 router_logits, say) has no page, and no card, search entry or link names it."""
 
 from __future__ import annotations
