@@ -336,7 +336,7 @@ def test_bad_stored_rules_name_file_and_field(pinned, field):
 
 
 def test_unknown_or_malformed_figures_are_rejected(collected):
-    from atlas.model.params import figure_rows
+    from atlas.model.pinned_figures import figure_rows
 
     predicted = collected("llama").facts["checkpoint_check"]["predicted"]
     with pytest.raises(AtlasError, match="safetensors.total_bytes: is not a known figure"):

@@ -126,7 +126,7 @@ def test_dbrx_routing_by_plain_top_k_is_refused(dbrx_inputs, monkeypatch):
 def test_dbrx_tiny_config_shrinks_the_sub_configs():
     from atlas.inputs.checkpoint import load_pinned, transformers_config
     from atlas.families import load
-    from atlas.model.preview import tiny_config
+    from atlas.model.tiny import tiny_config
 
     family = load("dbrx")
     pinned = transformers_config(family, load_pinned(family.checkpoint))

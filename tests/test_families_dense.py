@@ -230,7 +230,7 @@ def test_mlp_layer_types_are_cut_to_the_tiny_stack():
 
     from transformers import DeepseekV32Config
 
-    from atlas.model.preview import tiny_config, tiny_values
+    from atlas.model.tiny import tiny_config, tiny_values
 
     pinned = DeepseekV32Config(num_hidden_layers=61, first_k_dense_replace=3, head_dim=64)
     assert len(pinned.mlp_layer_types) == 61

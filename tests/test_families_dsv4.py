@@ -239,7 +239,7 @@ def test_a_compressor_without_its_slot_bias_is_refused():
 
 
 def test_streams_and_attended_keys_have_layouts_of_their_own():
-    from atlas.model.standard import layout_of, resolve_dims
+    from atlas.model.vocabulary import layout_of, resolve_dims
 
     sizes = {"hidden_size": 4096, "residual_streams": 4, "compressed_blocks": 41, "num_kv_heads": 1, "qk_head_dim": 512, "head_dim": 512}
     assert resolve_dims(layout_of("layer_input", sizes), sizes) == ["batch", "seq", 4, 4096]

@@ -127,7 +127,7 @@ def test_list_block_roles_name_the_first_entries():
     from transformers import LongcatFlashConfig
     from transformers.models.longcat_flash.modeling_longcat_flash import LongcatFlashDecoderLayer
 
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     config = LongcatFlashConfig(hidden_size=32, num_attention_heads=2, q_lora_rank=8, kv_lora_rank=8, qk_nope_head_dim=4,
                                 qk_rope_head_dim=4, v_head_dim=4, ffn_hidden_size=16, expert_ffn_hidden_size=8,

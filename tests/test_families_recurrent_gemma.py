@@ -198,7 +198,7 @@ def test_rg_lru_structure_is_told_apart():
     from transformers import RecurrentGemmaConfig
     from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRecurrentBlock, RecurrentGemmaRglru
 
-    from atlas.model.standard import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+    from atlas.model.structure import is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
     config = RecurrentGemmaConfig(hidden_size=24, lru_width=24, num_attention_heads=3, num_hidden_layers=3)
     unit, block = RecurrentGemmaRglru(config), RecurrentGemmaRecurrentBlock(config, 0)

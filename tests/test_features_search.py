@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from atlas.model import features
+from atlas.model.block_kinds import blocks_without_rotary
 from atlas.render import pages, search
 from atlas.errors import AtlasError
 
@@ -61,8 +62,8 @@ def test_the_evidence_is_in_the_checkpoints_own_numbers(collected):
 def test_a_block_without_rotary_makes_nope(kimi):
     # transformers' per-layer switch: 1 applies the rotary embedding, 0 does not.
     config = SimpleNamespace(no_rope_layers=[1, 1, 1, 0, 1, 1, 1, 0], num_hidden_layers=8)
-    assert features.blocks_without_rotary(config) == [3, 7]
-    assert features.blocks_without_rotary(SimpleNamespace(num_hidden_layers=8)) is None
+    assert blocks_without_rotary(config) == [3, 7]
+    assert blocks_without_rotary(SimpleNamespace(num_hidden_layers=8)) is None
     found = {f["abbreviation"]: f for f in features.derive(kimi, [3, 7])}
     assert found["NoPE"]["evidence"].startswith("blocks 3, 7 apply no rotary embedding")
     assert "NoPE" not in abbreviations(kimi)

@@ -257,7 +257,7 @@ def _tiny_tensors():
 
 def _as_stored(tensors):
     from atlas.inputs.family import StoredTensor
-    from atlas.model.params import TORCH_TO_SAFETENSORS
+    from atlas.inputs.dtypes import TORCH_TO_SAFETENSORS
 
     names = {"float8_e4m3fn": "F8_E4M3", "uint8": "U8"}
     out = []

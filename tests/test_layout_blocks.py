@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas.model import params
+from atlas.model import checkpoint_layout
 from atlas.inputs.checkpoint import build_on_meta, transformers_config
 from atlas.facts.collect import _stored_rules
 from atlas.inputs.preflight import check_inputs
@@ -16,9 +16,9 @@ def saved_names(name: str):
     family, checkpoint = check_inputs(name)
     model = build_on_meta(family, transformers_config(family, checkpoint), checkpoint.config_path)
     rules = _stored_rules(checkpoint)
-    weight_dtype = params.LayoutPredictor(checkpoint.config, lambda _: model, rules).weight_dtype
-    unique, _ = params._unique_state(model, rules)
-    return (lambda: params._SavedNames(model, checkpoint.config.get("quantization_config"), weight_dtype, rules)), unique
+    weight_dtype = checkpoint_layout.LayoutPredictor(checkpoint.config, lambda _: model, rules).weight_dtype
+    unique, _ = checkpoint_layout._unique_state(model, rules)
+    return (lambda: checkpoint_layout._SavedNames(model, checkpoint.config.get("quantization_config"), weight_dtype, rules)), unique
 
 
 def whole_model(saved, unique):

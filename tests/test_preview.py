@@ -83,7 +83,7 @@ def mlp_reads_the_attention(run) -> bool:
     A parallel block (attention and MLP side by side on the block's input) gives the same input twice."""
     import torch
 
-    from atlas.model.standard import find_roles
+    from atlas.model.roles import find_roles
 
     from atlas.model.introspect import num_blocks
 
@@ -259,7 +259,8 @@ def test_a_tampered_capture_breaks_its_identity_and_the_check_names_it(value, in
 
     from atlas.facts.early_checks import check_preview
     from atlas.errors import AtlasError
-    from atlas.model.preview import preview_facts, preview_run
+    from atlas.model.preview import preview_run
+    from atlas.model.preview_facts import preview_facts
     from atlas.model.trace import Trace
 
     run = preview_run("kimi_k2")
@@ -354,13 +355,13 @@ def test_preview_data_is_compact(preview):
 
 
 def test_preview_run_is_deterministic():
-    from atlas.model import preview
+    from atlas.model import preview, preview_facts
     from atlas.inputs.checkpoint import load_pinned, transformers_config
     from atlas.families import load
 
     family = load("kimi_k2")
     config = transformers_config(family, load_pinned(family.checkpoint))
-    first, second = (json.dumps(preview.preview_facts(preview.run(family, config), family)) for _ in range(2))
+    first, second = (json.dumps(preview_facts.preview_facts(preview.run(family, config), family)) for _ in range(2))
     assert first == second
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atlas.model import preview
+from atlas.model import tiny
 
 
 def by_what(entries):
@@ -13,11 +13,11 @@ def test_kimi_k2_routes_top_2_of_its_own_expert_count_against_top_8_of_384(colle
     facts = collected("kimi_k2").facts
     raw, pv = facts["config"]["raw"], facts["preview"]
     k, experts = raw["num_experts_per_tok"], raw["n_routed_experts"]  # 8 of 384 in Kimi-K2-Instruct's config.json
-    # The rule in atlas/model/preview.py: TINY_TOP_K experts per token, the pinned share of experts kept: 2 × 384 / 8.
-    tiny_experts = preview.TINY_TOP_K * experts // k
-    assert tiny_experts * k == preview.TINY_TOP_K * experts  # the share is exact here, so no rounding is involved
+    # The rule in atlas/model/tiny.py: TINY_TOP_K experts per token, the pinned share of experts kept: 2 × 384 / 8.
+    tiny_experts = tiny.TINY_TOP_K * experts // k
+    assert tiny_experts * k == tiny.TINY_TOP_K * experts  # the share is exact here, so no rounding is involved
     routed = by_what(pv["differences"])["routed experts"]
-    assert routed["tiny"] == f"top-{preview.TINY_TOP_K} of {tiny_experts} routed experts"
+    assert routed["tiny"] == f"top-{tiny.TINY_TOP_K} of {tiny_experts} routed experts"
     assert routed["checkpoint"] == f"top-{k} of {experts} routed experts"
     assert f"top-2 of {tiny_experts} routed experts (the checkpoint: top-8 of 384 routed experts)" in pv["description"]
     assert "same routing" not in pv["description"]
@@ -45,7 +45,7 @@ def test_mixtral_keeps_its_routing_because_the_share_rule_gives_the_same_count(c
     facts = collected("mixtral").facts
     raw, pv = facts["config"]["raw"], facts["preview"]
     # 2 per token of 8: TINY_TOP_K × 8 / 2 is 8 again when TINY_TOP_K is 2.
-    assert preview.TINY_TOP_K * raw["num_local_experts"] // raw["num_experts_per_tok"] == raw["num_local_experts"]
+    assert tiny.TINY_TOP_K * raw["num_local_experts"] // raw["num_experts_per_tok"] == raw["num_local_experts"]
     assert "routed experts" in by_what(pv["kept"]) and "routed experts" not in by_what(pv["differences"])
 
 
@@ -53,9 +53,9 @@ def test_gpt_oss_window_and_heads_are_stated_both_ways(collected):
     facts = collected("gpt_oss").facts
     raw, pv = facts["config"]["raw"], facts["preview"]
     differences = by_what(pv["differences"])
-    assert differences["window"]["tiny"] == f"a sliding window of {preview.TINY_SLIDING_WINDOW} positions"
+    assert differences["window"]["tiny"] == f"a sliding window of {tiny.TINY_SLIDING_WINDOW} positions"
     assert differences["window"]["checkpoint"] == f"a sliding window of {raw['sliding_window']} positions"
-    tiny_heads = preview.TINY["num_attention_heads"]
+    tiny_heads = tiny.TINY["num_attention_heads"]
     tiny_kv = max(1, tiny_heads * raw["num_key_value_heads"] // raw["num_attention_heads"])  # 4 × 8 / 64 rounds to 0: at least 1
     assert differences["heads"]["tiny"] == f"{tiny_heads} query heads, {tiny_kv} key/value head{'s' if tiny_kv > 1 else ''}"
     assert differences["heads"]["checkpoint"] == f"{raw['num_attention_heads']} query heads, {raw['num_key_value_heads']} key/value heads"

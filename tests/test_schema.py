@@ -143,10 +143,12 @@ def test_the_schema_file_loads_and_pins_the_facts_version():
 
 
 def test_the_schema_enums_are_the_code_s_own_sets():
-    from atlas.model.params import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, DTYPE_BYTES, INDEX_COUNTS
-    from atlas.model.preview import TINY_RAW_KEYS
+    from atlas.inputs.dtypes import DTYPE_BYTES
+    from atlas.model.pinned_figures import COMPARED_FIGURES, DESCRIPTIVE_FIGURES, INDEX_COUNTS
+    from atlas.model.preview_facts import TINY_RAW_KEYS
     from atlas.proof.kinds import BUILDERS
-    from atlas.model.standard import HOSTS, LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS, STREAM_SIZE_KEYS
+    from atlas.model.sizes import LINEAR_ATTENTION_SIZES, SSM_SIZE_KEYS, STREAM_SIZE_KEYS
+    from atlas.model.vocabulary import HOSTS
 
     defs, top = SCHEMA_JSON["$defs"], SCHEMA_JSON["properties"]
     assert defs["dtype"]["enum"] == list(DTYPE_BYTES)

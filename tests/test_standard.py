@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atlas.model import standard
+from atlas.model import reads, vocabulary
 from tests.conftest import released_config
 
 # SPEC §6, copied here by hand: the independent source for the vocabulary.
@@ -35,15 +35,15 @@ def values_by_name(facts):
 
 def test_vocabulary_is_spec_section_6():
     for host, names in SPEC_NAMES.items():
-        assert [v.name for v in standard.VOCABULARY if v.host == host and not v.extension] == names
+        assert [v.name for v in vocabulary.VOCABULARY if v.host == host and not v.extension] == names
     for layout, dims in SPEC_LAYOUTS.items():
-        assert standard.LAYOUTS[layout] == tuple(dims.split())
+        assert vocabulary.LAYOUTS[layout] == tuple(dims.split())
 
 
 def test_dims_resolve_at_checkpoint_sizes_and_keep_call_dims():
-    assert standard.resolve_dims("Residual", {"hidden_size": 7168}) == ["batch", "seq", 7168]
-    assert standard.resolve_dims("Pattern", {"num_heads": 64}) == ["batch", 64, "query", "key"]
-    assert standard.resolve_dims("Tokens", {"batch": 1, "seq": 5}) == [1, 5]
+    assert vocabulary.resolve_dims("Residual", {"hidden_size": 7168}) == ["batch", "seq", 7168]
+    assert vocabulary.resolve_dims("Pattern", {"num_heads": 64}) == ["batch", 64, "query", "key"]
+    assert vocabulary.resolve_dims("Tokens", {"batch": 1, "seq": 5}) == [1, 5]
 
 
 def test_kimi_support_has_every_name_on_its_four_hosts(kimi):
@@ -52,7 +52,7 @@ def test_kimi_support_has_every_name_on_its_four_hosts(kimi):
     for host in hosts:
         assert [v["name"] for v in host["values"]] == SPEC_NAMES[host["host"]]
         for v in host["values"]:
-            assert v["layout"] and v["dims"] == list(standard.LAYOUTS[v["layout"]])
+            assert v["layout"] and v["dims"] == list(vocabulary.LAYOUTS[v["layout"]])
             assert v["description"] and v["read_at"] and "condition" in v
     assert [h["class"] for h in hosts] == ["DeepseekV3ForCausalLM", "DeepseekV3DecoderLayer", "DeepseekV3Attention",
                                            "DeepseekV3MLP / DeepseekV3MoE"]
@@ -145,13 +145,13 @@ def test_deepseek_v3_support_from_its_own_checkpoint(collected):
     ("output[1]", "output", "", 1),
 ])
 def test_overrides_are_parsed(text, kind, module, element):
-    read = standard.parse_override(text)
+    read = reads.parse_override(text)
     assert (read.kind, read.module, read.element) == (kind, module, element)
 
 
 def test_a_malformed_override_is_refused():
     with pytest.raises(ValueError):
-        standard.parse_override("shared_experts")
+        reads.parse_override("shared_experts")
 
 
 @pytest.mark.parametrize("name", ["kimi_k2", "deepseek_v3"])

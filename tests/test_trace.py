@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import atlas  # noqa: E402
-from atlas.model.standard import BY_NAME, resolve_dims  # noqa: E402
+from atlas.model.vocabulary import BY_NAME, resolve_dims  # noqa: E402
 
 IDS = torch.tensor([[5, 17, 3, 42, 9, 11, 2]])
 

@@ -107,6 +107,7 @@ def _import_before_forking(names: list[str]) -> None:
     import atlas.facts.collect  # noqa: F401
     import atlas.inputs.notes  # noqa: F401
     import atlas.model.preview  # noqa: F401
+    import atlas.model.preview_facts  # noqa: F401
     import atlas.proof  # noqa: F401
     from atlas import families
     from atlas.inputs.checkpoint import transformers_class
@@ -157,7 +158,7 @@ def _expected_cost(name: str) -> int:
     routed experts in each (every expert of every block is stored tensors to predict and name), which
     puts the large mixtures first."""
     from atlas.inputs.preflight import LAYERS, check_inputs
-    from atlas.model.standard import routed_experts
+    from atlas.model.sizes import routed_experts
 
     try:
         _, checkpoint = check_inputs(name)

@@ -149,7 +149,7 @@ def _signed(n: int) -> str:
 
 def check_support(family: str, support: dict[str, Any]) -> None:
     """Every standard name appears once, on its host."""
-    from atlas.model.standard import VOCABULARY
+    from atlas.model.vocabulary import VOCABULARY
 
     listed = [(h["host"], v["name"]) for h in support["hosts"] for v in h["values"]]
     expected = [(v.host, v.name) for v in VOCABULARY if not v.extension or (v.host, v.name) in listed]

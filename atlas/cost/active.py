@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.model.standard import experts_per_token
+from atlas.model.sizes import experts_per_token
 from atlas.cost.coefficients import expert_count, experts_module
 
 
@@ -13,7 +13,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     """The values one token runs through, by part: embeddings, attention, dense MLPs, routers, shared
     experts, the routed experts' top-k share, norms, the head."""
     from atlas.model.introspect import own_tensors
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     top_k = experts_per_token(config)
     parts = {name: 0 for name in ACTIVE_PARTS}

@@ -11,7 +11,7 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
-from atlas.model.standard import experts_per_token
+from atlas.model.sizes import experts_per_token
 from atlas.cost.coefficients import (BlockTerms, attention_flops_per_key, indexer_flops_per_key, latent_cache_values, linear_state_values,
                                      matrix_values, recurrent_state_values, ssm_state_values, standard_cache_values)
 from atlas.cost.compressed import compressed_block_terms, stream_mixing
@@ -27,7 +27,7 @@ COMPRESSED_TYPES = ("compressed_sparse_attention", "heavily_compressed_attention
 
 
 def _sizes(config) -> dict[str, Any]:
-    from atlas.model.standard import checkpoint_sizes
+    from atlas.model.sizes import checkpoint_sizes
 
     return checkpoint_sizes(config)
 
@@ -50,7 +50,7 @@ def _takes_alibi(attention, config) -> bool:
 
 def block_terms(block, config, attention_type: str | None, family: str = "") -> BlockTerms:
     """The cost coefficients of one block of a model built from ``config``."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     roles = block_roles(block)
     sizes = _sizes(config)
@@ -242,7 +242,7 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
     import torch
 
-    from atlas.model.standard import is_recurrent_block
+    from atlas.model.structure import is_recurrent_block
 
     mixer = block.get_submodule(roles.ssm)
     if is_recurrent_block(mixer):
@@ -296,7 +296,7 @@ def recurrent_block_terms(mixer, matrices: int, routed) -> BlockTerms:
     head), and do not grow with the context."""
     import torch
 
-    from atlas.model.standard import is_rg_lru
+    from atlas.model.structure import is_rg_lru
 
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     unit = next(m for m in mixer.children() if is_rg_lru(m))

@@ -34,7 +34,7 @@ def _series(compressor, width: int, name: str) -> tuple[dict, str]:
 
 
 def compressed_block_terms(block, roles, config, attention_type: str, family: str = ""):
-    from atlas.model.standard import experts_per_token
+    from atlas.model.sizes import experts_per_token
 
     attention = block.get_submodule(roles.attention)
     compressor = getattr(attention, "compressor", None)

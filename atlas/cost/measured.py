@@ -22,7 +22,8 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from atlas.model.introspect import find_block_list, layer_types
+    from atlas.model.introspect import find_block_list
+    from atlas.model.block_kinds import layer_types
 
     model, config = run.model, run.config
     _, blocks = find_block_list(model, num_blocks(config))
@@ -146,7 +147,7 @@ class _ZeroSlots:
 def _zero_expert_slots(blocks) -> _ZeroSlots:
     """The blocks whose experts module allocates more gate rows than it has down projections: the rest
     are zero-computation experts, chosen by the router like the others."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     found = {}
     for i, block in enumerate(blocks):

@@ -17,7 +17,7 @@ FOUR_BIT_GROUP = 32  # one 8-bit power-of-two scale per 32 values (MXFP4, as gpt
 
 def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[dict[str, Any]]:
     """The weights in memory: as the checkpoint stores them, and in BF16, FP8 and 4-bit alternatives."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     predicted = facts["checkpoint_check"]["predicted"]
     total = facts["accounting"]["model"]["total"]
@@ -122,7 +122,7 @@ def _scale_check(layout: list, dtype: str) -> str:
 def scale_mismatches(layout: list) -> list[str]:
     """Quantized matrices of the predicted layout whose stored bytes (values and scales) differ from the
     formulas' bytes for a matrix of that shape."""
-    from atlas.model.params import DTYPE_BYTES
+    from atlas.inputs.dtypes import DTYPE_BYTES
 
     wrong = []
     for t, scale in stored_pairs(layout, "F8_E4M3"):

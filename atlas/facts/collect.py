@@ -14,14 +14,23 @@ from typing import Any
 from atlas.facts.lineage import lineage
 from atlas.facts import sources
 from atlas.cost import figures as cost
-from atlas.model import config_words, features, files, introspect, params, standard
+from atlas.model import config_words, features, files, introspect
+from atlas.model.accounting import block_kind_accounting, model_accounting, outside_trees
+from atlas.model.block_kinds import blocks_without_rotary, index_ranges, kinds_of_blocks
+from atlas.model.pinned_figures import figure_rows
+from atlas.model.resolver import mark_parallel, resolve
+from atlas.model.roles import block_roles
+from atlas.model.sizes import checkpoint_sizes, differing_block_sizes, experts_per_token
+from atlas.model.support import host_classes, hosted_values, support_facts
 from atlas.inputs import preflight
 from atlas.facts.early_checks import check_local_headers, check_preview
 from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config
 from atlas.facts.collected import Collected
 from atlas.families import load
 from atlas.errors import AtlasError
-from atlas.model.params import DTYPE_BYTES, LayoutPredictor, StoredRules, expand_stored_buffers, layout_summary
+from atlas.inputs.dtypes import DTYPE_BYTES
+from atlas.inputs.family import StoredTensor
+from atlas.model.checkpoint_layout import LayoutPredictor, StoredRules, cut_unstored, expand_stored_buffers, layout_summary
 from atlas.inputs.safetensors_headers import read_checkpoint
 
 SCHEMA = 4  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides)
@@ -36,16 +45,16 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         model = build_on_meta(family, config, checkpoint.config_path)
     preflight.check_defaulted_sizes(family, checkpoint, read)
     # the files decide what is counted: a tensor allocated larger than the files store it is cut to them
-    not_stored = params.cut_unstored(model, checkpoint.pinned.get("not_stored"), config, str(checkpoint.pinned_path))
+    not_stored = cut_unstored(model, checkpoint.pinned.get("not_stored"), config, str(checkpoint.pinned_path))
 
     block_path, blocks = introspect.find_block_list(model, introspect.num_blocks(config))
-    kinds = introspect.kinds_of_blocks(blocks, config)
-    kind_rows = params.block_kind_accounting(blocks, kinds, block_path)
-    attention_name = standard.block_roles(blocks[0]).attention
+    kinds = kinds_of_blocks(blocks, config)
+    kind_rows = block_kind_accounting(blocks, kinds, block_path)
+    attention_name = block_roles(blocks[0]).attention
     attention = blocks[0].get_submodule(attention_name) if attention_name else None
 
     layout, predictor = _predicted_layout(family, checkpoint, model, with_predictor=True)
-    outside = params.outside_trees(model, block_path)
+    outside = outside_trees(model, block_path)
     local = _local_checkpoint(family, checkpoint, model, weights) if weights is not None else None
     facts: dict[str, Any] = {
         "schema": SCHEMA,
@@ -90,7 +99,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "config": {
             "standardized": _standardized_sizes(config),
             # blocks built with sizes of their own (Gemma 4's global blocks), against the standardized ones
-            **({"block_sizes": own} if (own := standard.differing_block_sizes(config)) else {}),
+            **({"block_sizes": own} if (own := differing_block_sizes(config)) else {}),
             # read again from the file: building the transformers config rewrites parts of the dict it
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": _raw_config(checkpoint),
@@ -103,7 +112,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
                 "id": k.id,
                 "label": k.label,
                 "indices": k.indices,
-                "ranges": introspect.index_ranges(k.indices),
+                "ranges": index_ranges(k.indices),
                 "count": len(k.indices),
                 "mixture": k.mixture,
                 "attention_type": k.attention_type,
@@ -112,7 +121,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         ],
         "blocks": [next(k.id for k in kinds if i in k.indices) for i in range(len(blocks))],
         "accounting": {
-            "model": params.model_accounting(model, block_path, kind_rows, blocks, standard.experts_per_token(config)),
+            "model": model_accounting(model, block_path, kind_rows, blocks, experts_per_token(config)),
             "block_kinds": kind_rows,
             "outside": outside,  # the component pages of embeddings, norm, head
         },
@@ -124,7 +133,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "excerpts": _excerpts(model),
     }
     run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
-    facts["features"] = features.derive(facts, features.blocks_without_rotary(config))
+    facts["features"] = features.derive(facts, blocks_without_rotary(config))
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = lineage(model)
     if local is not None:
@@ -136,27 +145,27 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     """support(), the preview run and the notes; the printout lines gain the values their module hosts.
     The preview runs on ``local_model`` (loaded from --weights) where there is one; the run is returned."""
     from atlas.inputs import notes
-    from atlas.model import preview
+    from atlas.model import preview, preview_facts
     from atlas import proof
 
-    resolution = standard.resolve(model, introspect.num_blocks(config), family.standard_overrides)
+    resolution = resolve(model, introspect.num_blocks(config), family.standard_overrides)
     if local_model is not None:
         run = preview.run_model(family, local_model, facts["checkpoint_check"]["local"]["directory"])
     else:
         run = preview.preview_run(family.name)
-    facts["preview"] = preview.preview_facts(run, family, config, facts["block_kinds"])
-    standard.mark_parallel(resolution, preview.parallel_at_checkpoint(run, facts["block_kinds"]))
-    facts["support"] = standard.support_facts(
+    facts["preview"] = preview_facts.preview_facts(run, family, config, facts["block_kinds"])
+    mark_parallel(resolution, preview_facts.parallel_at_checkpoint(run, facts["block_kinds"]))
+    facts["support"] = support_facts(
         resolution,
-        standard.checkpoint_sizes(config),
+        checkpoint_sizes(config),
         facts["block_kinds"],
         facts["preview"]["conditions"],
-        standard.host_classes(model, resolution),
+        host_classes(model, resolution),
     )
     raw = facts["config"]["raw"]
     facts["config"]["explained"] = config_words.explain_config(
         raw, facts["checkpoint"]["config_file"], config_words.unread_keys(raw, type(model), type(config)), facts["stack"]["transformers"])
-    hosted = standard.hosted_values(resolution)
+    hosted = hosted_values(resolution)
     seen: set[str] = set()
     for line in facts["printout"]:
         first = line["path"] not in seen and not line["text"].startswith(")")
@@ -201,7 +210,7 @@ def _standardized_sizes(config) -> dict[str, int | None]:
     """The sizes every family names the same way (a family's own config may call them otherwise)."""
     from atlas.inputs.layers import global_config
 
-    sizes = standard.checkpoint_sizes(global_config(config))  # the whole configuration's own; block_sizes has the others
+    sizes = checkpoint_sizes(global_config(config))  # the whole configuration's own; block_sizes has the others
     return {"num_layers": introspect.num_blocks(config), **{k: sizes[k] for k in STANDARDIZED if k in sizes}}
 
 
@@ -287,7 +296,7 @@ def _local_checkpoint(family, pinned, model, directory: Path) -> dict[str, Any]:
             "directory": str(directory),
             "files": described["files"],
             "index_total_size": described["index_total_size"],
-            "summary": layout_summary([params.StoredTensor(t.name, t.dtype, t.shape, roles.get(t.name, "unexpected")) for t in read]),
+            "summary": layout_summary([StoredTensor(t.name, t.dtype, t.shape, roles.get(t.name, "unexpected")) for t in read]),
         },
     }
 
@@ -320,7 +329,7 @@ def _checkpoint_check(checkpoint, layout, local, predictor=None) -> dict[str, An
     where = str(checkpoint.pinned_path)
     predicted = layout_summary(layout)
     index_facts, predicted_files = _predicted_files(checkpoint, layout, predictor, pinned, predicted)
-    figures = params.figure_rows(predicted, pinned, where, predicted_files, checkpoint.pinned.get("figure_sources"), layout)
+    figures = figure_rows(predicted, pinned, where, predicted_files, checkpoint.pinned.get("figure_sources"), layout)
     if predicted_files is not None:  # the names stay out of the facts: a file's figures are what the page shows
         predicted_files = {**predicted_files, "files": [{k: v for k, v in f.items() if k != "names"} for f in predicted_files["files"]]}
     return {

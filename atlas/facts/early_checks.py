@@ -39,7 +39,7 @@ def check_preview(family: str, preview: dict[str, Any], data_size: bool = True) 
     ``data_size`` is false: collecting checks the run before its notes, and the check step again after)."""
     import json
 
-    from atlas.model.standard import layout_of, resolve_dims
+    from atlas.model.vocabulary import layout_of, resolve_dims
 
     for ident in preview["identities"]:
         # the residual is the evidence, not the flag: a residual over the tolerance (or NaN) fails either way

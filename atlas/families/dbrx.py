@@ -31,7 +31,7 @@ def tiny(config) -> dict:
     ones: the expert width, the same share of experts per token (top-2 of 8 for the checkpoint's top-4
     of 16), one key-value head for the tiny four query heads. The clip is brought down to 2 so that the
     tiny run's projections, of unit scale, pass it in a few per cent of entries: the clamp acts and its step is measured."""
-    from atlas.model.preview import TINY, TINY_TOP_K
+    from atlas.model.tiny import TINY, TINY_TOP_K
 
     ffn, attn = config.ffn_config, config.attn_config
     experts = round(TINY_TOP_K * ffn.moe_num_experts / ffn.moe_top_k)

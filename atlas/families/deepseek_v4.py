@@ -60,7 +60,7 @@ def tiny(config) -> dict:
     clamp of 10 never acts on the tiny pre-activations (at most about 6): 2 does. The stack is the
     shortest start of the checkpoint's that has each of its kinds of block (five).
     """
-    heads = 4  # atlas.model.preview's tiny head count
+    heads = 4  # atlas.model.tiny's tiny head count
     groups = heads // TINY_HEADS_PER_GROUP
     # every kind of block the checkpoint has: the first four blocks hold the window-only, hash-routed and
     # heavily compressed kinds, the fifth the first block compressing by 4 with a scored mixture

@@ -11,7 +11,7 @@ head shares the token embedding's matrix.
 """
 
 from atlas.inputs.family import Family
-from atlas.model.preview import TINY
+from atlas.model.tiny import TINY
 
 
 def _tiny_mlp(config):

@@ -9,7 +9,7 @@ GELU and biases. The output head is a matrix of its own and carries a bias.
 """
 
 from atlas.inputs.family import Family
-from atlas.model.preview import TINY
+from atlas.model.tiny import TINY
 
 
 def _tiny_rotary(config):

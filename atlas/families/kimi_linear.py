@@ -17,7 +17,7 @@ scores with a selection bias, renormalized and scaled, plus a shared expert.
 """
 
 from atlas.inputs.family import Family
-from atlas.model.preview import TINY_LINEAR_HEAD_DIM, TINY_LINEAR_KEY_HEADS, tiny_values
+from atlas.model.tiny import TINY_LINEAR_HEAD_DIM, TINY_LINEAR_KEY_HEADS, tiny_values
 
 
 def tiny(config):

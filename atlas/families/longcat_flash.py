@@ -19,7 +19,7 @@ atlas counts what the files hold and states the difference.
 """
 
 from atlas.inputs.family import Family
-from atlas.model.preview import TINY, TINY_TOP_K
+from atlas.model.tiny import TINY, TINY_TOP_K
 
 
 def tiny(config):

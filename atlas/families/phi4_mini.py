@@ -18,7 +18,7 @@ def preview(config):
     """LongRoPE gives one factor per rotated frequency pair, so the tiny head needs shorter lists: every
     list keeps its first and last factor and evenly spaced ones between (the rule, not the values, is
     what the preview shows)."""
-    from atlas.model.preview import TINY
+    from atlas.model.tiny import TINY
 
     rope = dict(config.rope_parameters)
     head = TINY["hidden_size"] // TINY["num_attention_heads"]

@@ -71,13 +71,13 @@ class Family:
     # Tensors the checkpoint files hold that the transformers model does not (an MTP block, say):
     # a function of the raw config.json that returns them, in file naming.
     stored_extras: Callable[[Mapping[str, Any]], list[StoredTensor]] | None = None
-    # Standard names the generic resolver (atlas.model.standard) places wrongly on this family, as
+    # Standard names the generic resolver (atlas.model.resolver) places wrongly on this family, as
     # {name: "<module relative to the host>.<input|output>[element]"}; e.g. {"routed_output": "experts.output"}.
     standard_overrides: Mapping[str, str] = field(default_factory=dict)
     # The tiny preview config: a function of the pinned transformers config that returns the values
-    # to change (atlas.model.preview applies them; None takes atlas.model.preview's generic rule).
+    # to change (atlas.model.tiny applies them; None takes atlas.model.tiny's generic rule).
     preview: Callable[[Any], dict[str, Any]] | None = None
-    # Identities of the preview run (atlas.model.preview ids) that do not hold by design here: {id: why}.
+    # Identities of the preview run (atlas.model.identities ids) that do not hold by design here: {id: why}.
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     # Variants of the equations' steps the family declares instead of measuring them on the preview run,
     # by page-id glob: {"*.gate": {"routing": "sigmoid_renormalized"}}. A wrong one fails the proof.

@@ -17,7 +17,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from atlas.errors import AtlasError
-from atlas.model.standard import EXPERT_KEYS
+from atlas.inputs.config_keys import EXPERT_KEYS
 
 MAX_LAYERS = 10_000
 MAX_PARAMETERS = 10**14
@@ -88,7 +88,7 @@ def check_family(family) -> None:
 
 def check_pinned(checkpoint) -> None:
     """checkpoint.json: the fields the build reads, each of the type it is read as."""
-    from atlas.model.params import DTYPE_BYTES
+    from atlas.inputs.dtypes import DTYPE_BYTES
 
     where, pinned = checkpoint.pinned_path, checkpoint.pinned
     if pinned.get("repo") != checkpoint.repo:

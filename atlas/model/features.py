@@ -11,22 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from atlas.model.introspect import index_ranges
-from atlas.model.standard import POSITION_EMBEDDING_NAMES
+from atlas.model.block_kinds import index_ranges
+from atlas.model.roles import POSITION_EMBEDDING_NAMES
 
 ROTARY_LINE = re.compile(r"^\((?P<name>[\w.-]+)\): (?P<cls>\w*RotaryEmbedding)\(")
-
-
-def blocks_without_rotary(config) -> list[int] | None:
-    """Blocks a per-layer switch takes the rotary embedding away from, where the config has one.
-
-    transformers' families with NoPE layers (SmolLM3, Llama 4) keep ``no_rope_layers``, one flag a
-    block, where 1 means the block applies the rotary embedding and 0 that it does not. None where the
-    config has no such switch."""
-    flags = getattr(config, "no_rope_layers", None)
-    if not flags:
-        return None
-    return [i for i, flag in enumerate(list(flags)[: config.num_hidden_layers]) if not flag]
 
 
 def blocks_not_rotating(facts: dict[str, Any]) -> list[int]:
@@ -191,7 +179,7 @@ def derive(facts: dict[str, Any], no_rotary: list[int] | None = None) -> list[di
     """facts["features"]: every abbreviation whose rule finds evidence in the facts.
 
     ``no_rotary`` are the blocks a per-layer switch takes the rotary embedding away from
-    (``blocks_without_rotary``), which the facts do not otherwise record."""
+    (``atlas.model.block_kinds.blocks_without_rotary``), which the facts do not otherwise record."""
     facts = {**facts, "blocks_without_rotary": no_rotary}
     found = []
     for abbreviation, name, rule in RULES:

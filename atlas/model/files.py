@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from atlas.errors import AtlasError
 from atlas.inputs.family import StoredTensor
-from atlas.model.params import DTYPE_BYTES
+from atlas.inputs.dtypes import DTYPE_BYTES
 
 INDEX_NAME = "model.safetensors.index.json"
 HEADERS_NAME = "headers.json"  # the tensor list `build.py pin` writes: name, dtype, shape, file

@@ -6,7 +6,7 @@
     t.logits
 
 It never edits transformers' source. It uses three public mechanisms:
-- forward hooks on the modules the resolver (``atlas.model.standard``) places values at;
+- forward hooks on the modules the resolver (``atlas.model.resolver``) places values at;
 - an attention function registered under a name of its own in transformers' ``AttentionInterface``
   and, with the mask function of the model's own implementation, in ``AttentionMaskInterface`` (a
   name missing there makes the model build no causal mask at all). The function hands every call on
@@ -27,8 +27,10 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
-from atlas.model import standard
 from atlas.model.introspect import num_blocks
+from atlas.model.reads import DELTA_RULE_ARGS, Read
+from atlas.model.resolver import Placement, Resolution, mark_parallel, resolve
+from atlas.model.vocabulary import ALIASES, BY_NAME
 
 TRACE_NAME = "atlas_trace"  # the implementation name registered while a trace is active
 
@@ -46,8 +48,8 @@ class Host:
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        name = standard.ALIASES.get(name, name)
-        if name not in standard.BY_NAME or standard.BY_NAME[name].host != self._host:
+        name = ALIASES.get(name, name)
+        if name not in BY_NAME or BY_NAME[name].host != self._host:
             raise AttributeError(f"{self._label()} has no standard value {name!r}")
         return self._trace.value(name, self._index)
 
@@ -66,7 +68,7 @@ class Block(Host):
 class Trace(Host):
     """What one traced forward pass captured, by standard name."""
 
-    def __init__(self, resolution: standard.Resolution, implementations: dict[str, str | None]):
+    def __init__(self, resolution: Resolution, implementations: dict[str, str | None]):
         super().__init__(self, "model", None)
         self.resolution = resolution
         self.implementations = implementations  # {"attention": "sdpa", "experts": "grouped_mm"}
@@ -83,7 +85,7 @@ class Trace(Host):
             raise MissingValue(f"{where}.{name} was not captured on this run{self.missing_reason(placement)}")
         return self.captured[(name, index)]
 
-    def missing_reason(self, placement: standard.Placement) -> str:
+    def missing_reason(self, placement: Placement) -> str:
         knob = placement.needs_eager
         if knob and self.implementations.get(knob) != "eager":
             setting = {"attention": "attn_implementation", "experts": "experts_implementation"}[knob]
@@ -91,7 +93,7 @@ class Trace(Host):
         return ""
 
     def has(self, name: str, index: int | None = None) -> bool:
-        return (standard.ALIASES.get(name, name), index) in self.captured
+        return (ALIASES.get(name, name), index) in self.captured
 
 
 # --- the mechanisms ---------------------------------------------------------------------------------
@@ -132,7 +134,7 @@ class _Capture:
         if tensor is not None:
             self.trace.captured[(name, index)] = _keep(tensor)
 
-    def shaped(self, read: standard.Read, tensor, module=None):
+    def shaped(self, read: Read, tensor, module=None):
         """The tensor in its layout: rows unflattened to (batch, seq), the last axis split by head."""
         if tensor is None or not hasattr(tensor, "shape"):
             return tensor
@@ -155,7 +157,7 @@ class _Capture:
         self.store("attention_mask", None, kwargs.get("attention_mask", call_argument(module, args, kwargs, 1)))
         self.trace.captured[("input_size", None)] = self.batch_seq
 
-    def module_hook(self, reads: list[tuple[str, int | None, standard.Read, Any]]):
+    def module_hook(self, reads: list[tuple[str, int | None, Read, Any]]):
         def hook(module, args, kwargs, output):
             for name, index, read, host_module in reads:
                 if read.kind == "input":
@@ -214,7 +216,7 @@ class _Capture:
             result = original(*args, **kwargs)
             index = self.mixing
             if index is not None:
-                for element, name in enumerate(standard.DELTA_RULE_ARGS):
+                for element, name in enumerate(DELTA_RULE_ARGS):
                     value = args[element] if element < len(args) else kwargs.get(name)
                     stored = LINEAR_ARGS[element]
                     if stored == "linear_attention_decay" and self.trace.resolution.roles.blocks[index].channel_decay:
@@ -247,7 +249,7 @@ class _Capture:
                     for k in range(top_k_index.shape[-1])
                 ]
                 stacked = torch.stack(slots, dim=1)  # (tokens, top_k, hidden)
-                self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), stacked))
+                self.store("expert_outputs", index, self.shaped(Read("expert_slots", flatten_tokens=True), stacked))
             return result
 
         return traced_experts
@@ -268,7 +270,7 @@ class _Capture:
                 # every slot's weight but slot k's set to zero: what is left is slot k's weighted output
                 only = lambda k: torch.zeros_like(top_k_weights).index_copy(1, torch.tensor([k]), top_k_weights[:, k : k + 1])
                 slots = [own(module, hidden_states, top_k_index, only(k)).reshape(-1, hidden_states.shape[-1]) for k in range(top_k_index.shape[-1])]
-            self.store("expert_outputs", index, self.shaped(standard.Read("expert_slots", flatten_tokens=True), torch.stack(slots, dim=1)))
+            self.store("expert_outputs", index, self.shaped(Read("expert_slots", flatten_tokens=True), torch.stack(slots, dim=1)))
 
         return hook
 
@@ -341,7 +343,7 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
             params = list(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
             continue
-        if tuple(params[: len(standard.DELTA_RULE_ARGS)]) == standard.DELTA_RULE_ARGS:
+        if tuple(params[: len(DELTA_RULE_ARGS)]) == DELTA_RULE_ARGS:
             found[name] = fn
     return found
 
@@ -469,7 +471,7 @@ def settle_parallel(result: Trace) -> None:
                 break
     for i in found:
         del result.captured[("layer_mid", i)]
-    standard.mark_parallel(result.resolution, found)
+    mark_parallel(result.resolution, found)
     result.parallel = found
 
 
@@ -491,7 +493,7 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
         raise RuntimeError("atlas.model.trace blocks do not nest")
     config = model.config
     layers = num_blocks(config.get_text_config())  # a wrapper (vision + text) counts its text blocks
-    resolution = standard.resolve(model, layers, family_overrides(model) if overrides is None else overrides)
+    resolution = resolve(model, layers, family_overrides(model) if overrides is None else overrides)
     import torch
 
     has_experts = any(b.experts for b in resolution.roles.blocks) or any(  # experts beside the MLP (Gemma 4's 26B-A4B)

@@ -18,7 +18,7 @@ from atlas.proof.positions import (PAIRS_TEX, ROTARY, ROTARY_COMPLEX, _alibi_giv
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
 from atlas.proof.scores import _heads, _mask, _scores_to_output
 from atlas.proof.steps import Chain, Step
-from atlas.model.standard import is_indexer
+from atlas.model.structure import is_indexer
 
 
 # The attention's query and key norms, by the names modules give them.

@@ -22,9 +22,9 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
+from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_parameters as _own  # noqa: F401 - the predicates are the model's; kinds asks them here
 
 ATTENTION_CHILDREN = {"q_a_proj", "q_a_norm", "q_b_proj", "q_b_norm", "kv_proj", "kv_norm", "o_a_proj", "o_b_proj"}
-COMPRESSOR_CHILDREN = {"kv_proj", "gate_proj", "kv_norm"}
 
 ANGLES = Input("R", T.c("R"), "position_embeddings", "cos and sin of each position's rotary angles, for the main and the compressed blocks", given=True)
 MASK = Input("M", T.c("M"), "attention_mask", "the sliding-window causal mask: 0 where the key is visible, -∞ where not")
@@ -32,28 +32,10 @@ POSITIONS = Input("pos", "p", "position_ids", "the positions of the call")
 LATENT = Input("cq", T.q(r"\hat c^{Q}"), "q_residual", "the attention's normalized query latent")
 
 
-def _own(module) -> dict:
-    return dict(module.named_parameters(recurse=False))
-
-
 def is_shared_kv_attention(module) -> bool:
     children = set(dict(module.named_children()))
     own = _own(module)
     return ATTENTION_CHILDREN <= children and set(own) == {"sinks"} and own["sinks"].dim() == 1
-
-
-def is_window_compressor(module) -> bool:
-    children = set(dict(module.named_children()))
-    own = _own(module)
-    return (COMPRESSOR_CHILDREN <= children and "q_b_proj" not in children and set(own) == {"position_bias"}
-            and own["position_bias"].dim() == 2)
-
-
-def is_compressed_indexer(module) -> bool:
-    """A compressor of its own beside query heads from the query latent and a scorer (DeepSeek-V4's indexer)."""
-    children = set(dict(module.named_children()))
-    own = _own(module)
-    return (COMPRESSOR_CHILDREN | {"q_b_proj", "scorer"}) <= children and set(own) == {"position_bias"}
 
 
 def is_index_scorer(module) -> bool:

@@ -36,7 +36,7 @@ class Context:
     tiny_config: Any
     calls: dict[str, Call]  # tiny module path -> its first call on the run
     captured: Any  # the eager atlas.model.trace.Trace of the run (standard values)
-    resolution: Any  # its atlas.model.standard.Resolution
+    resolution: Any  # its atlas.model.resolver.Resolution
     declared: dict[str, dict[str, Any]] = field(default_factory=dict)  # {page-id glob: {feature: variant}}
     chains: dict[str, Chain] = field(default_factory=dict)  # built chains by page id
     page_ids: dict[str, str] = field(default_factory=dict)  # tiny module path -> page id, outside the blocks
@@ -234,7 +234,7 @@ def captured_value(part: Part, name: str):
 
 
 def _block_host(name: str) -> bool:
-    from atlas.model.standard import BY_NAME
+    from atlas.model.vocabulary import BY_NAME
 
     return BY_NAME[name].host != "model"
 

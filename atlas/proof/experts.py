@@ -14,7 +14,7 @@ from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, activation_name, sub, swiglu_limit
 from atlas.proof.router import TOKENS
 from atlas.proof.steps import Chain, Input, Step
-from atlas.model.standard import routed_experts
+from atlas.model.sizes import routed_experts
 
 
 def dense_experts(part: Part) -> Chain:
@@ -61,7 +61,7 @@ def dense_experts(part: Part) -> Chain:
 
 def experts(part: Part) -> Chain:
     """Each routing slot's expert, a gated MLP on its own slice of the fused 3-D weights, weighted and summed."""
-    from atlas.model.standard import is_dense_dispatch
+    from atlas.model.structure import is_dense_dispatch
 
     if is_dense_dispatch(part.tiny):
         return dense_experts(part)

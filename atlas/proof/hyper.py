@@ -19,50 +19,16 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, sub
 from atlas.proof.steps import Chain, Input, Step
+from atlas.model.structure import (  # noqa: F401 - the predicates are the model's; kinds asks them here
+    is_grouped_linear,
+    is_hyper_connection,
+    is_stream_collapse,
+    own_parameters as _own,
+    stream_count as _streams,
+)
 
 STREAMS = Input("x", "X", "hidden_streams", "the residual streams (one row per stream)")
 HEAD_STREAMS = Input("x", "X", "x", "the residual streams after the last block (one row per stream)")
-
-
-def _own(module) -> dict:
-    return dict(module.named_parameters(recurse=False))
-
-
-def _streams(rows: int, cols: int, extra: int) -> int | None:
-    """n with rows == (extra + n)·n, or None."""
-    n = next((n for n in range(1, 65) if (extra + n) * n == rows), None)
-    return n if n and cols % n == 0 else None
-
-
-def _one_norm_child(module) -> bool:
-    from atlas.proof.library import is_weightless_norm
-
-    children = list(module.children())
-    return len(children) == 1 and is_weightless_norm(children[0])
-
-
-def is_hyper_connection(module) -> bool:
-    """Three tensors of its own, a (2 + n)·n × n·width map, a bias of (2 + n)·n and 3 scales, and one norm
-    without a gain as its only child."""
-    own = _own(module)
-    maps = [p for p in own.values() if p.dim() == 2]
-    if len(own) != 3 or len(maps) != 1 or not _one_norm_child(module):
-        return False
-    rows, cols = maps[0].shape
-    n = _streams(rows, cols, 2)
-    vectors = sorted(p.numel() for p in own.values() if p.dim() == 1)
-    return n is not None and vectors == sorted([3, rows])
-
-
-def is_stream_collapse(module) -> bool:
-    """The final collapse of n streams: an n × n·width map, a bias of n and one scale, one norm without a gain."""
-    own = _own(module)
-    maps = [p for p in own.values() if p.dim() == 2]
-    if len(own) != 3 or len(maps) != 1 or not _one_norm_child(module):
-        return False
-    rows, cols = maps[0].shape
-    vectors = sorted(p.numel() for p in own.values() if p.dim() == 1)
-    return cols % rows == 0 and rows > 1 and vectors == sorted([1, rows])
 
 
 def _names(module) -> tuple[str, str, str]:
@@ -158,16 +124,6 @@ def stream_collapse(part: Part) -> Chain:
 # --- a linear map by groups ------------------------------------------------------------------------
 
 
-def is_grouped_linear(module) -> bool:
-    """A Linear with a forward of its own and a number of groups: each group of the input's last-but-one
-    axis goes through its own block of the weight's rows (DeepSeek-V4's o_a_proj)."""
-    import torch
-
-    groups = getattr(module, "n_groups", None)
-    return (isinstance(module, torch.nn.Linear) and type(module).forward is not torch.nn.Linear.forward
-            and isinstance(groups, int) and groups > 1 and module.weight.shape[0] % groups == 0)
-
-
 def grouped_linear(part: Part) -> Chain:
     g, tg = part.full.n_groups, part.tiny.n_groups
     rows, per_group_in = part.full.weight.shape
@@ -191,9 +147,9 @@ def grouped_linear(part: Part) -> Chain:
 
 def stream_roles(module) -> dict[str, str] | None:
     """A block's hyper-connections, by the order its children are declared in: the first feeds the
-    attention, the second the MLP; the norms and sublayers by their roles (atlas.model.standard.block_roles).
+    attention, the second the MLP; the norms and sublayers by their roles (atlas.model.roles.block_roles).
     None where the block holds no pair of hyper-connections."""
-    from atlas.model.standard import block_roles
+    from atlas.model.roles import block_roles
 
     connections = [name for name, child in module.named_children() if is_hyper_connection(child)]
     if len(connections) != 2:

@@ -6,7 +6,8 @@ from atlas.errors import AtlasError
 from atlas.proof import attention, compressed, experts, hyper, library, linear, mixture, positions, rglru, router, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
-from atlas.model.standard import routed_experts, is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+from atlas.model.sizes import routed_experts
+from atlas.model.structure import is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:

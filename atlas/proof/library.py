@@ -14,6 +14,7 @@ from typing import Callable
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
+from atlas.model.structure import has_epsilon, is_weightless_norm, norm_epsilon as _eps  # noqa: F401 - the predicates are the model's; kinds asks them here
 
 X = Input("x", "x", "hidden_states", "the module's input")
 
@@ -95,13 +96,6 @@ def add_handed_residual(part: Part, chain: Chain, delta: str = r"\Delta") -> Cha
 # --- norms -----------------------------------------------------------------------------------------
 
 
-def _eps(module) -> float:
-    for attr in ("variance_epsilon", "eps", "epsilon"):
-        if isinstance(getattr(module, attr, None), float):
-            return getattr(module, attr)
-    raise LookupError("no epsilon")
-
-
 def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     if getattr(part.tiny, "weight", None) is None and not dict(part.tiny.named_parameters()):
         return weightless_norm(part, x, y)  # no gain at all: nothing but its epsilon
@@ -140,24 +134,6 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     else:
         variants["layer"] = layer
     return part.choose("norm", variants)
-
-
-def has_epsilon(module) -> bool:
-    try:
-        _eps(module)
-        return True
-    except LookupError:
-        return False
-
-
-def is_weightless_norm(module) -> bool:
-    """A module with no children and no tensors that holds an epsilon: a norm without a gain (Llama 4's
-    query and key norm, Gemma 4's value and router norms)."""
-    if any(True for _ in module.children()) or any(True for _ in module.parameters(recurse=False)):
-        return False
-    if any(True for _ in module.buffers(recurse=False)):
-        return False
-    return has_epsilon(module)
 
 
 def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:

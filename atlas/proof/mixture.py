@@ -127,7 +127,7 @@ def dense_mixture(part: Part, route: str, shared: str | None) -> Chain:
 
 
 def mixture(part: Part) -> Chain:
-    from atlas.model.standard import is_dense_dispatch
+    from atlas.model.structure import is_dense_dispatch
 
     names = dict(part.tiny.named_children())
     if "experts" in names and is_dense_dispatch(part.tiny.experts):

@@ -55,7 +55,9 @@ def _descendants(part: Part) -> list[Part]:
 
 
 def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> dict[str, Any]:
-    from atlas.model import introspect, standard
+    from atlas.model import introspect
+    from atlas.model.block_kinds import kinds_of_blocks
+    from atlas.model.roles import find_roles
 
     tiny, tiny_config = run.model, run.config
     ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,
@@ -63,7 +65,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     block_path = facts["model"]["block_path"]
     _, full_blocks = introspect.find_block_list(full_model, introspect.num_blocks(full_config))
     _, tiny_blocks = introspect.find_block_list(tiny, introspect.num_blocks(tiny_config))
-    tiny_kinds = {k.id: k for k in introspect.kinds_of_blocks(tiny_blocks, tiny_config)}
+    tiny_kinds = {k.id: k for k in kinds_of_blocks(tiny_blocks, tiny_config)}
     where = f"family {family.name}"
 
     parts: list[Part] = []
@@ -100,7 +102,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     blocks_part = Part("blocks", block_path, full_model.get_submodule(block_path), tiny.get_submodule(block_path), ctx)
     proven["blocks"] = (blocks_part, stacks.blocks(blocks_part, stack))
     model_part = Part("model", "", full_model, tiny, ctx)
-    roles = standard.find_roles(tiny, introspect.num_blocks(tiny_config))
+    roles = find_roles(tiny, introspect.num_blocks(tiny_config))
     proven["model"] = (model_part, whole_model.model(model_part, stack, roles))
 
     # what each child is used as: the name its parent's step gives its result ("Q", "g", "z" ...)

@@ -10,7 +10,7 @@ the decay counts as 0 and the square-root factor as 1. The chain writes that rec
 position; transformers runs the same loop, and the proof checks that both give the module's output on
 the preview run. The branches' product goes through the output projection.
 
-Which module is an RG-LRU, and which a recurrent block, comes from structure (atlas.model.standard.is_rg_lru,
+Which module is an RG-LRU, and which a recurrent block, comes from structure (atlas.model.structure.is_rg_lru,
 is_recurrent_block): a childless module holding one vector of the width, two heads × block × block
 weights and two heads × block biases; and a module holding a depthwise convolution beside one.
 """
@@ -100,7 +100,8 @@ def recurrent_block(part: Part) -> Chain:
     """Griffin's recurrent block: activation(x W_y) times RG-LRU(conv(x W_x)), then the output projection."""
     import torch
 
-    from atlas.model.standard import ACTIVATION_NAMES, is_rg_lru
+    from atlas.model.roles import ACTIVATION_NAMES
+    from atlas.model.structure import is_rg_lru
 
     children = dict(part.tiny.named_children())
     conv_name = next(n for n, m in children.items() if isinstance(m, torch.nn.Conv1d))

@@ -12,7 +12,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import ACT_NAMES, X, activation_name, sub
 from atlas.proof.steps import Chain, Input, Step
-from atlas.model.standard import TOP_K_KEYS
+from atlas.inputs.config_keys import TOP_K_KEYS
 
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")

@@ -4,7 +4,7 @@ The mixer's chain writes the scan as the recurrence it is, one position after an
 keeps a state of head_dim × state_size numbers, decays it by exp(Δ·A) and adds Δ·x·Bᵀ, then reads it
 with C and adds the skip D·x. transformers computes the same thing chunk by chunk (a quadratic form
 inside each chunk, the recurrence between chunks); the proof checks that both give the module's
-output on the preview run. Which mixer a module is comes from its structure (atlas.model.standard.is_ssm):
+output on the preview run. Which mixer a module is comes from its structure (atlas.model.structure.is_ssm):
 a depthwise causal convolution, a per-head decay A_log and a skip D.
 """
 

@@ -11,7 +11,9 @@ from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, child_output, handed_residual, sub
 from atlas.proof.positions import ROTARY, rotary_input
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
-from atlas.model.standard import block_roles
+from atlas.model.roles import block_roles
+from atlas.model.structure import own_scalar
+from atlas.model.introspect import num_blocks
 
 
 def block(part: Part) -> Chain:
@@ -51,15 +53,6 @@ def _depth_scaled_block(part: Part, depth: float) -> Chain:
     tiny_depth = getattr(part.ctx.tiny_config, "scale_depth", depth)
     return _block(part, depth / math.sqrt(full), tiny_factor=tiny_depth / math.sqrt(tiny),
                   times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
-
-
-def own_scalar(module) -> str | None:
-    """The name of a one-number tensor the block holds itself (Gemma 4's layer_scalar, stored in the
-    checkpoint), which scales the block's whole output; None where it holds none."""
-    own = {**dict(module.named_parameters(recurse=False)), **{n: b for n, b in module.named_buffers(recurse=False)
-                                                              if n not in module._non_persistent_buffers_set}}
-    found = [n for n, t in own.items() if t.numel() == 1 and t.is_floating_point()]
-    return found[0] if len(found) == 1 else None
 
 
 def _scaled_output(part: Part, chain: Chain) -> Chain:
@@ -460,8 +453,8 @@ def blocks(part: Part, stack: Stack) -> Chain:
 
 def is_attention_wrapper(module) -> bool:
     """A module with no tensors of its own that holds a norm, an attention and a norm (see
-    atlas.model.standard.attention_wrapper), as a block would hold them."""
-    from atlas.model.standard import attention_wrapper
+    atlas.model.roles.attention_wrapper), as a block would hold them."""
+    from atlas.model.roles import attention_wrapper
 
     import torch
 
@@ -473,7 +466,7 @@ def is_attention_wrapper(module) -> bool:
 def norm_attention_norm(part: Part) -> Chain:
     """The first half of a pre-norm block as one module: norm, attention, residual add, and the norm
     before the MLP; it returns the stream after the add and its normed copy."""
-    from atlas.model.standard import _child, _is_attention, _is_norm, ATTENTION_NAMES
+    from atlas.model.roles import _child, _is_attention, _is_norm, ATTENTION_NAMES
 
     children = dict(part.tiny.named_children())
     attention = _child(part.tiny, ATTENTION_NAMES) or next(n for n, m in children.items() if _is_attention(m))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from atlas.check import visible_text
 from atlas.check.pages import check_pages
-from atlas.model import standard
+from atlas.model.sizes import routed_experts
 from atlas.render import compare, pages, search
 from atlas.render.environment import environment, page_href
 from atlas.render.math import deferred, fill
@@ -101,7 +101,7 @@ def preview_payload(facts: dict[str, Any], keys: list[str]) -> dict[str, Any] | 
         return None
     pv = facts["preview"]
     config = pv["config"]
-    experts = standard.routed_experts(config)
+    experts = routed_experts(config)
     return {"labels": pv["token_labels"], "experts": experts, "tensors": {k: pv["tensors"][k] for k in keys}}
 
 

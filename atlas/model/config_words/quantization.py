@@ -29,7 +29,7 @@ def _quantization(key, v, c):
                   if isinstance(block, list) and block else "scales as the settings give them")
         words = f"The released files store the weights as 8-bit floats ({v.get('fmt', 'fp8')}) with {scales}"
     elif method == "mxfp4":
-        from atlas.model.params import QUANTIZERS
+        from atlas.model.quantization import QUANTIZERS
 
         words = (f"The released files store the weights as MXFP4: 4-bit values in blocks of {QUANTIZERS['mxfp4'].BLOCK}, "
                  "each block sharing one power-of-two scale")

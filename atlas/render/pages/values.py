@@ -1,5 +1,5 @@
 """Standard values: a page per value the family produces, from support() in the facts (the one
-vocabulary is atlas/model/standard.py). A value support() lists with no place to read it here (GPT-2's
+vocabulary is atlas/model/vocabulary.py). A value support() lists with no place to read it here (GPT-2's
 router_logits, say) has no page, and no card, search entry or link names it."""
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def weight_previews(facts: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> 
 def missing_words(facts: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     """Where each support() value is missing, by reason, with its blocks as ranges in numeric order:
     {name: [{"blocks": "1–60", "count": 60, "why": ...}]}."""
-    from atlas.model.introspect import index_ranges
+    from atlas.model.block_kinds import index_ranges
 
     out = {}
     for host in facts["support"]["hosts"]:

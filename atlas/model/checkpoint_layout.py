@@ -1,14 +1,15 @@
-"""Exact parameter accounting, and the checkpoint layout predicted from config.json.
+"""The checkpoint layout predicted from config.json: which tensors the released safetensors files hold.
 
-Accounting answers "how many parameters, and from what calculation" for every component; the layout
-answers "which tensors, with which dtypes and shapes, do the released safetensors files hold". The
-two meet at the checkpoint check: the predicted files must equal the pinned header totals.
+Names as the saving code writes them (transformers' conversions reverted, tied tensors once, a prefix
+the files lack removed), dtypes (the unquantized weights' dtype, or the released quantization's
+tensors: ``atlas.model.quantization``) and shapes; the tensors transformers allocates larger than the
+files hold them; the files' own extra entries; and the layout's totals, in checkpoint.json's terms.
+The predicted layout must equal the pinned header totals (``atlas.model.pinned_figures``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import functools
 import math
 import re
@@ -17,122 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from atlas.errors import AtlasError
+from atlas.inputs.dtypes import DTYPE_BYTES, TORCH_TO_SAFETENSORS
 from atlas.inputs.family import StoredTensor
-from atlas.model.introspect import BlockKind, count, module_node
-from atlas.numbers import grouped
-
-# Bytes per element of each safetensors dtype the atlas may predict or read.
-DTYPE_BYTES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8,
-}
-
-# config.json's torch_dtype / dtype -> the safetensors dtype the unquantized weights are stored in.
-TORCH_TO_SAFETENSORS = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", None: "F32"}
-
-
-# --- accounting ------------------------------------------------------------------------------------
-
-
-def accounting_tree(module, path: str, name: str) -> dict[str, Any]:
-    """A module's components with their exact counts; tensors carry the calculation that gives them."""
-    return module_node(module, path, name)
-
-
-def block_kind_accounting(blocks, kinds: list[BlockKind], block_path: str) -> list[dict[str, Any]]:
-    rows = []
-    for kind in kinds:
-        block = blocks[kind.representative]
-        tree = accounting_tree(block, f"{block_path}.{kind.representative}", str(kind.representative))
-        per_instance = tree["parameters"] + tree["stored_buffers"]
-        instances = len(kind.indices)
-        rows.append({
-            "kind": kind.id,
-            "label": kind.label,
-            "indices": kind.indices,
-            "per_instance": per_instance,
-            "per_instance_parameters": tree["parameters"],
-            "per_instance_stored_buffers": tree["stored_buffers"],
-            "instances": instances,
-            "total": per_instance * instances,
-            "calculation": f"{grouped(per_instance)} × {instances} = {grouped(per_instance * instances)}",
-            "tree": tree,
-        })
-    return rows
-
-
-def routed_expert_parameters(block) -> tuple[int, int]:
-    """(parameters of the routed experts, how many experts) in a block; (0, 0) in a dense block."""
-    for module in block.modules():
-        if "Experts" in type(module).__name__:
-            # num_routed_experts: the experts with weights where zero-computation experts are routed to as well (LongCat-Flash)
-            n_experts = getattr(module, "num_experts", None) or getattr(module, "num_routed_experts", None) or len(list(module.children()))
-            return count(module, "parameter"), n_experts
-    return 0, 0
-
-
-def active_parameters(total: int, blocks, top_k: int | None) -> int:
-    """Parameters one token runs through: all of them, less the routed experts it is not sent to."""
-    idle = 0
-    for block in blocks:
-        expert_params, n_experts = routed_expert_parameters(block)
-        if n_experts and top_k:
-            idle += expert_params * (n_experts - top_k) // n_experts
-    return total - idle
-
-
-def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], blocks=(), top_k: int | None = None) -> dict[str, Any]:
-    """The model's top-level rows: every module outside the block list, and the blocks by kind."""
-    rows = []
-    owners: dict[int, str] = {}  # parameter id -> the row that counted it (tied weights count once)
-    for path, module in _top_level_modules(model, block_path):
-        n_buffers = count(module, "buffer")
-        new = [p for p in module.parameters() if id(p) not in owners]
-        tied = [p for p in module.parameters() if id(p) in owners]
-        if new or tied or n_buffers:
-            row = {"path": path, "class": type(module).__name__, "parameters": sum(p.numel() for p in new), "stored_buffers": n_buffers}
-            if tied:
-                # A module whose weight is another's (a tied output head): shown, counted where it was first seen.
-                row["tied_parameters"] = sum(p.numel() for p in tied)
-                row["tied_to"] = owners[id(tied[0])]
-            rows.append(row)
-        owners.update((id(p), path) for p in new)
-    parameters = count(model, "parameter")
-    stored_buffers = count(model, "buffer")
-    return {
-        "rows": rows,
-        "blocks": [{k: r[k] for k in ("kind", "label", "per_instance", "instances", "total", "calculation")} for r in kinds_rows],
-        "parameters": parameters,
-        "stored_buffers": stored_buffers,
-        "total": parameters + stored_buffers,
-        "active": active_parameters(parameters + stored_buffers, blocks, top_k),
-    }
-
-
-def outside_trees(model, block_path: str) -> dict[str, dict[str, Any]]:
-    """The modules outside the block list (embeddings, final norm, head) as accounting trees, by path."""
-    return {path: accounting_tree(module, path, path.split(".")[-1]) for path, module in _top_level_modules(model, block_path)}
-
-
-def _top_level_modules(model, block_path: str):
-    """Leaves of the tree cut at the block list: embed_tokens, norm, lm_head, ..."""
-
-    def walk(module, path):
-        for name, child in module.named_children():
-            child_path = f"{path}.{name}" if path else name
-            if child_path == block_path:
-                continue
-            if block_path.startswith(child_path + "."):
-                yield from walk(child, child_path)
-            else:
-                yield child_path, child
-
-    yield from walk(model, "")
-
-
-# --- the predicted checkpoint layout ---------------------------------------------------------------
+from atlas.model.quantization import quantizer
 
 
 @dataclass(frozen=True)
@@ -244,7 +132,7 @@ class _SavedNames:
             for name, _ in owner.named_buffers(recurse=False)
             if name not in owner._non_persistent_buffers_set
         }
-        self.quantized = _quantizer(quantization)
+        self.quantized = quantizer(quantization)
         self._first_of_kind: dict[tuple, list | None] = {}  # a kind of block -> its first block's tensors, cut by _index_split
         self._alike: dict[tuple, bool] = {}  # a kind of block -> whether its second block was stored as its first one
         # What revert_weight_conversion itself looks up for a model not loaded from files (which ours
@@ -473,75 +361,6 @@ def _safetensors_dtype(torch_dtype) -> str:
     return TORCH_TO_SAFETENSORS[str(torch_dtype).removeprefix("torch.")]
 
 
-class _BlockFP8:
-    """quant_method fp8 with weight_block_size: Linear and expert weights in F8_E4M3, F32 scales per block."""
-
-    def __init__(self, config: Mapping[str, Any]):
-        self.block = tuple(config.get("weight_block_size") or (128, 128))
-        self.skip = set(config.get("modules_to_not_convert") or ["lm_head"])
-        self.scale_block = self.block  # the rows × columns of the weight one F32 scale covers
-
-    def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
-        import torch
-
-        if len(shape) != 2 or not key.endswith(".weight") or not self.skip.isdisjoint(key.split(".")):
-            return False
-        # Linear layers, and fused expert tensors stored one matrix per expert.
-        return isinstance(owner, torch.nn.Linear) or "Experts" in type(owner).__name__
-
-    def tensors(self, key: str, shape: tuple[int, ...]) -> list[StoredTensor]:
-        rows, cols = shape
-        scales = (math.ceil(rows / self.block[0]), math.ceil(cols / self.block[1]))
-        return [
-            StoredTensor(key, "F8_E4M3", shape, "parameter"),
-            StoredTensor(f"{key}_scale_inv", "F32", scales, "scale"),
-        ]
-
-
-class _MXFP4:
-    """quant_method mxfp4 (gpt-oss): the routed experts' weight matrices as 4-bit values in blocks of 32.
-
-    transformers holds an expert projection as [experts, in, out]; the files store it transposed and
-    packed: ``<name>_blocks`` U8 [experts, out, in / 32, 16] (two 4-bit values a byte, 32 a block) and
-    ``<name>_scales`` U8 [experts, out, in / 32] (one power-of-two exponent a block). Biases and every
-    module in modules_to_not_convert keep the unquantized dtype.
-    """
-
-    BLOCK = 32  # values per block, sharing one scale
-    VALUES_PER_BYTE = 2
-
-    def __init__(self, config: Mapping[str, Any]):
-        self.skip = list(config.get("modules_to_not_convert") or [])
-        self.scale_block = (self.BLOCK,)  # the values of one row one U8 exponent covers
-
-    def applies(self, owner, key: str, shape: tuple[int, ...]) -> bool:
-        if owner is None or "Experts" not in type(owner).__name__ or len(shape) != 3 or key.endswith("_bias"):
-            return False
-        return not any(fnmatch.fnmatchcase(key, pattern) or fnmatch.fnmatchcase(key, pattern + ".*") for pattern in self.skip)
-
-    def tensors(self, key: str, shape: tuple[int, ...]) -> list[StoredTensor]:
-        experts, inputs, outputs = shape
-        if inputs % self.BLOCK:
-            raise AtlasError("config.json", "quantization_config", f"{key}: {inputs} inputs do not split into MXFP4 blocks of {self.BLOCK}")
-        blocks = inputs // self.BLOCK
-        return [
-            StoredTensor(f"{key}_blocks", "U8", (experts, outputs, blocks, self.BLOCK // self.VALUES_PER_BYTE), "parameter", self.VALUES_PER_BYTE),
-            StoredTensor(f"{key}_scales", "U8", (experts, outputs, blocks), "scale"),
-        ]
-
-
-QUANTIZERS = {"fp8": _BlockFP8, "mxfp4": _MXFP4}
-
-
-def _quantizer(config: Mapping[str, Any] | None):
-    if not config:
-        return None
-    method = config.get("quant_method")
-    if method not in QUANTIZERS:
-        raise AtlasError("config.json", "quantization_config.quant_method", f"{method!r} has no layout rule (known: {', '.join(QUANTIZERS)})")
-    return QUANTIZERS[method](config)
-
-
 def cut_unstored(model, entries: Any, config, where: str) -> list[dict[str, Any]]:
     """checkpoint.json's "not_stored": tensors transformers allocates larger than the released files hold
     them (LongCat-Flash's gate_up_proj has a slot for every zero-computation expert; the files store the
@@ -614,193 +433,3 @@ def layout_summary(tensors: list[StoredTensor]) -> dict[str, Any]:
         "scale_elements": elements_by_role["scale"],
         "other_elements": sum(n for role, n in elements_by_role.items() if role not in ("parameter", "buffer", "scale")),
     }
-
-
-# --- the figures a checkpoint.json may pin ---------------------------------------------------------
-
-# Keys of checkpoint.json's "safetensors": the figures compared with the prediction. "files" maps each
-# file's name to its own figures (FILE_FIGURES); the files' figures, "shards", "file_bytes" and
-# "index_file_bytes" need the predicted files (atlas.model.files), the rest the layout alone.
-COMPARED_FIGURES = ("tensors", "tensors_by_dtype", "bytes_by_dtype", "dtypes", "payload_bytes", "weight_parameters",
-                    "index_total_size", "shards", "files", "file_bytes", "index_file_bytes", "named_tensors")
-DESCRIPTIVE_FIGURES = ("index_total_size_counts",)
-FILE_FIGURES = ("tensors", "header_bytes", "bytes")
-NAMED_FIGURES = ("count", "dtype", "shape", "file")  # what "named_tensors" may say of the tensors a name pattern matches
-INDEX_COUNTS = ("payload bytes", "2 bytes per element")
-CONFIDENCE = ("high", "medium-high", "medium", "low")
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _check_pinned_types(pinned: Mapping[str, Any], where: str) -> None:
-    for key in COMPARED_FIGURES:
-        value = pinned.get(key)
-        if value is None:
-            continue
-        if key.endswith("_by_dtype"):
-            if not (isinstance(value, dict) and all(_whole(v) for v in value.values())):
-                raise AtlasError(where, f"safetensors.{key}", "must map dtypes to whole numbers")
-        elif key == "dtypes":
-            if not (isinstance(value, list) and value and all(v in DTYPE_BYTES for v in value)):
-                raise AtlasError(where, "safetensors.dtypes", f"must list safetensors dtypes ({', '.join(DTYPE_BYTES)})")
-        elif key == "files":
-            if not isinstance(value, dict) or not value:
-                raise AtlasError(where, "safetensors.files", "must map file names to their figures")
-            for name, figures in value.items():
-                if not isinstance(figures, dict) or set(figures) - set(FILE_FIGURES) or not all(_whole(v) for v in figures.values()):
-                    raise AtlasError(where, f"safetensors.files.{name}", f"must map {', '.join(FILE_FIGURES)} to whole numbers")
-        elif key == "named_tensors":
-            if not isinstance(value, dict) or not value:
-                raise AtlasError(where, "safetensors.named_tensors", "must map tensor names ({block} for any block) to what is known of them")
-            for name, known in value.items():
-                if not (isinstance(known, dict) and known and not set(known) - set(NAMED_FIGURES)
-                        and _whole(known.get("count", 1)) and known.get("dtype", "BF16") in DTYPE_BYTES
-                        and isinstance(known.get("shape", []), list) and all(_whole(d) for d in known.get("shape", []))
-                        and isinstance(known.get("file", ""), str)):
-                    raise AtlasError(where, f"safetensors.named_tensors.{name}", f"must give some of {', '.join(NAMED_FIGURES)}: a count, a dtype, a shape, a file name")
-        elif not _whole(value):
-            raise AtlasError(where, f"safetensors.{key}", f"must be a whole number, not {value!r}")
-
-
-def _sources(sources: Any, where: str) -> list[dict[str, Any]]:
-    """checkpoint.json's "figure_sources": [{"figures": [keys], "source": text, "confidence": ...}]."""
-    if sources is None:
-        return []
-    if not isinstance(sources, list):
-        raise AtlasError(where, "figure_sources", "must be a list of {figures, source, confidence}")
-    for i, s in enumerate(sources):
-        if not (isinstance(s, dict) and set(s) == {"figures", "source", "confidence"} and isinstance(s["source"], str) and s["source"]
-                and isinstance(s["figures"], list) and s["figures"] and all(isinstance(f, str) for f in s["figures"])):
-            raise AtlasError(where, f"figure_sources[{i}]", "must be {figures: [keys], source: text, confidence: ...}")
-        if s["confidence"] not in CONFIDENCE:
-            raise AtlasError(where, f"figure_sources[{i}].confidence", f"{s['confidence']!r} is not one of {', '.join(CONFIDENCE)}")
-    return sources
-
-
-def _source_of(key: str, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The source that names this figure's key or a key above it (files names every file's figures)."""
-    for s in sources:
-        if any(key == f or key.startswith(f + ".") for f in s["figures"]):
-            return s
-    return None
-
-
-def figure_rows(predicted: Mapping[str, Any], pinned: Mapping[str, Any], where: str, files: Mapping[str, Any] | None = None,
-                sources: Any = None, layout: list[StoredTensor] | None = None) -> list[dict[str, Any]]:
-    """Every figure the prediction gives, beside the pinned value where checkpoint.json has one (else None).
-
-    Rows the checkpoint does not pin stay on the page as not checked; they never pass silently as checked.
-    A pinned figure the prediction cannot give (a file's size where nothing says how the tensors are
-    split into files) is shown with the reason, as not checked. ``files`` is atlas.model.files' prediction;
-    every pinned figure names its source in ``sources``; ``layout``, the predicted tensors, answers
-    "named_tensors".
-    """
-    unknown = sorted(set(pinned) - set(COMPARED_FIGURES) - set(DESCRIPTIVE_FIGURES))
-    if unknown:
-        raise AtlasError(where, f"safetensors.{unknown[0]}", f"is not a known figure ({', '.join(COMPARED_FIGURES + DESCRIPTIVE_FIGURES)})")
-    _check_pinned_types(pinned, where)
-    sources = _sources(sources, where)
-    rows = [{"key": "tensors", "figure": "tensors", "predicted": predicted["tensors"], "pinned": pinned.get("tensors")}]
-    for key, label in (("tensors_by_dtype", "{} tensors"), ("bytes_by_dtype", "{} bytes")):
-        given = pinned.get(key)
-        for dtype in sorted(set(predicted[key]) | set(given or {})):
-            rows.append({
-                "key": f"{key}.{dtype}", "figure": label.format(dtype),
-                "predicted": predicted[key].get(dtype, 0), "pinned": None if given is None else given.get(dtype, 0),
-            })
-    dtypes = pinned.get("dtypes")
-    rows.append({"key": "dtypes", "figure": "dtypes stored", "predicted": ", ".join(sorted(predicted["tensors_by_dtype"])),
-                 "pinned": None if dtypes is None else ", ".join(sorted(dtypes))})
-    rows.append({"key": "payload_bytes", "figure": "payload bytes", "predicted": predicted["payload_bytes"], "pinned": pinned.get("payload_bytes")})
-    rows.append({"key": "weight_parameters", "figure": "weight parameters", "predicted": predicted["weight_parameters"], "pinned": pinned.get("weight_parameters")})
-    counts = pinned.get("index_total_size_counts", "payload bytes")
-    if counts not in INDEX_COUNTS:
-        raise AtlasError(where, "safetensors.index_total_size_counts", f"{counts!r} is not one of {', '.join(map(repr, INDEX_COUNTS))}")
-    index = predicted["payload_bytes"] if counts == "payload bytes" else 2 * predicted["elements"]
-    rows.append({"key": "index_total_size", "figure": f"index total_size ({counts})", "predicted": index, "pinned": pinned.get("index_total_size")})
-    rows += _file_rows(pinned, files, where)
-    rows += _named_rows(pinned.get("named_tensors") or {}, layout or [], files)
-    for row in rows:
-        row.setdefault("bounds", None)
-        row["checked"] = row["pinned"] is not None and (row["predicted"] is not None or row["bounds"] is not None)
-        row.setdefault("why", None)
-        source = _source_of(row["key"], sources)
-        if row["pinned"] is not None and source is None:
-            raise AtlasError(where, "figure_sources", f"no source names the pinned figure {row['key']}")
-        row["source"] = source["source"] if source and row["pinned"] is not None else None
-        row["confidence"] = source["confidence"] if source and row["pinned"] is not None else None
-    return rows
-
-
-def _file_rows(pinned: Mapping[str, Any], files: Mapping[str, Any] | None, where: str) -> list[dict[str, Any]]:
-    """The figures of the files: how many, each one's tensors, header length and size, their total, the
-    index file's size. Predicted only where the split into files is known."""
-    unknown = "not checked: nothing here says how the tensors are split into files (no index copy, no sharding rule)"
-    predicted = {f["name"]: f for f in files["files"]} if files else {}
-    rows = [{"key": "shards", "figure": "files", "predicted": len(predicted) if files else None, "pinned": pinned.get("shards")}]
-    given = pinned.get("files") or {}
-    if files:
-        for name in given:
-            if name not in predicted:
-                raise AtlasError(where, f"safetensors.files.{name}", f"no predicted file has this name (predicted: {', '.join(predicted)})")
-    for name in list(predicted) + [n for n in given if n not in predicted]:
-        f, pin = predicted.get(name), given.get(name, {})
-        rows.append({"key": f"files.{name}.tensors", "figure": f"{name}: tensors", "predicted": f and f["tensors"], "pinned": pin.get("tensors")})
-        header = {"key": f"files.{name}.header_bytes", "figure": f"{name}: header bytes", "predicted": f and f["header_bytes"], "pinned": pin.get("header_bytes")}
-        size = {"key": f"files.{name}.bytes", "figure": f"{name}: bytes", "predicted": f and f["bytes"], "pinned": pin.get("bytes")}
-        if f and f["header_bounds"] is not None:
-            lo, hi = f["header_bounds"]
-            header.update(bounds=[lo, hi], figure=f"{name}: header bytes (the writer's tensor order unknown)")
-            if pin.get("header_bytes") is not None:
-                # Where the order is unknown the header length is not predicted; the pinned one with the
-                # predicted payload must still give the file's size.
-                size.update(predicted=8 + pin["header_bytes"] + f["payload_bytes"], figure=f"{name}: bytes (8 + the header's + the payload's)")
-        rows += [header, size]
-    sizes = [f["bytes"] for f in predicted.values()]
-    total = sum(sizes) if files and None not in sizes else None
-    if files and total is None and all(given.get(n, {}).get("header_bytes") is not None for n in predicted):
-        total = sum(8 + given[n]["header_bytes"] + f["payload_bytes"] for n, f in predicted.items())
-    rows.append({"key": "file_bytes", "figure": "bytes of all files", "predicted": total, "pinned": pinned.get("file_bytes")})
-    rows.append({"key": "index_file_bytes", "figure": f"index file bytes ({files['index_bytes_from']})" if files and files["index_bytes"] else "index file bytes",
-                 "predicted": files["index_bytes"] if files else None, "pinned": pinned.get("index_file_bytes")})
-    for row in rows:
-        if row["pinned"] is not None and row["predicted"] is None and row.get("bounds") is None:
-            row["why"] = unknown
-    return rows
-
-
-def _named_rows(pinned: Mapping[str, Any], tensors: list[StoredTensor], files: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """What checkpoint.json knows of particular tensors (the masks GPT-2 stores, the head Qwen3 writes
-    twice, the file the head lands in), in words built alike from the pin and from the prediction."""
-    if not pinned:
-        return []
-    layout = {t.name: (t.dtype, t.shape) for t in tensors}  # every predicted name with its dtype and shape
-    where_of = {n: f["name"] for f in (files or {}).get("files", []) for n in f.get("names", [])}
-    rows = []
-    for pattern, known in pinned.items():
-        rx = re.compile(re.escape(pattern).replace(re.escape("{block}"), r"\d+") + "$")
-        matched = [n for n in layout if rx.match(n)]
-
-        def words(count, dtypes, shapes, files_):
-            parts = []
-            if "count" in known:
-                parts.append(f"{count} tensor{'s' if count != 1 else ''}")
-            if "dtype" in known:
-                parts.append(" or ".join(sorted(dtypes)) or "no dtype")
-            if "shape" in known:
-                parts.append(" or ".join(sorted(map(str, shapes))) or "no shape")
-            if "file" in known:
-                parts.append("in " + (" or ".join(sorted(files_)) or "no known file"))
-            return ", ".join(parts)
-
-        pin = words(known.get("count", 1), {known.get("dtype")}, {str(known.get("shape"))}, {known.get("file")})
-        if "file" in known and files is None:
-            guess = None
-        else:
-            guess = words(len(matched), {layout[n][0] for n in matched}, {str(list(layout[n][1])) for n in matched},
-                          {where_of.get(n, "no known file") for n in matched})
-        rows.append({"key": f"named_tensors.{pattern}", "figure": f"stored tensor {pattern}",
-                     "predicted": guess if matched else "absent", "pinned": pin})
-    return rows

@@ -1,0 +1,239 @@
+"""What a module is, read from its own tensors and its children: the structural predicates.
+
+Each predicate decides by structure alone (the shapes of the tensors a module holds itself, its
+children, a setting it keeps), never by a class name: a state-space mixer, a short convolution, an
+RG-LRU and the recurrent block around it, linear attention, a lightning indexer, a norm without a
+gain, hyper-connections and the final collapse of their streams, a linear map by groups, a window
+compressor and a compressed indexer, a block's own scalar. The roles (``atlas.model.roles``), the block
+kinds, the preview run and the proofs all ask the same questions here. No torch at import: each
+predicate imports it where it needs it.
+"""
+
+from __future__ import annotations
+
+
+def own_parameters(module) -> dict:
+    """The parameters a module holds itself, by name (its children's left out)."""
+    return dict(module.named_parameters(recurse=False))
+
+
+def _tensor_names(module) -> set[str]:
+    return {n for n, _ in module.named_parameters(recurse=False)}
+
+
+# --- norms -----------------------------------------------------------------------------------------
+
+
+def norm_epsilon(module) -> float:
+    """A norm's epsilon, under whichever attribute its class keeps it; LookupError where it keeps none."""
+    for attr in ("variance_epsilon", "eps", "epsilon"):
+        if isinstance(getattr(module, attr, None), float):
+            return getattr(module, attr)
+    raise LookupError("no epsilon")
+
+
+def has_epsilon(module) -> bool:
+    try:
+        norm_epsilon(module)
+        return True
+    except LookupError:
+        return False
+
+
+def is_weightless_norm(module) -> bool:
+    """A module with no children and no tensors that holds an epsilon: a norm without a gain (Llama 4's
+    query and key norm, Gemma 4's value and router norms)."""
+    if any(True for _ in module.children()) or any(True for _ in module.parameters(recurse=False)):
+        return False
+    if any(True for _ in module.buffers(recurse=False)):
+        return False
+    return has_epsilon(module)
+
+
+# --- mixers ----------------------------------------------------------------------------------------
+
+
+def is_indexer(module) -> bool:
+    """A sparse attention's lightning indexer (DeepSeek Sparse Attention), by structure: a key projection
+    (wk) through a LayerNorm, and a projection (weights_proj) giving one weight per indexer head; no
+    tensor of its own. Its class name is never read."""
+    import torch
+
+    children = dict(module.named_children()) if module is not None else {}
+    return ({"wk", "weights_proj"} <= set(children) and any(isinstance(c, torch.nn.LayerNorm) for c in children.values())
+            and not _tensor_names(module))
+
+
+def is_linear_attention(module) -> bool:
+    """A token mixer is linear attention with a recurrent state when it holds a depthwise causal
+    convolution (a Conv1d with one group per channel) over its projections, as gated DeltaNet and
+    Kimi delta attention do: softmax attention has none. Its structure decides, never its class name."""
+    import torch
+
+    return module is not None and any(
+        isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels == c.out_channels for c in module.children())
+
+
+def has_channel_decay(module) -> bool:
+    """A linear-attention mixer decays its state channel by channel (Kimi delta attention) when its
+    decay offset dt_bias holds more values than its decay rates A_log, one per head; a decay per head
+    (gated DeltaNet) holds one of each per head."""
+    named = dict(module.named_parameters()) if module is not None else {}
+    bias = next((p for n, p in named.items() if n.rpartition(".")[2] == "dt_bias"), None)
+    rate = next((p for n, p in named.items() if n.rpartition(".")[2] == "A_log"), None)
+    return bias is not None and rate is not None and bias.numel() > rate.numel()
+
+
+def adds_residual(module) -> bool:
+    """A sublayer whose forward takes the residual stream as an argument of its own (BLOOM's attention
+    and MLP): it returns its contribution already added to that stream."""
+    import inspect
+
+    return module is not None and "residual" in inspect.signature(module.forward).parameters
+
+
+def attention_is_inline(attention) -> bool:
+    import sys
+
+    return not hasattr(sys.modules.get(type(attention).__module__), "eager_attention_forward")
+
+
+def is_ssm(module) -> bool:
+    """A selective state-space mixer, by structure: a depthwise causal convolution among its children
+    and a learned per-head decay (``A_log``) and skip (``D``) of its own."""
+    import torch
+
+    convs = [m for m in module.children() if isinstance(m, torch.nn.Conv1d)]
+    return bool(convs) and convs[0].groups == convs[0].in_channels and {"A_log", "D"} <= _tensor_names(module)
+
+
+def is_short_conv(module) -> bool:
+    """A gated short convolution (LFM2's), by structure: a depthwise causal convolution between an input
+    and an output projection, and no decay of its own (so no recurrent state beyond the kernel's inputs)."""
+    import torch
+
+    children = dict(module.named_children())
+    convs = [m for m in children.values() if isinstance(m, torch.nn.Conv1d)]
+    return (bool(convs) and convs[0].groups == convs[0].in_channels and {"in_proj", "out_proj"} <= set(children)
+            and "A_log" not in _tensor_names(module))
+
+
+def is_rg_lru(module) -> bool:
+    """A real-gated linear recurrent unit (RecurrentGemma's RG-LRU), by structure: no children, and its own
+    tensors are one vector of the width (the decay's parameter), two block-diagonal weights of heads ×
+    block × block (the input and recurrence gates) and their two biases of heads × block."""
+    if list(module.children()):
+        return False
+    shapes = sorted((tuple(p.shape) for _, p in module.named_parameters(recurse=False)), key=len)
+    if [len(s) for s in shapes] != [1, 2, 2, 3, 3]:
+        return False
+    (width,), bias_a, bias_b, weight_a, weight_b = shapes
+    heads, block = weight_a[0], weight_a[1]
+    return (weight_a == weight_b == (heads, block, block) and bias_a == bias_b == (heads, block)
+            and heads * block == width)
+
+
+def is_recurrent_block(module) -> bool:
+    """A recurrent block (Griffin's, RecurrentGemma's), by structure: a depthwise convolution and an
+    RG-LRU among its children."""
+    import torch
+
+    children = list(module.children())
+    return (any(isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels for c in children)
+            and any(is_rg_lru(c) for c in children))
+
+
+def is_dense_dispatch(experts) -> bool:
+    """Experts held as fused 3-D weights whose forward takes the tokens alone, no chosen experts nor
+    weights: every expert runs on every token's row, the mixture having scaled each expert's rows by
+    the token's score for it beforehand (Llama 4)."""
+    import inspect
+
+    own = dict(experts.named_parameters(recurse=False))
+    if "gate_up_proj" not in own or own["gate_up_proj"].dim() != 3:
+        return False
+    params = [p for p in inspect.signature(experts.forward).parameters.values()
+              if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return len(params) == 1
+
+
+# --- residual streams (hyper-connections) ----------------------------------------------------------
+
+
+def stream_count(rows: int, cols: int, extra: int) -> int | None:
+    """n with rows == (extra + n)·n, or None."""
+    n = next((n for n in range(1, 65) if (extra + n) * n == rows), None)
+    return n if n and cols % n == 0 else None
+
+
+def _one_norm_child(module) -> bool:
+    children = list(module.children())
+    return len(children) == 1 and is_weightless_norm(children[0])
+
+
+def is_hyper_connection(module) -> bool:
+    """Three tensors of its own, a (2 + n)·n × n·width map, a bias of (2 + n)·n and 3 scales, and one norm
+    without a gain as its only child."""
+    own = own_parameters(module)
+    maps = [p for p in own.values() if p.dim() == 2]
+    if len(own) != 3 or len(maps) != 1 or not _one_norm_child(module):
+        return False
+    rows, cols = maps[0].shape
+    n = stream_count(rows, cols, 2)
+    vectors = sorted(p.numel() for p in own.values() if p.dim() == 1)
+    return n is not None and vectors == sorted([3, rows])
+
+
+def is_stream_collapse(module) -> bool:
+    """The final collapse of n streams: an n × n·width map, a bias of n and one scale, one norm without a gain."""
+    own = own_parameters(module)
+    maps = [p for p in own.values() if p.dim() == 2]
+    if len(own) != 3 or len(maps) != 1 or not _one_norm_child(module):
+        return False
+    rows, cols = maps[0].shape
+    vectors = sorted(p.numel() for p in own.values() if p.dim() == 1)
+    return cols % rows == 0 and rows > 1 and vectors == sorted([1, rows])
+
+
+# --- a linear map by groups ------------------------------------------------------------------------
+
+
+def is_grouped_linear(module) -> bool:
+    """A Linear with a forward of its own and a number of groups: each group of the input's last-but-one
+    axis goes through its own block of the weight's rows (DeepSeek-V4's o_a_proj)."""
+    import torch
+
+    groups = getattr(module, "n_groups", None)
+    return (isinstance(module, torch.nn.Linear) and type(module).forward is not torch.nn.Linear.forward
+            and isinstance(groups, int) and groups > 1 and module.weight.shape[0] % groups == 0)
+
+
+# --- compressed attention (DeepSeek-V4) ------------------------------------------------------------
+
+COMPRESSOR_CHILDREN = {"kv_proj", "gate_proj", "kv_norm"}
+
+
+def is_window_compressor(module) -> bool:
+    children = set(dict(module.named_children()))
+    own = own_parameters(module)
+    return (COMPRESSOR_CHILDREN <= children and "q_b_proj" not in children and set(own) == {"position_bias"}
+            and own["position_bias"].dim() == 2)
+
+
+def is_compressed_indexer(module) -> bool:
+    """A compressor of its own beside query heads from the query latent and a scorer (DeepSeek-V4's indexer)."""
+    children = set(dict(module.named_children()))
+    own = own_parameters(module)
+    return (COMPRESSOR_CHILDREN | {"q_b_proj", "scorer"}) <= children and set(own) == {"position_bias"}
+
+
+# --- a block's own scalar --------------------------------------------------------------------------
+
+
+def own_scalar(module) -> str | None:
+    """The name of a one-number tensor the block holds itself (Gemma 4's layer_scalar, stored in the
+    checkpoint), which scales the block's whole output; None where it holds none."""
+    own = {**dict(module.named_parameters(recurse=False)), **{n: b for n, b in module.named_buffers(recurse=False)
+                                                              if n not in module._non_persistent_buffers_set}}
+    found = [n for n, t in own.items() if t.numel() == 1 and t.is_floating_point()]
+    return found[0] if len(found) == 1 else None
