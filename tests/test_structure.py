@@ -211,3 +211,36 @@ def test_the_render_probe_can_fail(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     assert "rendering imported atlas.render.pages" in result.stderr
+
+
+def _readme_index() -> dict[str, set[str]]:
+    """README's module index: each `atlas/<package>/` line and its continuation lines, as names."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("The modules, stage by stage"):]
+    block = block[:block.index("\n\n", block.index("    atlas/"))]
+    index: dict[str, set[str]] = {}
+    current = None
+    for line in block.splitlines()[1:]:
+        head, _, rest = line.strip().partition(" ")
+        if head.startswith("atlas/"):
+            current = head
+            index[current] = set()
+        elif not line.startswith("    ") or not line.strip() or head.endswith("/"):
+            current = None
+            continue
+        else:
+            rest = line
+        if current is not None:
+            words = rest.split(":", 1)[-1].split("(+")[0]
+            index[current] |= {w.strip() for w in words.split(",") if w.strip()}
+    return index
+
+
+def test_readme_map_names_every_module_of_every_stage():
+    index = _readme_index()
+    packages = {f"{p.parent.relative_to(ROOT).as_posix()}/" for p in ATLAS.rglob("__init__.py") if p.parent.name != "families"}
+    packages.discard("atlas/")
+    assert set(index) == packages, f"README's map lists {sorted(index)}, the folders are {sorted(packages)}"
+    for package, named in index.items():
+        present = {p.stem for p in (ROOT / package).glob("*.py") if p.name != "__init__.py"}
+        assert named == present, f"{package}: README names {sorted(named - present)} that are not there, misses {sorted(present - named)}"
