@@ -12,8 +12,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import functools
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Any
 
 from atlas import families
 from atlas.facts.collected import Collected
-from atlas.errors import AtlasError
+from atlas.errors import AtlasError, one_line
 
 # transformers' advice to its users (a rope setting renamed, an activation's numerics) is not the build's
 # to pass on: whatever a page needs is checked, and a build prints only progress and its one error line.
@@ -32,7 +35,7 @@ warnings.filterwarnings("ignore", module=r"transformers(\.|$)")  # its deprecati
 def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache: bool = True, jobs: int | None = None) -> bool:
     """Build ``names`` into ``out``; False when ``out`` already held exactly what it would write."""
     from atlas.inputs.preflight import check_inputs
-    from atlas.build.publish import output_folder, pages_folder
+    from atlas.build.publish import output_folder, pages_folder, tidy
 
     resolved = output_folder(out)  # refused now, not after a minute of collecting: --out that is not a folder
     for name in names:  # the inputs, before transformers is imported: a bad one ends the build at once
@@ -44,9 +47,10 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
 
     from atlas.facts import cache
 
-    cache.enable(use_cache and weights is None)
+    cache.enable(use_cache and weights is None)  # says so in a note, and stays off, where .atlas-cache cannot be used
     published = cache.published(out, names)
     if published is not None and published.up_to_date():  # the site holds what this build would write
+        tidy(resolved)  # what a killed build left beside it goes all the same
         return False
 
     from atlas.build.parallel import collect_all, stderr_progress
@@ -55,7 +59,7 @@ def build(names: list[str], out: Path, weights: Path | None = None, *, use_cache
     with pages_folder(resolved) as written:
         # collect, check, render and write the pages: each family in a worker process, its facts from
         # the cache where nothing changed; its pages go to a folder beside the site
-        entries = collect_all(names, weights, jobs=jobs, use_cache=use_cache, progress=stderr_progress,
+        entries = collect_all(names, weights, jobs=jobs, use_cache=cache.enabled(), progress=stderr_progress,
                               then=functools.partial(checked_pages, out=out, written=written))
         # publish: the families' folders moved into the site, atomically; the old site stays on failure
         write_site(out, {}, families.names(), dict(zip(names, entries)), written)
@@ -130,27 +134,76 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
     kept = f"the site in {args.out} was left as it was"
     try:
-        written = build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
+        with _terminated_as_interrupted():
+            written = build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)
     except AtlasError as e:
-        return _fail(f"{e}; {kept}")
+        full = _disk_full(e)
+        return _fail(f"{full}; {kept}" if full else f"{e}; {kept}")
+    except Terminated:
+        return _fail(f"terminated; {kept}", 128 + signal.SIGTERM)
     except KeyboardInterrupt:
         return _fail(f"interrupted; {kept}", 130)
     except Exception as e:  # a bug of the atlas, not of the input: still one line, with where it happened
+        full = _disk_full(e)
+        if full:
+            return _fail(f"{full}; {kept}")
         return _fail(f"internal error at {_innermost(e)}: {type(e).__name__}: {e}; {kept} (please report this)")
     families_built = f"{len(names)} famil{'y' if len(names) == 1 else 'ies'}"
     if written:
-        print(f"built {families_built} into {args.out}/ (open {args.out}/index.html)")
+        print(one_line(f"built {families_built} into {args.out}/ (open {args.out}/index.html)"))
     else:
         which = names[0] if len(names) == 1 else f"these {families_built}"
-        print(f"{args.out}/ is up to date: nothing {which} depend{'s' if len(names) == 1 else ''} on has changed since the last build wrote it")
+        print(one_line(f"{args.out}/ is up to date: nothing {which} depend{'s' if len(names) == 1 else ''} on has changed since the last build wrote it"))
     if args.serve is not None:
         serve(args.out, args.serve)
     return 0
 
 
 def _fail(message: str, code: int = 1) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)  # a newline in any name it echoes stays on this line
     return code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the build's own process: it unwinds like Ctrl-C, so that what the build made
+    beside the site (its pages folder, a staging folder) is removed on the way out."""
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupted():
+    builder = os.getpid()
+
+    def stop(signum, frame):
+        if os.getpid() != builder:  # a worker forked from the build dies of it, as it would have anyway
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _disk_full(error: BaseException) -> str | None:
+    """"PATH: no space left on device ..." where a full disk (or quota) is what made the build fail,
+    however the error was wrapped on its way up."""
+    seen: BaseException | None = error
+    chain: set[int] = set()
+    while seen is not None and id(seen) not in chain:
+        chain.add(id(seen))
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            if seen.filename is not None:
+                where = seen.filename
+            elif isinstance(error, AtlasError):  # what the atlas was writing when it wrapped the error
+                where = f"{error.where}: {error.field}" if error.field else error.where
+            else:
+                where = "--out"
+            return f"{where}: no space left on device (free some space, then build again)"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _innermost(error: BaseException) -> str:

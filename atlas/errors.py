@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parent.parent) + "/"
@@ -29,4 +30,17 @@ class AtlasError(Exception):
 
     def __str__(self) -> str:
         location = f"{self.where}: {self.field}" if self.field else self.where
-        return f"{location}: {self.problem}"
+        return one_line(f"{location}: {self.problem}")  # whatever a name holds, the error stays one line
+
+
+# Every control character (C0, DEL, C1), the two Unicode line separators, and the bidirectional marks and
+# overrides: any of them in a name the error echoes (a tensor name, a path, a repository a server named)
+# could end the line early, let the rest pose as an `error:` line of its own, or show the name reversed.
+_BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
+
+
+def one_line(text: object) -> str:
+    """``text`` with each control character written as an escape (a newline as ``\\n``), so that it
+    prints as one line whatever names it echoes. Applied twice it changes nothing more."""
+    return _BREAKS.sub(lambda m: _NAMED.get(m.group()) or f"\\u{ord(m.group()):04x}", str(text))

@@ -155,11 +155,14 @@
   }
 
   var selectA = document.getElementById("compare-a"), selectB = document.getElementById("compare-b");
+  // Only a family the page holds counts: a name such as __proto__ or constructor is found on every
+  // object, and taken for a family it would empty the view.
+  function family(name) { return has(summaries, name) ? name : null; }
   function fromHash() {
     var m = /^#([\w.-]+)--([\w.-]+)$/.exec(location.hash);
-    if (m && summaries[m[1]]) selectA.value = m[1];
-    if (m && summaries[m[2]]) selectB.value = m[2];
-    else if (location.hash.length > 1 && summaries[location.hash.slice(1)]) selectA.value = location.hash.slice(1);
+    if (m && family(m[1])) selectA.value = m[1];
+    if (m && family(m[2])) selectB.value = m[2];
+    else if (location.hash.length > 1 && family(location.hash.slice(1))) selectA.value = location.hash.slice(1);
     if (selectA.value === selectB.value) {
       var other = Object.keys(summaries).filter(function (n) { return n !== selectA.value; })[0];
       if (other) selectB.value = other;

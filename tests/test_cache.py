@@ -101,6 +101,71 @@ def test_a_site_already_built_from_the_same_inputs_is_left_alone(project):
     assert snapshot(project / "twice") == snapshot(project / "uncached")
 
 
+def test_a_page_edited_in_place_with_its_time_put_back_is_built_again(project):
+    out = project / "restored"
+    assert build(project, "--out", "restored").returncode == 0
+    page = out / PAGE
+    before, text = page.stat(), page.read_bytes()
+    edited = text.replace(b"<title>", b"<title>!", 1)[:-1]  # the same length: a title changed, the last byte gone
+    assert edited != text and len(edited) == len(text)
+    with page.open("r+b") as f:  # in place: the same file, the same inode
+        f.write(edited)
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = page.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert how_collected(build(project, "--out", "restored")) == "cached"  # built again, not "up to date"
+    assert snapshot(out) == snapshot(project / "uncached")
+
+
+@pytest.mark.parametrize("kind", ["a pipe", "a link to /dev/zero"])
+def test_an_entry_that_is_not_a_regular_file_is_never_read(project, kind):
+    entries = project / ".atlas-cache"
+    odd = [entries / f"{FAMILY}.{part}.json" for part in ("facts", "pages")]
+    for entry in odd:
+        entry.unlink()
+        os.mkfifo(entry) if kind == "a pipe" else entry.symlink_to("/dev/zero")
+    out = f"odd-{kind.split()[-1].strip('/').replace('/', '-')}"
+    result = build(project, "--out", out)  # a pipe opened for reading would wait for a writer for good
+    assert how_collected(result) == "collected"
+    assert snapshot(project / out) == snapshot(project / "uncached")
+    assert all(entry.is_file() and not entry.is_symlink() for entry in odd)  # written again, as files
+
+
+@pytest.mark.parametrize("kind", ["a file", "not writable"])
+def test_a_cache_that_cannot_be_used_is_left_aside_with_a_note(project, kind):
+    entries, aside = project / ".atlas-cache", project / "cache-aside"
+    out = f"no-cache-{kind.replace(' ', '-')}"
+    entries.rename(aside)
+    try:
+        if kind == "a file":
+            entries.write_text("not a folder\n")
+        else:
+            entries.symlink_to("/sys/kernel")  # a folder no one may create a file in, root included
+        result = build(project, "--out", out)
+        note = result.stderr.splitlines()[0]
+        if kind == "a file":
+            assert note == "note: .atlas-cache: is not a folder; building without the cache"
+            assert entries.read_text() == "not a folder\n"
+        else:
+            assert note.startswith("note: .atlas-cache: cannot be written (") and note.endswith("); building without the cache")
+        assert how_collected(result) == "collected"
+        assert len(result.stderr.splitlines()) == 2  # the note and the progress line, nothing else
+        assert snapshot(project / out) == snapshot(project / "uncached")
+    finally:
+        entries.unlink()
+        aside.rename(entries)
+
+
+def test_only_a_regular_file_within_the_limit_is_read(tmp_path):
+    (tmp_path / "entry").write_bytes(b"x" * 100)
+    assert cache.read_regular(tmp_path / "entry") == b"x" * 100
+    assert cache.read_regular(tmp_path / "entry", limit=99) is None
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    assert cache.read_regular(tmp_path / "zero") is None
+    assert cache.read_regular(Path("/dev/zero")) is None  # a device, not a file: nothing read
+    assert cache.read_regular(tmp_path / "missing") is None
+
+
 def _append(path: Path, text: str) -> None:
     path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
 

@@ -7,6 +7,7 @@ import pytest
 
 from atlas.cost import figures as cost
 from atlas.cost import weights
+from atlas.build import publish
 from tests.conftest import ROOT, released_config, run_build
 
 
@@ -116,12 +117,13 @@ def test_a_broken_cache_rule_fails_the_build(project_copy, tmp_path):
     out = tmp_path / "site"
     out.mkdir()
     (out / "keep.txt").write_text("previous site")
+    (out / publish.MARKER).write_text(publish.MARKER_TEXT)  # a site, so the build may replace it
     result = run_build(project_copy, "--family", "gpt2", "--out", str(out))
     assert result.returncode == 1
     lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
     assert lines == [lines[0]] and "gpt2: cost figure KV cache of block 0" in lines[0], result.stderr
     assert "Traceback" not in result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [publish.MARKER, "keep.txt"]
 
 
 def test_a_broken_flops_rule_fails_the_build(project_copy, tmp_path):

@@ -13,6 +13,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from atlas.build import publish
 from atlas.inputs.safetensors_headers import read_checkpoint
 from tests.conftest import ROOT, run_build
 
@@ -135,12 +136,13 @@ def test_a_missing_scale_fails_the_build_naming_the_tensor(fp8_dir, tmp_path):
     (broken / "config.json").write_text((fp8_dir / "config.json").read_text())
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "keep.txt").write_text("previous site")
+    (tmp_path / "site" / publish.MARKER).write_text(publish.MARKER_TEXT)  # a site, so the build may replace it
     result = run_build(ROOT, "--family", "kimi_k2", "--weights", str(broken), "--out", str(tmp_path / "site"))
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {broken}: model.layers.1.self_attn.o_proj.weight_scale_inv: predicted but in no file; ")
     assert "Traceback" not in result.stderr
-    assert sorted(p.name for p in (tmp_path / "site").iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in (tmp_path / "site").iterdir()) == [publish.MARKER, "keep.txt"]
 
 
 def test_a_wrong_dtype_fails_the_build_naming_file_and_tensor(bf16_dir, tmp_path):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from atlas import families
+from atlas import families, publish
 from tests.conftest import released_config, run_build
 
 REQUIRED_IDENTITIES = {"block_sum", "mixture_sum", "expert_weights_sum", "attention_rows", "embeddings", "logits"}
@@ -376,11 +376,12 @@ def test_wrong_override_fails_the_build_naming_the_identity(project_copy, tmp_pa
     out = tmp_path / "site"
     out.mkdir()
     (out / "keep.txt").write_text("previous site")
+    (out / publish.MARKER).write_text(publish.MARKER_TEXT)  # a site, so the build may replace it
     result = run_build(project_copy, "--family", "kimi_k2", "--out", str(out))
     assert result.returncode == 1
     assert "identity mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output" in result.stderr
     assert "max abs residual" in result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [publish.MARKER, "keep.txt"]
 
 
 def test_a_shape_off_its_layout_fails_naming_the_value(preview):

@@ -130,7 +130,7 @@ def test_a_tensor_name_with_a_newline_is_escaped_in_the_error(tmp_path):
     path = write_raw(tmp_path / "m.safetensors", {name: {"dtype": "F13", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8)
     with pytest.raises(AtlasError) as caught:
         read_file(path)
-    assert str(caught.value) == f"{path}: a\\nerror: all is well\\x1b[2J: unknown dtype 'F13'"
+    assert str(caught.value) == f"{path}: a\\nerror: all is well\\u001b[2J: unknown dtype 'F13'"
 
 
 # --- linear in the number of names ----------------------------------------------------------------

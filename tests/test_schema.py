@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas import families
+from atlas import families, publish
 from atlas.errors import AtlasError
 from atlas.facts.collect import SCHEMA
 from atlas.facts.schema import FACTS_SCHEMA, Schema, check_facts, json_path
@@ -324,6 +324,7 @@ def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(proje
     site = project_copy / "site"
     site.mkdir()
     (site / "index.html").write_text("the previous site\n", encoding="utf-8")
+    (site / publish.MARKER).write_text(publish.MARKER_TEXT)  # a site, so the build may replace it
 
     result = run_build(project_copy, "--family", "gpt2")
     assert result.returncode == 1
@@ -331,4 +332,4 @@ def test_facts_that_do_not_match_fail_the_build_before_anything_is_written(proje
         "error: site/gpt2/facts.json: facts field model.attention_class: is a Python type, which JSON cannot hold"
         "; the site in site was left as it was",
     ]
-    assert snapshot(site) == {"index.html": b"the previous site\n"}
+    assert snapshot(site) == {publish.MARKER: publish.MARKER_TEXT.encode(), "index.html": b"the previous site\n"}

@@ -18,7 +18,7 @@ MOST_PAGE_LINES = 400  # the render layer's page parts, smaller still
 
 # The stages in pipeline order. A module may import its own stage and the stages before it, never one after.
 STAGES = ["base", "inputs", "model", "proof", "cost", "facts", "check", "render", "build"]
-BASE = {"atlas.errors", "atlas.numbers", "atlas.notation", "atlas.oneline"}  # used by every stage
+BASE = {"atlas.errors", "atlas.numbers", "atlas.notation"}  # used by every stage
 INPUT_DATA = "atlas.families"  # the family modules: inputs a person writes
 
 

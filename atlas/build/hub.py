@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from atlas.errors import AtlasError
-from atlas.oneline import one_line
+from atlas.errors import one_line
 
 MAX_REDIRECTS = 5
 CHUNK = 64 * 1024

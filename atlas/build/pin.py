@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 from atlas.inputs.checkpoint import MAX_JSON_BYTES, read_json_object
 from atlas.errors import AtlasError
 from atlas.build.hub import Hub, Offline, content_size
-from atlas.oneline import one_line
+from atlas.errors import one_line
 from atlas.inputs.dtypes import DTYPE_BYTES
 from atlas.inputs.safetensors_headers import (
     INDEX_NAME, MAX_INDEX_BYTES, HeaderTensor, check_header, check_header_length, check_index, check_index_agrees,

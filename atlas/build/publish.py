@@ -7,6 +7,10 @@ site it had swapped out but not yet deleted) carries the same prefix, and the ne
 
 Builds into one folder take a lock on the folder that holds it, so the second waits for the first and
 then starts from the first one's result.
+
+Every site carries a marker file, ``.atlas-site``: a build publishes only into a folder that holds
+one (or that is missing, empty, or a site built before the marker existed), and never into the
+project itself, so a folder of the user's own files is never replaced by a site.
 """
 
 from __future__ import annotations
@@ -17,16 +21,28 @@ import errno
 import fcntl
 import os
 import shutil
+import signal
 import stat
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
-from atlas.errors import AtlasError
+from atlas.errors import AtlasError, one_line
 
-# A test widens the windows between the steps of publishing with this (seconds), to kill a build in them.
-PAUSE_VARIABLE = "ATLAS_TEST_PUBLISH_PAUSE"
+PROJECT = Path(__file__).resolve().parent.parent
+MARKER = ".atlas-site"
+# Fixed text: two builds of the same families write the very same bytes, marker included.
+MARKER_TEXT = "This folder is a site the architecture atlas built (python build.py --out); a build replaces it whole.\n"
+# What a build writes at the top of a site besides one folder per family: how a site built before the
+# marker existed is still recognised.
+SITE_PARTS = ("index.html", "static", "compare")
+
+# The steps of publishing, in order. A test names one in STEP_VARIABLE to stop a build there:
+# "STEP kill" (the build kills itself, as a power cut would), "STEP term" (SIGTERM) or "STEP hold
+# FOLDER" (it writes FOLDER/reached and waits until FOLDER/go exists), so that nothing depends on timing.
+STEPS = ("locked", "cleaned", "staged", "copying", "copied", "writing", "written", "marked", "exchanged")
+STEP_VARIABLE = "ATLAS_TEST_PUBLISH_STEP"
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -41,8 +57,9 @@ def lock(out: Path, shown: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another build into {out.parent} to finish publishing ...", file=sys.stderr, flush=True)
+            print(one_line(f"waiting for another build into {out.parent} to finish publishing ..."), file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
+        pause("locked")
         yield
     finally:
         os.close(fd)  # closing releases the lock
@@ -52,6 +69,7 @@ def staging_folder(out: Path) -> Path:
     staging = out.parent / f".{out.name}.building-{os.getpid()}"
     discard(staging)
     staging.mkdir()
+    pause("staged")
     return staging
 
 
@@ -107,13 +125,33 @@ def write_files(folder: Path, files: dict[str, str]) -> None:
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        fresh(target).write_text(text, encoding="utf-8")
+        try:
+            fresh(target).write_text(text, encoding="utf-8")
+        except OSError as e:  # a write that fails (a full disk) names no file of itself: name the page
+            raise OSError(e.errno, e.strerror, str(target)) from None
+        pause("writing")
 
 
 def remove_leftovers(out: Path) -> None:
     """Under the lock no other build is publishing into ``out``: every leftover is a dead build's."""
     for path in leftovers(out):
         discard(path)
+    pause("cleaned")
+
+
+def tidy(out: Path) -> None:
+    """Remove what killed builds left beside ``out`` when no build is publishing into it now; a build
+    that finds its site up to date calls this, as it publishes nothing (the one publishing tidies)."""
+    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        for path in leftovers(out):
+            discard(path)
+    finally:
+        os.close(fd)
 
 
 def discard(path: Path) -> None:
@@ -148,7 +186,8 @@ def copy_previous(out: Path, staging: Path) -> None:
                     shutil.copy2(here / name, target / name, follow_symlinks=False)
             else:
                 kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-                print(f"note: {here / name} is {kind}; the new site leaves it out", file=sys.stderr)
+                print(one_line(f"note: {here / name} is {kind}; the new site leaves it out"), file=sys.stderr)
+            pause("copying")
         dirs[:] = [d for d in dirs if stat.S_ISDIR(os.lstat(here / d).st_mode)]
 
 
@@ -159,9 +198,13 @@ def fresh(path: Path) -> Path:
 
 
 def replace(staging: Path, out: Path) -> None:
-    """Put ``staging`` in the place of ``out`` in one atomic step; the old site ends up in ``staging``."""
+    """Mark ``staging`` as a site, and put it in the place of ``out`` in one atomic step; the old site
+    ends up in ``staging``."""
+    fresh(staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+    pause("marked")
     if not out.exists() and not out.is_symlink():
         os.rename(staging, out)  # nothing to keep: one rename is atomic
+        pause("exchanged")
         return
     if not _exchange(staging, out):
         # No atomic exchange here (a kernel or file system without renameat2): two renames, with a
@@ -188,9 +231,19 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def pause(step: str) -> None:
-    seconds = os.environ.get(PAUSE_VARIABLE)
-    if seconds:
-        time.sleep(float(seconds))
+    """A step of publishing is reached: where a test asked (STEP_VARIABLE), the build stops here."""
+    asked = os.environ.get(STEP_VARIABLE, "").split(" ", 2)
+    if asked[0] != step:
+        return
+    if asked[1:2] == ["kill"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif asked[1:2] == ["term"]:
+        os.kill(os.getpid(), signal.SIGTERM)
+    elif asked[1:2] == ["hold"] and len(asked) == 3:
+        gate = Path(asked[2])
+        (gate / "reached").write_text(step, encoding="utf-8")
+        while not (gate / "go").exists():
+            time.sleep(0.01)
 
 
 def output_folder(out: Path) -> Path:
@@ -205,4 +258,47 @@ def output_folder(out: Path) -> Path:
         raise AtlasError("--out", str(out), f"{ancestor} is not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise AtlasError("--out", str(out), f"cannot write in {ancestor} (permission denied)")
+    if resolved == PROJECT or PROJECT.is_relative_to(resolved):
+        where = "is the project's own folder" if resolved == PROJECT else f"holds the project ({PROJECT})"
+        raise AtlasError("--out", str(out), f"{where}; a build replaces its --out folder whole: give a folder of its own, such as site (nothing in it was touched)")
+    if resolved.is_dir():
+        try:
+            why = not_site(resolved)
+        except OSError as e:
+            raise AtlasError("--out", str(out), f"cannot be read ({e.strerror or e})") from None
+        if why is not None:
+            raise AtlasError("--out", str(out), f"is not a site the atlas built ({why}); give a new or empty folder, or a site a build made (its files were left as they are)")
     return resolved
+
+
+def not_site(folder: Path) -> str | None:
+    """None when a build may replace ``folder``: it is empty, holds the marker a build writes, or holds
+    just what a build before the marker wrote (families' folders, and index.html, static/ and compare/:
+    all three or none); else why it is not a site."""
+    names = sorted(os.listdir(folder))
+    if not names or _marked(folder / MARKER):
+        return None
+    from atlas import families
+
+    ours = set(SITE_PARTS) | set(families.names())
+    for name in names:
+        path = folder / name
+        if name not in ours or path.is_symlink() or path.is_dir() == (name == "index.html"):
+            return f"it holds {name!r}, which a build does not write, and no {MARKER} marker"
+    parts = [n for n in SITE_PARTS if n in names]
+    if parts and len(parts) < len(SITE_PARTS):  # a site's index comes with its scripts and its compare pages
+        missing = [n if n == "index.html" else f"{n}/" for n in SITE_PARTS if n not in names]
+        return f"it holds {parts[0]!r} but no {missing[0]}, and no {MARKER} marker"
+    return None
+
+
+def _marked(path: Path) -> bool:
+    """Whether ``path`` is a build's marker: a regular file (never a pipe opened) holding MARKER_TEXT."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(MARKER_TEXT) + 1) == MARKER_TEXT.encode()
+    finally:
+        os.close(fd)

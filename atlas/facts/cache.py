@@ -23,7 +23,12 @@ build publishes, and one cache serves every ``--out``.
 
 An entry is only a shortcut to bytes the build would compute anyway: each one carries the sha256 of
 its body, and one that cannot be read, does not hash to it or does not parse is ignored and written
-again. Builds with ``--weights`` are never cached (their facts depend on files outside the project).
+again. The sha guards against damage (a write cut short, a flipped bit), not against a deliberate
+edit: whoever can write the project can recompute it, as they can edit the atlas's source. Only
+regular files up to MAX_ENTRY_BYTES are read (a pipe or a link to a device named like an entry is a
+miss, never opened for reading), and a cache folder that cannot be used (``.atlas-cache`` a file, or
+not writable) is left aside with a ``note:``, the build going on without it. Builds with
+``--weights`` are never cached (their facts depend on files outside the project).
 """
 
 from __future__ import annotations
@@ -31,27 +36,56 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import io
 import json
 import os
 import pickle
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from atlas.facts.collected import Collected
 from atlas.inputs.family import StoredTensor
+from atlas.errors import one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / ".atlas-cache"
 LOCK_FILES = ("requirements.lock", "package-lock.json")
 FORMAT = 2  # the entries' layout; entries of another format are misses
+# Far above any entry (the largest, a mixture's facts and layout, is about 10 MB): a file past it is
+# not an entry, and is not read into memory.
+MAX_ENTRY_BYTES = 256 * 1024 * 1024
 _enabled = True  # off for a build with --no-cache or --weights: nothing is read or written
 
 
-def enable(on: bool) -> None:
-    """Use the cache (the default) or bypass it, for the rest of this process's build."""
+def enable(on: bool, folder: Path = FOLDER) -> None:
+    """Use the cache (the default) or bypass it, for the rest of this process's build. A cache folder
+    that cannot be used is bypassed too, and a ``note:`` line on stderr says why."""
     global _enabled
-    _enabled = on
+    why = unusable(folder) if on else None
+    if why is not None:
+        print(one_line(f"note: {_shown(folder)}: {why}; building without the cache"), file=sys.stderr)
+    _enabled = on and why is None
+
+
+def unusable(folder: Path = FOLDER) -> str | None:
+    """Why the cache cannot live in ``folder`` (made here if missing), or None when it can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "is not a folder"
+    except OSError as e:
+        return f"cannot be made ({e.strerror or e})"
+    if not folder.is_dir():
+        return "is not a folder"
+    probe = folder / f".probe.{os.getpid()}"
+    try:  # writing is the only sure test (os.access says yes to root, and knows nothing of read-only mounts)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        os.unlink(probe)
+    except OSError as e:
+        return f"cannot be written ({e.strerror or e})"
+    return None
 
 
 def enabled() -> bool:
@@ -153,18 +187,44 @@ def _entry_path(name: str, kind: str, folder: Path) -> Path:
     return folder / f"{name}.{kind}.json"
 
 
+def read_regular(path: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (not a link) of at most ``limit`` bytes; else
+    None. Opened without blocking and checked before a byte is read: a pipe or a device is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(limit + 1 - size, 1 << 22)):  # the file may grow while it is read
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return None
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read(path: Path, key: str) -> Any | None:
     """An entry's body, or None when it is absent, for another key, or damaged in any way."""
+    data = read_regular(path)
+    if data is None:
+        return None
     try:
-        with path.open("rb") as f:
-            header = json.loads(f.readline())
-            body = f.read()
+        first, _, body = data.partition(b"\n")
+        header = json.loads(first)
         if not (isinstance(header, dict) and header.get("format") == FORMAT and header.get("key") == key):
             return None
         if header.get("sha256") != hashlib.sha256(body).hexdigest():
             return None
         return json.loads(body)
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 
@@ -185,7 +245,10 @@ def _write_text(path: Path, key: str, body: str) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(header + b"\n" + text)
+        partial.unlink(missing_ok=True)  # made afresh: whatever lay there (a pipe) is never written into
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(header + b"\n" + text)
         os.replace(partial, path)
     except OSError:
         try:
@@ -196,6 +259,8 @@ def _write_text(path: Path, key: str, body: str) -> None:
 
 def load_facts(name: str, key: str, folder: Path = FOLDER) -> Collected | None:
     """The family's collected facts stored under ``key``, or None."""
+    if not _enabled:
+        return None
     body = _read(_entry_path(name, "facts", folder), key)
     try:
         kinds = [(d, tuple(s), r, v) for d, s, r, v in body["layout"]["kinds"]]
@@ -209,7 +274,7 @@ def load_facts(name: str, key: str, folder: Path = FOLDER) -> Collected | None:
 def store_facts(name: str, key: str, collected: Collected, folder: Path = FOLDER) -> bool:
     """Keep a family's collected facts under ``key``; False (and nothing kept) where the facts would not
     read back exactly as they are, or where they come from a local checkpoint."""
-    if collected.local_tensors is not None or collected.pinned_layout is not None:
+    if not _enabled or collected.local_tensors is not None or collected.pinned_layout is not None:
         return False
     try:
         facts = _dumped(collected.facts)
@@ -301,8 +366,19 @@ def template_bytecode():
         return None
     import jinja2
 
-    (FOLDER / "jinja").mkdir(parents=True, exist_ok=True)
-    return jinja2.FileSystemBytecodeCache(str(FOLDER / "jinja"))
+    class RegularFilesOnly(jinja2.FileSystemBytecodeCache):
+        """Jinja's own cache, but an entry is read as the facts entries are: a regular file, capped."""
+
+        def load_bytecode(self, bucket):
+            data = read_regular(Path(self._get_cache_filename(bucket)))
+            if data is not None:
+                bucket.load_bytecode(io.BytesIO(data))
+
+    try:
+        (FOLDER / "jinja").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # compiled afresh: a cache that cannot be written only slows the build
+    return RegularFilesOnly(str(FOLDER / "jinja"))
 
 
 # --- a site already built from these very inputs ----------------------------------------------------
@@ -340,14 +416,32 @@ def published(out: Path, names: list[str]) -> Published | None:
 
 
 def site_state(out: Path) -> str:
-    """The site folder as it is now: every entry's path, kind, size, modification time and inode. A file
-    edited, added or removed, or another build published since, gives another state."""
+    """The site folder as it is now: every entry's path and kind, and each file's contents (their
+    sha256), a link's target. A file edited (whatever its modification time says), added or removed,
+    or another build published since with other pages, gives another state. Hashing a whole site of
+    59 families (7,000 files, 170 MB) takes about 0.3 s."""
     h = hashlib.sha256()
     root = Path(out).resolve()
     for folder, dirs, files in os.walk(root):
         dirs.sort()
         for name in sorted(dirs + files):
-            info = os.lstat(os.path.join(folder, name))
-            rel = os.path.relpath(os.path.join(folder, name), root)
-            h.update(f"{rel}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                content = _file_digest(path)
+            elif stat.S_ISLNK(mode):
+                content = os.readlink(path)
+            else:
+                content = ""  # a folder is its entries; a pipe or a device is never opened
+            h.update(f"{rel}\0{stat.S_IFMT(mode)}\0{content}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+def _file_digest(path: str) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return "unreadable"
+    with os.fdopen(fd, "rb") as f:
+        return "unreadable" if not stat.S_ISREG(os.fstat(fd).st_mode) else hashlib.file_digest(f, "sha256").hexdigest()

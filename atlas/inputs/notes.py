@@ -157,7 +157,7 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
     files = notes_files(family)
     for path in files:
         where = _shown(path)
-        text = substitute(path.read_text(encoding="utf-8"), facts, where)
+        text = substitute(read_notes(path, where), facts, where)
         tokens = md.parse(text)
         for token in tokens:
             fence = token.info.strip() if token.type == "fence" else ""
@@ -177,6 +177,16 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
     html_text = "".join(parts)
     return {"files": [str(_shown(p)) for p in files], "html": _with_outputs(html_text, blocks), "blocks": blocks,
             "setup": setup(facts, run)}
+
+
+def read_notes(path: Path, where: Path) -> str:
+    """A notes file's text: UTF-8, or an error naming the file and the first byte that is not."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AtlasError(where, f"byte {e.start}", "not UTF-8 text; save the notes as UTF-8") from None
+    except OSError as e:
+        raise AtlasError(where, None, f"cannot be read ({e.strerror})") from None
 
 
 def _shown(path: Path) -> Path:

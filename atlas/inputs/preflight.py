@@ -119,7 +119,7 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, f"{field}.{missing[0]}", "missing")
         if not isinstance(entry["name"], str) or not entry["name"]:
             raise AtlasError(where, f"{field}.name", "must be a tensor name")
-        if entry["dtype"] not in DTYPE_BYTES:
+        if not isinstance(entry["dtype"], str) or entry["dtype"] not in DTYPE_BYTES:  # a list is not hashable: not looked up
             raise AtlasError(where, f"{field}.dtype", f"unknown dtype {entry['dtype']!r}; known: {', '.join(DTYPE_BYTES)}")
         shape = entry["shape"]
         if not isinstance(shape, list) or not all(_integer(d) and d >= 0 for d in shape):

@@ -27,7 +27,7 @@ from typing import Callable
 from atlas.inputs.checkpoint import regular_file
 from atlas.errors import AtlasError
 from atlas.inputs.dtypes import DTYPE_BYTES
-from atlas.oneline import one_line
+from atlas.errors import one_line
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 MAX_INDEX_BYTES = 100 * 1024 * 1024

@@ -40,7 +40,7 @@ def _check_pinned_types(pinned: Mapping[str, Any], where: str) -> None:
             if not (isinstance(value, dict) and all(_whole(v) for v in value.values())):
                 raise AtlasError(where, f"safetensors.{key}", "must map dtypes to whole numbers")
         elif key == "dtypes":
-            if not (isinstance(value, list) and value and all(v in DTYPE_BYTES for v in value)):
+            if not (isinstance(value, list) and value and all(isinstance(v, str) and v in DTYPE_BYTES for v in value)):
                 raise AtlasError(where, "safetensors.dtypes", f"must list safetensors dtypes ({', '.join(DTYPE_BYTES)})")
         elif key == "files":
             if not isinstance(value, dict) or not value:
@@ -53,7 +53,7 @@ def _check_pinned_types(pinned: Mapping[str, Any], where: str) -> None:
                 raise AtlasError(where, "safetensors.named_tensors", "must map tensor names ({block} for any block) to what is known of them")
             for name, known in value.items():
                 if not (isinstance(known, dict) and known and not set(known) - set(NAMED_FIGURES)
-                        and _whole(known.get("count", 1)) and known.get("dtype", "BF16") in DTYPE_BYTES
+                        and _whole(known.get("count", 1)) and isinstance(known.get("dtype", "BF16"), str) and known.get("dtype", "BF16") in DTYPE_BYTES
                         and isinstance(known.get("shape", []), list) and all(_whole(d) for d in known.get("shape", []))
                         and isinstance(known.get("file", ""), str)):
                     raise AtlasError(where, f"safetensors.named_tensors.{name}", f"must give some of {', '.join(NAMED_FIGURES)}: a count, a dtype, a shape, a file name")
