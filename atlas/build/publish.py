@@ -30,7 +30,7 @@ from typing import Iterator
 
 from atlas.errors import AtlasError, one_line
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 MARKER = ".atlas-site"
 # Fixed text: two builds of the same families write the very same bytes, marker included.
 MARKER_TEXT = "This folder is a site the architecture atlas built (python build.py --out); a build replaces it whole.\n"
