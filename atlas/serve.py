@@ -1,4 +1,4 @@
-"""The local server: the site folder on 127.0.0.1, and nothing else; with a rebuild command, it watches.
+"""The local server: the site folder on 127.0.0.1, and nothing else; watching, it rebuilds what is edited.
 
     python build.py --serve [PORT]         # build, serve, rebuild a family when its inputs change
     python -m atlas.serve SITE [--port N]  # serve a built site as it is
@@ -13,22 +13,42 @@ pages get it), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-ref
 served with ``charset=utf-8``.
 
 Watching: every half second the server compares the modification times and sizes of each served
-family's inputs (its module and the modules it imports, its notes, its checkpoint folder) and of
-what every family shares (the atlas source, templates, static files, lock files). A change runs
-the rebuild command for the families it touches, in a process of its own, so edited modules are
-imported afresh and the build publishes the site as any build does. HTML responses get one script
-tag added on the way out, never in the files: ``/__atlas__/reload.js``, which polls
-``/__atlas__/status.js`` (a script, since the pages' CSP allows no fetch) and reloads the page
-after a successful rebuild, or shows the failed rebuild's error line above the last good site.
+family's inputs (its module and the modules it imports, its notes, every file of its checkpoint
+folder) and of what every family shares (the atlas source, templates, static files, lock files,
+build.py). A change rebuilds the families it touches, in a rebuild thread, so that the watcher goes
+on watching: an edit to the families being rebuilt stops that rebuild and starts it again with the
+edit. What each family depends on is read again after each of its rebuilds, by the process that
+built it, so a module that names another checkpoint folder is watched there.
+
+Rebuilds run in the warm worker (atlas/serve_worker.py): one process that has imported torch,
+transformers and the atlas, and forks a child per rebuild that runs build.py's ``main`` as a fresh
+process would. The worker is replaced when it has ended or when a file of the code it imported (the
+atlas's Python but the family modules, build.py, requirements.lock) has changed since it started;
+family modules, notes, checkpoint folders, templates and static files are read by each rebuild
+afresh. A rebuild still running after the deadline (``--rebuild-deadline``) is stopped, and its error
+names the line of the project it was running. Stopping the server (Ctrl-C, SIGTERM) stops the worker
+and its rebuild; a server killed outright closes the worker's stdin, and the worker then stops both.
+
+HTML responses get one script tag added on the way out, never in the files:
+``/__atlas__/reload.js``, which fetches ``/__atlas__/status.json`` once a second and reloads the page
+after a successful rebuild, or shows the failed rebuild's error line above the last good site. The
+status is JSON, with ``nosniff``, ``Cross-Origin-Resource-Policy: same-origin`` and no CORS header:
+another origin can neither read it nor run it as a script. So that the pages may fetch it, the policy
+of the pages served while watching says ``connect-src 'self'`` (header and meta tag alike).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
+import functools
 import html.parser
 import http.server
 import json
+import os
+import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -42,6 +62,8 @@ BASE_TEMPLATE = ROOT / "templates" / "base.html"
 RELOAD_SCRIPT = Path(__file__).with_name("serve_reload.js")
 RESERVED = "/__atlas__/"  # the server's own paths: the reload script and the rebuild status
 POLL_SECONDS = 0.5
+DEADLINE_SECONDS = 300  # a rebuild still running after this is stopped (build.py --rebuild-deadline)
+WORKER_START_SECONDS = 300  # the worker's imports, bounded too: an edit to the atlas may loop at import
 
 TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -88,7 +110,8 @@ def content_security_policy(template: Path = BASE_TEMPLATE) -> str:
 
 
 class Status:
-    """What the open pages poll: the number of successful rebuilds, and the last failure's message."""
+    """What the open pages fetch: the number of successful rebuilds, the families being rebuilt, and the
+    last failed rebuild's error line."""
 
     def __init__(self):
         self.generation = 0
@@ -96,10 +119,18 @@ class Status:
         self.building: list[str] = []
         self.lock = threading.Lock()
 
-    def script(self) -> bytes:
+    def json(self) -> bytes:
         with self.lock:
             state = {"generation": self.generation, "error": self.error, "building": self.building}
-        return f"window.atlasServeStatus && window.atlasServeStatus({json.dumps(state)});\n".encode("utf-8")
+        return json.dumps(state).encode("utf-8")
+
+
+def watching_policy(policy: str) -> str:
+    """The pages' policy as served while watching: ``connect-src 'self'``, so that the reload script
+    may fetch the status from the page's own origin; every other directive as the pages state it."""
+    directives = [d.strip() for d in policy.split(";") if d.strip()]
+    kept = [d for d in directives if d.split()[0].lower() != "connect-src"]
+    return "; ".join(kept + ["connect-src 'self'"])
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -107,7 +138,8 @@ class Server(http.server.ThreadingHTTPServer):
 
     def __init__(self, folder: Path, port: int, status: Status | None):
         self.folder = Path(folder)
-        self.policy = content_security_policy()
+        self.page_policy = content_security_policy()
+        self.policy = self.page_policy if status is None else watching_policy(self.page_policy)
         self.status = status  # None: no watching, no reload script
         try:
             super().__init__(("127.0.0.1", port), Handler)
@@ -196,7 +228,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_error(404)
         content_type = TYPES.get(found.suffix.lower(), "application/octet-stream")
         if self.server.status is not None and found.suffix.lower() == ".html":
-            body = _with_reload_script(body, self.server.status.generation)
+            body = _with_reload_script(body, self.server.status.generation, self.server.page_policy, self.server.policy)
         self._send(body, content_type, head)
 
     def _resolve(self, path: str) -> Path | str | None:
@@ -221,22 +253,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _own(self, name: str, head: bool) -> None:
         if name == "reload.js":
             return self._send(RELOAD_SCRIPT.read_bytes(), TYPES[".js"], head)
-        if name == "status.js":
-            return self._send(self.server.status.script(), TYPES[".js"], head)
+        if name == "status.json":  # JSON, nosniff and no CORS header: no other origin can read or run it
+            return self._send(self.server.status.json(), TYPES[".json"], head, own=True)
         self.send_error(404)
 
-    def _send(self, body: bytes, content_type: str, head: bool) -> None:
+    def _send(self, body: bytes, content_type: str, head: bool, own: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        if own:  # not even loadable by another origin's <script> or <img>
+            self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.end_headers()
         if not head:
             self.wfile.write(body)
 
 
-def _with_reload_script(page: bytes, generation: int) -> bytes:
+def _with_reload_script(page: bytes, generation: int, policy: str, served_policy: str) -> bytes:
     """The page as served while watching: the reload script added before </body>, with the rebuild
-    the page was served at (so a rebuild finished before the script first polls is still seen)."""
+    the page was served at (so a rebuild finished before the script first polls is still seen), and
+    the policy in its meta tag the one the header sends (a page obeys both, so both must allow fetch)."""
+    page = page.replace(f'content="{policy}"'.encode("utf-8"), f'content="{served_policy}"'.encode("utf-8"), 1)
     tag = f'<script src="{RESERVED}reload.js?generation={generation}" defer></script>\n'.encode("utf-8")
     at = page.rfind(b"</body>")
     return page + tag if at < 0 else page[:at] + tag + page[at:]
@@ -245,22 +281,62 @@ def _with_reload_script(page: bytes, generation: int) -> bytes:
 # --- watching --------------------------------------------------------------------------------------
 
 
-def _watched(families: list[str]) -> dict[Path, set[str]]:
-    """Every file whose change calls for a rebuild, with the families it calls for."""
+def code_files() -> list[Path]:
+    """The files a worker may hold as imported code: the atlas's Python but the family modules (each
+    rebuild imports those afresh), build.py, and the lock file that says which torch and transformers
+    are installed."""
+    families = ROOT / "atlas" / "families"
+    source = [p for p in sorted((ROOT / "atlas").rglob("*.py")) if p.parent != families or p.name == "__init__.py"]
+    return source + [ROOT / "build.py", ROOT / "requirements.lock"]
+
+
+def shared_paths() -> list[Path]:
+    """What every family's pages are built from: the atlas source, schema, lock files, templates,
+    static files and build.py."""
     from atlas import cache
 
-    watched: dict[Path, set[str]] = {}
-    for name in families:
-        try:
-            paths = cache.family_inputs(name)
-        except Exception:  # noqa: BLE001 - the rebuild names what is wrong; meanwhile watch the module itself
-            paths = [ROOT / "atlas" / "families" / f"{name}.py"]
-        for path in paths:
-            watched.setdefault(path, set()).add(name)
-    shared = cache.shared_inputs() + cache.render_inputs() + sorted(p for p in (ROOT / "static").rglob("*") if p.is_file())
-    for path in shared:
-        watched.setdefault(path, set()).update(families)
-    return watched
+    static = sorted(p for p in (ROOT / "static").rglob("*") if p.is_file())
+    return cache.shared_inputs() + cache.render_inputs() + static + [ROOT / "build.py"]
+
+
+class Dependencies:
+    """What each served family is built from, as last read: files, and folders (its checkpoint's) in
+    which a file added later belongs to it too. Read after every rebuild by the process that has just
+    built the family (a module edited to name another checkpoint folder is then watched there); a
+    family first seen is read here."""
+
+    def __init__(self):
+        self.of: dict[str, tuple[list[Path], list[Path]]] = {}
+
+    def update(self, name: str, reported: dict | None) -> None:
+        module = ROOT / "atlas" / "families" / f"{name}.py"
+        if reported is None:  # its module cannot be loaded now: what was watched stays watched, and the module
+            files, folders = self.of.get(name, ([], []))
+            self.of[name] = (files if module in files else files + [module], folders)
+        else:
+            self.of[name] = ([Path(p) for p in reported["files"]], [Path(p) for p in reported["folders"]])
+
+    def watched(self, served: list[str]) -> dict[Path, set[str]]:
+        """Every file whose change calls for a rebuild, with the families it calls for."""
+        watched: dict[Path, set[str]] = {}
+        for name in served:
+            if name not in self.of:
+                self.update(name, _read_here(name))
+            files, folders = self.of[name]
+            for path in files + [p for folder in folders if folder.is_dir() for p in sorted(folder.rglob("*")) if p.is_file()]:
+                watched.setdefault(path, set()).add(name)
+        for path in shared_paths():
+            watched.setdefault(path, set()).update(served)
+        return watched
+
+
+def _read_here(name: str) -> dict | None:
+    from atlas.serve_worker import family_dependencies
+
+    try:
+        return family_dependencies(name)
+    except Exception:  # noqa: BLE001 - the rebuild names what is wrong; meanwhile its module is watched
+        return None
 
 
 def _stamps(paths) -> dict[Path, tuple[int, int] | None]:
@@ -274,20 +350,59 @@ def _stamps(paths) -> dict[Path, tuple[int, int] | None]:
     return stamps
 
 
-def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str]], tuple[bool, str]], status: Status,
-          stop: threading.Event, say: Callable[[str], None] = print) -> None:
-    """Poll the inputs of the served families; rebuild those whose inputs changed, one rebuild at a time.
-    A family whose rebuild failed is rebuilt with the next change too, so its error stays shown until
-    it is fixed, whichever family that change is in."""
+@dataclasses.dataclass
+class Outcome:
+    """How a rebuild ended: published (ok), failed with its one error line, or stopped because its
+    inputs changed again (superseded: it is started again with them). ``inputs``: what the families
+    rebuilt depend on now, as the rebuild read them."""
+
+    ok: bool
+    message: str = ""
+    inputs: dict = dataclasses.field(default_factory=dict)
+    superseded: bool = False
+    worker: int | None = None  # the process that built it
+
+
+class Running:
+    """One rebuild in a thread of its own, so that the watcher goes on watching while it runs."""
+
+    def __init__(self, names: list[str], rebuild: Callable[[list[str], threading.Event], Outcome]):
+        self.names = names
+        self.cancel = threading.Event()
+        self.outcome: Outcome | None = None
+        self.start = time.perf_counter()
+        self.thread = threading.Thread(target=self._run, args=(rebuild,), daemon=True)
+        self.thread.start()
+
+    def _run(self, rebuild) -> None:
+        try:
+            self.outcome = rebuild(self.names, self.cancel)
+        except Exception as e:  # noqa: BLE001 - the server keeps serving the last good site whatever happens here
+            self.outcome = Outcome(False, f"error: the rebuild could not run: {type(e).__name__}: {e}")
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+
+def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str], threading.Event], Outcome],
+          status: Status, stop: threading.Event, say: Callable[[str], None] = print) -> None:
+    """Poll the inputs of the served families and rebuild those whose inputs changed, one rebuild at a
+    time, in a thread of its own. An edit made while a rebuild runs is seen at the next poll: to the
+    families being rebuilt, it stops that rebuild (its result would be stale) and starts it again with
+    the edit; to others, they are rebuilt next. A family whose rebuild failed is rebuilt with the next
+    change too, so its error stays shown until it is fixed, whichever family that change is in."""
+    dependencies = Dependencies()
     served = families()
-    watched = _watched(served)
+    watched = dependencies.watched(served)
     before = _stamps(watched)
     failed: set[str] = set()
+    pending: set[str] = set()
+    running: Running | None = None
     while not stop.wait(POLL_SECONDS):
         try:
             was_served, was_watched = served, watched
             served = families()
-            watched = _watched(served)
+            watched = dependencies.watched(served)
             now = _stamps(watched)
             changed: set[str] = set()
             for path, stamp in now.items():
@@ -297,42 +412,268 @@ def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str]], tupl
                     changed |= watched[path] & set(was_served)
             for path in before.keys() - now.keys():  # a file gone
                 changed |= was_watched[path] & set(served)
-            before = now  # taken before the rebuild: an edit made while it runs is seen at the next poll
-            if not changed:
-                continue
-            names = sorted(changed | failed)
-            with status.lock:
-                status.building = names
-            start = time.perf_counter()
-            ok, message = rebuild(names)
+            before = now
+            pending |= changed
+            if running is not None and changed & set(running.names) and not running.cancel.is_set():
+                say(f"{', '.join(sorted(changed & set(running.names)))} changed again: the rebuild running is stopped and started again")
+                running.cancel.set()
+            if running is not None and running.done():
+                outcome = running.outcome
+                if outcome.superseded:
+                    pending |= set(running.names)
+                else:
+                    for name, reported in outcome.inputs.items():
+                        dependencies.update(name, reported)
+                    _report(status, running, outcome, say)
+                    failed = set() if outcome.ok else set(running.names)
+                running = None
+            if running is None and pending:
+                names = sorted(pending | failed)
+                pending = set()
+                with status.lock:
+                    status.building = names
+                running = Running(names, rebuild)
         except Exception as e:  # noqa: BLE001 - the server keeps serving the last good site whatever happens here
-            ok, message, names, start = False, f"error: the rebuild could not run: {type(e).__name__}: {e}", [], time.perf_counter()
-        failed = set() if ok else set(names)
-        with status.lock:
-            status.building = []
-            if ok:
-                status.generation += 1
-                status.error = None
-            else:
+            message = f"error: the watcher could not run: {type(e).__name__}: {e}"
+            with status.lock:
                 status.error = message
-        say(f"rebuilt {', '.join(names)} in {time.perf_counter() - start:.1f} s" if ok else message)
+            say(message)
+    if running is not None:
+        running.cancel.set()
 
 
-def command_rebuild(command: list[str]) -> Callable[[list[str]], tuple[bool, str]]:
-    """A rebuild that runs ``command`` plus ``--family NAME`` for each family; (ok, its error line)."""
+def _report(status: Status, running: Running, outcome: Outcome, say: Callable[[str], None]) -> None:
+    with status.lock:
+        status.building = []
+        if outcome.ok:
+            status.generation += 1
+            status.error = None
+        else:
+            status.error = outcome.message
+    seconds = time.perf_counter() - running.start
+    by = f" (worker {outcome.worker})" if outcome.worker else ""
+    say(f"rebuilt {', '.join(running.names)} in {seconds:.1f} s{by}" if outcome.ok else outcome.message)
 
-    def rebuild(names: list[str]) -> tuple[bool, str]:
-        args = list(command)
-        for name in names:
-            args += ["--family", name]
-        result = subprocess.run(args, capture_output=True, text=True)
-        if result.returncode == 0:
-            return True, ""
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        errors = [line for line in lines if line.startswith("error:")]
-        return False, (errors or lines or [f"error: the rebuild of {', '.join(names)} ended with exit code {result.returncode}"])[0]
 
-    return rebuild
+def error_line(stderr: str, names: list[str], code: int) -> str:
+    """A failed rebuild's one line: the build's own error line, else what ended it."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    if errors:
+        return errors[0]
+    ended = f"was killed by signal {-code}" if code < 0 else f"ended with exit code {code}"
+    return f"error: the rebuild of {', '.join(names)} {ended}" + (f": {lines[-1]}" if lines else "")
+
+
+_CANCELLED, _TIMED_OUT = "cancelled", "timed out"
+
+
+class Worker:
+    """The warm worker process (atlas/serve_worker.py), as the server drives it: started in a session
+    of its own, so that stopping it reaches nothing else; its rebuilds lead process groups of their own."""
+
+    def __init__(self, served: list[str], say: Callable[[str], None]):
+        self.code = _stamps(code_files())  # before it starts: an edit made while it imports makes it stale
+        boot = f"import sys; sys.path[0] = {str(ROOT)!r}; from atlas.serve_worker import run; run(sys.argv[1:])"
+        self.process = subprocess.Popen([sys.executable, "-c", boot, *served], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.process.pid
+        self.say = say
+        self.messages: queue.Queue = queue.Queue()
+        self.answered = threading.Event()  # it is ready, or cannot be
+        self.imported: list[Path] | None = None
+        self.failure: str | None = None
+        self.child: int | None = None
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if "ready" in message:
+                self.imported = [Path(p) for p in message["imported"]]
+                self.say(f"worker {self.pid} ready: torch, transformers and the atlas imported in {message['seconds']:.1f} s")
+                self.answered.set()
+            elif "failed" in message:
+                self.failure = message["failed"]
+                self.answered.set()
+            else:
+                self.messages.put(message)
+        if not self.answered.is_set():
+            self.failure = f"error: the rebuild worker ended while importing the atlas (exit code {self.process.wait()})"
+            self.answered.set()
+        self.messages.put(None)
+
+    def _next(self, until: float, cancel: threading.Event | None):
+        while True:
+            if cancel is not None and cancel.is_set():
+                return _CANCELLED
+            left = until - time.monotonic()
+            if left <= 0:
+                return _TIMED_OUT
+            try:
+                return self.messages.get(timeout=min(left, 0.1))
+            except queue.Empty:
+                continue
+
+    def _send(self, message: dict) -> bool:
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+            self.process.stdin.flush()
+            return True
+        except (OSError, ValueError):  # it has ended
+            return False
+
+    def alive(self) -> bool:
+        return self.process.poll() is None and self.failure is None
+
+    def stale(self) -> list[Path]:
+        """The files of its code edited since it started."""
+        files = self.imported if self.imported is not None else list(self.code)
+        now = _stamps(files)
+        return [p for p in files if now[p] != self.code.get(p)]
+
+    def ready(self, seconds: float, cancel: threading.Event):
+        """None once it has imported everything; else its import error line, _CANCELLED or _TIMED_OUT."""
+        until = time.monotonic() + seconds
+        while not self.answered.wait(0.1):
+            if cancel.is_set():
+                return _CANCELLED
+            if time.monotonic() > until:
+                return _TIMED_OUT
+        return self.failure
+
+    def build(self, names: list[str], out: Path, deadline: float, cancel: threading.Event):
+        """The worker's report of one rebuild (its "done" message); _CANCELLED once stopped because
+        ``cancel`` was set; None if the worker ended or stopped answering (it is then stopped)."""
+        if not self._send({"build": names, "out": str(out), "deadline": deadline}):
+            return None
+        until = time.monotonic() + deadline + 30  # the worker stops its rebuild at the deadline; this, if it cannot
+        asked = False
+        while True:
+            message = self._next(until, None if asked else cancel)
+            if message == _CANCELLED:
+                asked = self._send({"stop": True})
+                if not asked:
+                    return None
+                continue
+            if message is None or message == _TIMED_OUT:
+                self.close()
+                return None
+            if "started" in message:
+                self.child = message["started"]
+            elif "done" in message:
+                self.child = None
+                return _CANCELLED if message["stopped"] == "asked" else message
+
+    def close(self) -> None:
+        """Stop it and whatever rebuild it runs: it ends its rebuild's process group and itself when its
+        stdin closes; one that does not (still importing, or stuck) is killed, and so is its rebuild's group."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            clean = self.process.wait(timeout=2) == 0
+        except subprocess.TimeoutExpired:
+            clean = False
+        if not clean:
+            if self.child is not None:  # started and not reported done: the worker has not reaped it
+                try:
+                    os.killpg(self.child, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self.process.kill()  # its session holds nothing else: each rebuild leads a group of its own
+            self.process.wait()
+
+
+class WarmBuilder:
+    """Rebuilds in the warm worker, replaced when it has ended or holds code edited since it started."""
+
+    def __init__(self, out: Path, deadline: float, served: Callable[[], list[str]], say: Callable[[str], None]):
+        self.out = out
+        self.deadline = deadline
+        self.served = served
+        self.say = say
+        self.lock = threading.Lock()
+        self.worker: Worker | None = None
+        self.closed = False
+
+    def start(self) -> None:
+        """Start the worker now, so that the first edit finds it warm."""
+        with self.lock:
+            if not self.closed and self.worker is None:
+                self.worker = Worker(self.served(), self.say)
+
+    def _current(self) -> Worker | None:
+        with self.lock:
+            if self.closed:
+                return None
+            worker = self.worker
+            if worker is not None and worker.alive() and not worker.stale():
+                return worker
+            if worker is not None:
+                edited = worker.stale()
+                why = f"{_shown(edited[0])} changed" if edited else "it ended"
+                self.say(f"{why}: worker {worker.pid} is replaced by a fresh one")
+                worker.close()
+            self.worker = Worker(self.served(), self.say)
+            return self.worker
+
+    def __call__(self, names: list[str], cancel: threading.Event) -> Outcome:
+        worker = self._current()
+        if worker is None:
+            return Outcome(False, superseded=True)
+        failure = worker.ready(max(WORKER_START_SECONDS, self.deadline), cancel)
+        if failure == _CANCELLED:
+            return Outcome(False, superseded=True)
+        if failure == _TIMED_OUT:
+            self._discard(worker)
+            return Outcome(False, f"error: the rebuild worker did not finish importing the atlas within "
+                                  f"{max(WORKER_START_SECONDS, self.deadline):g} s and was stopped; the site in {self.out} was left as it was")
+        if failure is not None:
+            self._discard(worker)
+            return Outcome(False, f"{failure}; the site in {self.out} was left as it was")
+        done = worker.build(names, self.out, self.deadline, cancel)
+        if done == _CANCELLED:
+            return Outcome(False, superseded=True)
+        if done is None:
+            self._discard(worker)
+            return Outcome(False, f"error: the rebuild worker (pid {worker.pid}) ended while rebuilding {', '.join(names)}; "
+                                  f"a fresh one is started for the next rebuild, and the site in {self.out} was left as it was")
+        inputs = done["inputs"] or {}
+        if done["stopped"] == "deadline":
+            where = f"{done['where']}: still running" if done["where"] else "still running"
+            return Outcome(False, f"error: {where} when the rebuild's deadline of {self.deadline:g} s passed "
+                                  f"(--rebuild-deadline): the rebuild of {', '.join(names)} was stopped, and the site in "
+                                  f"{self.out} was left as it was", inputs)
+        if done["done"] == 0:
+            return Outcome(True, inputs=inputs, worker=worker.pid)
+        return Outcome(False, error_line(done["stderr"], names, done["done"]), inputs)
+
+    def _discard(self, worker: Worker) -> None:
+        with self.lock:
+            worker.close()
+            if self.worker is worker:
+                self.worker = None
+
+    def close(self) -> None:
+        """Stop the worker and its rebuild; none is started after this."""
+        with self.lock:
+            self.closed = True
+            worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.close()
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def site_families(folder: Path) -> list[str]:
@@ -342,17 +683,21 @@ def site_families(folder: Path) -> list[str]:
     return [name for name in families.names() if (Path(folder) / name / "index.html").is_file()]
 
 
-def serve(folder: Path, port: int, rebuild_command: list[str] | None = None) -> None:
-    """Serve ``folder`` until interrupted; with ``rebuild_command``, watch and rebuild too."""
-    status = Status() if rebuild_command is not None else None
+def serve(folder: Path, port: int, watching: bool = False, deadline: float = DEADLINE_SECONDS) -> None:
+    """Serve ``folder`` until interrupted (Ctrl-C, or SIGTERM); watching, rebuild too, in a warm worker,
+    each rebuild stopped after ``deadline`` seconds; the worker and its rebuild are stopped with the server."""
+    status = Status() if watching else None
     server = Server(folder, port, status)
     stop = threading.Event()
+    say = functools.partial(print, flush=True)
+    builder = None
     if status is not None:
-        watcher = threading.Thread(
-            target=watch, args=(lambda: site_families(folder), command_rebuild(rebuild_command), status, stop),
-            kwargs={"say": lambda line: print(line, flush=True)}, daemon=True,
-        )
-        watcher.start()
+        served = functools.partial(site_families, folder)
+        builder = WarmBuilder(Path(folder), deadline, served, say)
+        builder.start()
+        threading.Thread(target=watch, args=(served, builder, status, stop), kwargs={"say": say}, daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl-C stops it: the worker and its rebuild too
     print(f"serving {folder} at http://127.0.0.1:{server.port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
@@ -360,7 +705,13 @@ def serve(folder: Path, port: int, rebuild_command: list[str] | None = None) -> 
         pass
     finally:
         stop.set()
+        if builder is not None:
+            builder.close()
         server.server_close()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
