@@ -12,7 +12,7 @@ response carries the pages' own Content-Security-Policy (read from templates/bas
 pages get it), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``; text is
 served with ``charset=utf-8``.
 
-Watching: every half second the server compares the modification times and sizes of each served
+Watching: four times a second the server compares the modification times and sizes of each served
 family's inputs (its module and the modules it imports, its notes, every file of its checkpoint
 folder) and of what every family shares (the atlas source, templates, static files, lock files,
 build.py). A change rebuilds the families it touches, in a rebuild thread, so that the watcher goes
@@ -23,14 +23,14 @@ built it, so a module that names another checkpoint folder is watched there.
 Rebuilds run in the warm worker (atlas/serve_worker.py): one process that has imported torch,
 transformers and the atlas, and forks a child per rebuild that runs build.py's ``main`` as a fresh
 process would. The worker is replaced when it has ended or when a file of the code it imported (the
-atlas's Python but the family modules, build.py, requirements.lock) has changed since it started;
+atlas's Python but the family modules, build.py, the lock files) has changed since it started;
 family modules, notes, checkpoint folders, templates and static files are read by each rebuild
 afresh. A rebuild still running after the deadline (``--rebuild-deadline``) is stopped, and its error
 names the line of the project it was running. Stopping the server (Ctrl-C, SIGTERM) stops the worker
 and its rebuild; a server killed outright closes the worker's stdin, and the worker then stops both.
 
 HTML responses get one script tag added on the way out, never in the files:
-``/__atlas__/reload.js``, which fetches ``/__atlas__/status.json`` once a second and reloads the page
+``/__atlas__/reload.js``, which fetches ``/__atlas__/status.json`` four times a second and reloads the page
 after a successful rebuild, or shows the failed rebuild's error line above the last good site. The
 status is JSON, with ``nosniff``, ``Cross-Origin-Resource-Policy: same-origin`` and no CORS header:
 another origin can neither read it nor run it as a script. So that the pages may fetch it, the policy
@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE_TEMPLATE = ROOT / "templates" / "base.html"
 RELOAD_SCRIPT = Path(__file__).with_name("serve_reload.js")
 RESERVED = "/__atlas__/"  # the server's own paths: the reload script and the rebuild status
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.25  # a poll stats a few hundred files: a few milliseconds
 DEADLINE_SECONDS = 300  # a rebuild still running after this is stopped (build.py --rebuild-deadline)
 WORKER_START_SECONDS = 300  # the worker's imports, bounded too: an edit to the atlas may loop at import
 
@@ -283,11 +283,11 @@ def _with_reload_script(page: bytes, generation: int, policy: str, served_policy
 
 def code_files() -> list[Path]:
     """The files a worker may hold as imported code: the atlas's Python but the family modules (each
-    rebuild imports those afresh), build.py, and the lock file that says which torch and transformers
-    are installed."""
+    rebuild imports those afresh), build.py, and the lock files that say which torch, transformers and
+    KaTeX are installed (the worker keeps KaTeX's output)."""
     families = ROOT / "atlas" / "families"
     source = [p for p in sorted((ROOT / "atlas").rglob("*.py")) if p.parent != families or p.name == "__init__.py"]
-    return source + [ROOT / "build.py", ROOT / "requirements.lock"]
+    return source + [ROOT / "build.py", ROOT / "requirements.lock", ROOT / "package-lock.json"]
 
 
 def shared_paths() -> list[Path]:
@@ -620,8 +620,10 @@ class WarmBuilder:
                 return worker
             if worker is not None:
                 edited = worker.stale()
-                why = f"{_shown(edited[0])} changed" if edited else "it ended"
-                self.say(f"{why}: worker {worker.pid} is replaced by a fresh one")
+                if edited:
+                    self.say(f"{_shown(edited[0])} changed: worker {worker.pid} is replaced by a fresh one")
+                elif worker.failure is None:
+                    self.say(f"worker {worker.pid} ended: a fresh one is started")
                 worker.close()
             self.worker = Worker(self.served(), self.say)
             return self.worker

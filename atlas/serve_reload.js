@@ -1,4 +1,4 @@
-// Added to each page by `build.py --serve` as it serves it, never written into the site. Once a second
+// Added to each page by `build.py --serve` as it serves it, never written into the site. Four times a second
 // it fetches the rebuild status from the page's own origin (/__atlas__/status.json: JSON that no other
 // origin may read; the server's policy for the pages it serves while watching allows this one fetch):
 // the number of rebuilds done, the families being rebuilt, and the last failed rebuild's error line.
@@ -44,7 +44,7 @@
       .then(function (response) { return response.ok ? response.json() : null; })
       .then(function (status) { return status ? apply(status) : false; },
             function () { return false; })  // the server is stopped or restarting: ask again
-      .then(function (reloading) { if (!reloading) setTimeout(poll, 1000); });
+      .then(function (reloading) { if (!reloading) setTimeout(poll, 250); });
   }
   poll();
 })();

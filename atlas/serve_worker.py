@@ -83,10 +83,63 @@ def warm_up(served: list[str]) -> list[str]:
         except Exception:  # noqa: BLE001 - the rebuild of that family names what is wrong
             pass
     forget_family_modules()
+    for warm in WARMERS:
+        _warm(*warm)
     files = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
     imported = {Path(f).resolve() for f in files if isinstance(f, str) and os.path.isabs(f)}
     own = sorted(str(p) for p in imported if p.is_relative_to(ROOT) and ".venv" not in p.relative_to(ROOT).parts)
-    return own + [str(ROOT / "requirements.lock")]  # the installed packages, as far as the project can tell
+    # the installed packages, as far as the project can tell: torch and transformers, and KaTeX, whose
+    # output the worker keeps (``learn_equations``)
+    return own + [str(ROOT / "requirements.lock"), str(ROOT / "package-lock.json")]
+
+
+# What the first rebuild in a fresh process computes the same way whatever the inputs, from the
+# installed packages alone: computed once here, every child starts with it. (module, attribute, args)
+# found by the attribute's name in the atlas's modules, so that a module moved to another package is
+# still found; one that is not found, or fails, is left to the rebuilds, which are then slower.
+WARMERS = (
+    ("atlas", "_shared_words", ()),  # every word of transformers' shared code (config keys not read)
+    ("transformers.conversion_mapping", "get_checkpoint_conversion_mapping", ("gpt2",)),  # ~1,000 regexes
+    ("torch._dynamo", None, ()),  # imported by the first call of a function torch marks as not compilable
+)
+
+
+def _warm(module: str, attribute: str | None, args: tuple) -> None:
+    try:
+        if attribute is None:
+            importlib.import_module(module)
+            return
+        if module == "atlas":
+            found = [getattr(m, attribute) for name, m in list(sys.modules.items())
+                     if name.startswith("atlas.") and hasattr(m, attribute)]
+        else:
+            found = [getattr(importlib.import_module(module), attribute)]
+        for function in found[:1]:
+            function(*args)
+    except Exception:  # noqa: BLE001 - a shortcut only: the rebuild computes it itself
+        pass
+
+
+def equations_module():
+    """The atlas's module that keeps the equations this process rendered (TeX -> KaTeX's HTML), found
+    by what it holds, wherever it lives."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("atlas.") and name.rsplit(".", 1)[1] == "math" and isinstance(getattr(module, "_html", None), dict):
+            return module
+    return None
+
+
+def learned_equations(known: set) -> list:
+    """The equations this rebuild rendered that its worker did not know: KaTeX's HTML is a function of
+    the TeX alone (and the pinned KaTeX), so the worker keeps it for the next rebuilds."""
+    module = equations_module()
+    return [[tex, display, html] for (tex, display), html in module._html.items() if (tex, display) not in known] if module else []
+
+
+def learn_equations(learned: list) -> None:
+    module = equations_module()
+    if module is not None:
+        module._html.update(((tex, display), html) for tex, display, html in learned)
 
 
 def forget_family_modules() -> None:
@@ -107,7 +160,7 @@ def failure_line(error: BaseException) -> str:
     else:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if _shown(f.filename)]
         where = f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else "atlas"
-    text = " ".join(f"{type(error).__name__}: {error}".split())
+    text = " ".join(f"{type(error).__name__}: {error.msg if isinstance(error, SyntaxError) else error}".split())
     return f"error: the rebuild worker cannot import the atlas: {where}: {text}"
 
 
@@ -166,6 +219,8 @@ class Channel:
 
 def run_child(request: dict, err_w: int, res_w: int, closing: list[int], worker: int) -> None:
     """In the forked child: one rebuild by build.main, then what each rebuilt family depends on."""
+    module = equations_module()
+    known = set(module._html) if module else set()
     try:
         os.setpgid(0, 0)
         _die_with(worker)
@@ -195,7 +250,8 @@ def run_child(request: dict, err_w: int, res_w: int, closing: list[int], worker:
                 inputs[name] = family_dependencies(name)
             except BaseException:  # noqa: BLE001 - a module that cannot be loaded: the server keeps watching its file
                 inputs[name] = None
-        data = json.dumps(inputs).encode("utf-8")
+        learned = learned_equations(known)
+        data = json.dumps({"inputs": inputs, "equations": learned}).encode("utf-8")
         while data:
             data = data[os.write(res_w, data):]
     except BaseException:  # noqa: BLE001 - whatever happened, the child must not return into the worker's loop
@@ -232,6 +288,10 @@ def run_build(request: dict, channel: Channel) -> None:
     pid = os.fork()
     if pid == 0:
         run_child(request, err_w, res_w, [err_r, res_r, channel.out_fd], worker)
+    try:
+        os.setpgid(pid, pid)  # as the child does first thing: whichever runs first, a stop finds the group
+    except OSError:
+        pass
     os.close(err_w)
     os.close(res_w)
     channel.send({"started": pid})
@@ -268,9 +328,11 @@ def run_build(request: dict, channel: Channel) -> None:
     _kill_group(pid, signal.SIGKILL)  # pool workers the rebuild left behind; its leader is not reaped yet
     _, status = os.waitpid(pid, 0)
     try:
-        inputs = json.loads(got[res_r]) if got[res_r] else {}
+        result = json.loads(got[res_r]) if got[res_r] else {}
     except ValueError:
-        inputs = {}
+        result = {}
+    learn_equations(result.get("equations") or [])
+    inputs = result.get("inputs") or {}
     stderr = got[err_r].decode("utf-8", "replace")
     channel.send({"done": os.waitstatus_to_exitcode(status), "stderr": stderr, "stopped": stopped,
                   "where": still_running(stderr) if stopped == "deadline" else None, "inputs": inputs})

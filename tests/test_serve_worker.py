@@ -7,7 +7,7 @@ or outright (nothing it started outlives it).
 
 Nothing here depends on the machine's speed: every wait is for an event (a line the server prints, a
 file the looping module writes, a process gone), bounded only so that a broken server fails a test
-instead of hanging it. The servers share one project copy, so that only the first builds gpt2 cold."""
+instead of hanging it. The servers share one project copy, so that only the first builds its two families cold."""
 
 from __future__ import annotations
 
@@ -30,16 +30,18 @@ from tests.test_serve import request
 
 LONG = 600  # a bound on waiting for an event, never an expectation of how quickly it comes
 REBUILT = r"^rebuilt gpt2 in [\d.]+ s \(worker (\d+)\)$"
+OTHER = "gptj"  # a second family in the site: an edit to what both share rebuilds both in one rebuild
+BOTH = rf"^rebuilt gpt2, {OTHER} in [\d.]+ s \(worker (\d+)\)$"
 DEADLINE = 10  # the second server's --rebuild-deadline
 
 
 class Live:
-    """A running `build.py --family gpt2 --serve 0` and every line it has printed."""
+    """A running `build.py --family gpt2 --family gptj --serve 0` and every line it has printed."""
 
     def __init__(self, project: Path, *args: str):
         self.project = project
         self.process = subprocess.Popen(
-            [sys.executable, "build.py", "--family", "gpt2", "--out", "site", "--serve", "0", *args],
+            [sys.executable, "build.py", "--family", "gpt2", "--family", OTHER, "--out", "site", "--serve", "0", *args],
             cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.errors: list[str] = []
@@ -210,14 +212,15 @@ def test_templates_are_reread_by_the_same_worker_and_an_atlas_edit_replaces_it(l
     base = project / "templates" / "base.html"
     start = live.mark()
     base.write_text(base.read_text(encoding="utf-8") + "<!-- an edit to a template -->\n", encoding="utf-8")
-    assert int(live.wait_for(REBUILT, start)[1]) == worker
+    assert int(live.wait_for(BOTH, start)[1]) == worker
     assert "<!-- an edit to a template -->" in live.page()
 
     source = project / "atlas" / "layers.py"
     start = live.mark()
     source.write_text(source.read_text(encoding="utf-8") + "\n# an edit to the atlas's own code\n", encoding="utf-8")
     live.wait_for(rf"^atlas/layers\.py changed: worker {worker} is replaced by a fresh one$", start)
-    fresh = int(live.wait_for(REBUILT, start)[1])
+    # both families collected anew, in one rebuild: with more than one core, in a pool forked from it
+    fresh = int(live.wait_for(BOTH, start)[1])
     assert fresh != worker and fresh == live.worker()
     assert not alive(worker)
     assert live.status()["error"] is None
@@ -258,6 +261,19 @@ def test_an_edit_made_while_a_rebuild_loops_stops_it_and_is_rebuilt(live, module
     assert int(live.wait_for(REBUILT, start)[1]) == worker
     assert live.status()["error"] is None
     assert not any(alive(p) for p in rebuild)
+
+
+def test_a_worker_that_died_is_replaced_by_a_fresh_one(live, project):
+    worker = live.worker()
+    os.kill(worker, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    until(lambda: not alive(worker), "the worker ending")
+    notes = project / "atlas" / "families" / "gpt2.md"
+    start = live.mark()
+    notes.write_text(notes.read_text(encoding="utf-8") + "\nWritten after the worker died.\n", encoding="utf-8")
+    live.wait_for(rf"^worker {worker} ended: a fresh one is started$", start)
+    fresh = int(live.wait_for(REBUILT, start)[1])
+    assert fresh != worker and alive(fresh)
+    assert "Written after the worker died." in live.page()
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (make test installs it)")
