@@ -40,6 +40,7 @@ of the pages served while watching says ``connect-src 'self'`` (header and meta 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import functools
@@ -411,7 +412,7 @@ def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str], threa
                 elif path not in before:  # a new file: a change where it belongs to a family served before
                     changed |= watched[path] & set(was_served)
             for path in before.keys() - now.keys():  # a file gone
-                changed |= was_watched[path] & set(served)
+                changed |= was_watched.get(path, set()) & set(served)
             before = now
             pending |= changed
             if running is not None and changed & set(running.names) and not running.cancel.is_set():
@@ -424,6 +425,10 @@ def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str], threa
                 else:
                     for name, reported in outcome.inputs.items():
                         dependencies.update(name, reported)
+                    watched = dependencies.watched(served)
+                    # a file watched from now on (the module names another folder) is a baseline, not a change:
+                    # the rebuild that just ended read it; one no longer watched is forgotten
+                    before = {path: before.get(path, stamp) for path, stamp in _stamps(watched).items()}
                     _report(status, running, outcome, say)
                     failed = set() if outcome.ok else set(running.names)
                 running = None
@@ -438,6 +443,9 @@ def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str], threa
             with status.lock:
                 status.error = message
             say(message)
+            with contextlib.suppress(Exception):  # watched afresh from here on, not stuck on what failed
+                watched = dependencies.watched(served)
+                before = _stamps(watched)
     if running is not None:
         running.cancel.set()
 

@@ -48,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_SECONDS = 1.0  # how long a stopped rebuild is given to write its stacks before it is killed
 STDERR_CAP = 1 << 20  # a rebuild's stderr kept for its error line; the rest is read and dropped
+PRELOAD_SECONDS = 30  # for one family's module and transformers classes, imported ahead of its rebuilds
 NOT_PRELOADED = ("atlas.families.", "atlas.serve", "atlas.pin")  # imported by the rebuilds that need them
 
 
@@ -75,13 +76,20 @@ def warm_up(served: list[str]) -> list[str]:
     from atlas import families
     from atlas.checkpoint import transformers_class
 
-    for name in served:  # transformers imports a model's module when its class is first asked for
-        try:
-            family = families.load(name)
-            transformers_class(family, "config_class")
-            transformers_class(family, "model_class")
-        except Exception:  # noqa: BLE001 - the rebuild of that family names what is wrong
-            pass
+    previous = signal.signal(signal.SIGALRM, _too_long)
+    try:
+        for name in served:  # transformers imports a model's module when its class is first asked for
+            signal.alarm(PRELOAD_SECONDS)  # a family module that loops must not keep the worker from being ready
+            try:
+                family = families.load(name)
+                transformers_class(family, "config_class")
+                transformers_class(family, "model_class")
+            except Exception:  # noqa: BLE001 - the rebuild of that family names what is wrong
+                pass
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
     forget_family_modules()
     for warm in WARMERS:
         _warm(*warm)
@@ -140,6 +148,10 @@ def learn_equations(learned: list) -> None:
     module = equations_module()
     if module is not None:
         module._html.update(((tex, display), html) for tex, display, html in learned)
+
+
+def _too_long(signum, frame):
+    raise TimeoutError("still importing")
 
 
 def forget_family_modules() -> None:

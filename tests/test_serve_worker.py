@@ -237,10 +237,12 @@ def test_a_module_pointed_at_another_checkpoint_folder_is_watched_there(live, mo
     path.write_text(good.replace('checkpoint="openai-community/gpt2"', 'checkpoint="openai-community/gpt2-copy"'), encoding="utf-8")
     live.wait_for(REBUILT, start)
     assert "<code>openai-community/gpt2-copy</code>" in live.page()
+    generation = live.status()["generation"]
 
     start = live.mark()
     (new / "config.json").write_text((new / "config.json").read_text(encoding="utf-8") + "\n", encoding="utf-8")
     live.wait_for(REBUILT, start)  # only a folder watched now can have caused it
+    assert live.status()["generation"] == generation + 1  # and the folder newly watched was no change in itself
 
     start = live.mark()
     path.write_text(good, encoding="utf-8")
