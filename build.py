@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("--weights checks one family's checkpoint: give exactly one --family", 2)
     if args.serve is not None and not 0 <= args.serve <= 65535:
         return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
+    if args.rebuild_deadline is not None and args.serve is None:
+        return _fail("--rebuild-deadline bounds the rebuilds of --serve: give --serve too", 2)
     kept = f"the site in {args.out} was left as it was"
     try:
         written = build(list(dict.fromkeys(names)), args.out, args.weights, use_cache=not args.no_cache, jobs=args.jobs)

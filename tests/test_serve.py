@@ -202,3 +202,14 @@ def test_a_number_that_is_no_port_is_a_usage_error(site):
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert _one_line(result) == "error: port 70000 is not a port number (0 to 65535)"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rebuild-deadline", "5"], "error: --rebuild-deadline bounds the rebuilds of --serve: give --serve too"),
+    (["--serve", "0", "--rebuild-deadline", "0"],
+     "error: argument --rebuild-deadline: '0' is not a positive whole number (python build.py --help lists the options)"),
+])
+def test_a_deadline_without_serve_or_not_positive_is_a_usage_error(tmp_path, args, message):
+    result = run_build(ROOT, "--family", "gpt2", "--out", str(tmp_path / "site"), *args)
+    assert result.returncode == 2 and _one_line(result) == message
+    assert not (tmp_path / "site").exists()
