@@ -286,7 +286,9 @@ def code_files() -> list[Path]:
     """The files a worker may hold as imported code: the atlas's Python but the family modules (each
     rebuild imports those afresh), build.py, and the lock files that say which torch, transformers and
     KaTeX are installed (the worker keeps KaTeX's output)."""
-    families = ROOT / "atlas" / "families"
+    from atlas.serve_worker import family_modules
+
+    _, families = family_modules()
     source = [p for p in sorted((ROOT / "atlas").rglob("*.py")) if p.parent != families or p.name == "__init__.py"]
     return source + [ROOT / "build.py", ROOT / "requirements.lock", ROOT / "package-lock.json"]
 
@@ -310,7 +312,9 @@ class Dependencies:
         self.of: dict[str, tuple[list[Path], list[Path]]] = {}
 
     def update(self, name: str, reported: dict | None) -> None:
-        module = ROOT / "atlas" / "families" / f"{name}.py"
+        from atlas.serve_worker import family_modules
+
+        module = family_modules()[1] / f"{name}.py"
         if reported is None:  # its module cannot be loaded now: what was watched stays watched, and the module
             files, folders = self.of.get(name, ([], []))
             self.of[name] = (files if module in files else files + [module], folders)

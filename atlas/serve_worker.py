@@ -49,17 +49,23 @@ ROOT = Path(__file__).resolve().parent.parent
 STACKS_SECONDS = 1.0  # how long a stopped rebuild is given to write its stacks before it is killed
 STDERR_CAP = 1 << 20  # a rebuild's stderr kept for its error line; the rest is read and dropped
 PRELOAD_SECONDS = 30  # for one family's module and transformers classes, imported ahead of its rebuilds
-NOT_PRELOADED = ("atlas.families.", "atlas.serve", "atlas.pin")  # imported by the rebuilds that need them
+
+
+def family_modules() -> tuple[str, Path]:
+    """The family modules' package name and folder, read from the registry itself wherever it lives."""
+    from atlas import families
+
+    return families.__name__, Path(families.__file__).resolve().parent
 
 
 def family_dependencies(name: str) -> dict[str, list[str]]:
     """What a family's pages are built from (as the cache keys them), and the checkpoint folder, where
     a file added later belongs to the family too: read in the process that has just built it."""
     from atlas import cache, families
+    from atlas.checkpoint import CHECKPOINTS
 
     family = families.load(name)
-    return {"files": [str(p) for p in cache.family_inputs(name)],
-            "folders": [str(ROOT / "atlas" / "checkpoints" / family.checkpoint)]}
+    return {"files": [str(p) for p in cache.family_inputs(name)], "folders": [str(CHECKPOINTS / family.checkpoint)]}
 
 
 def warm_up(served: list[str]) -> list[str]:
@@ -70,8 +76,10 @@ def warm_up(served: list[str]) -> list[str]:
     import atlas
     import build  # noqa: F401 - the rebuilds run its main
 
+    package, _ = family_modules()
+    not_preloaded = (f"{package}.", "atlas.serve", "atlas.pin")  # imported by the rebuilds that need them
     for module in pkgutil.walk_packages(atlas.__path__, "atlas."):
-        if not module.name.startswith(NOT_PRELOADED):
+        if not module.name.startswith(not_preloaded):
             importlib.import_module(module.name)
     from atlas import families
     from atlas.checkpoint import transformers_class
@@ -159,7 +167,7 @@ def forget_family_modules() -> None:
     from atlas import families
 
     families.load.cache_clear()
-    for name in [m for m in sys.modules if m.startswith("atlas.families.")]:
+    for name in [m for m in sys.modules if m.startswith(f"{families.__name__}.")]:
         del sys.modules[name]
         if hasattr(families, name.rsplit(".", 1)[1]):  # ``from atlas.families import x`` reads the attribute first
             delattr(families, name.rsplit(".", 1)[1])
@@ -200,8 +208,9 @@ def still_running(stacks: str) -> str | None:
                 if shown:
                     found.append((shown, rest.split()[0]))
                     break
-    waiting = ("build.py", "atlas/parallel.py")
-    chosen = [f for f in found if f[0] not in waiting] or found
+    inputs = str(family_modules()[1].relative_to(ROOT)) + "/"  # a family module or notes block: the user's own code
+    waiting = ("build.py", "atlas/parallel.py")  # the build waiting for its pool
+    chosen = [f for f in found if f[0].startswith(inputs)] or [f for f in found if f[0] not in waiting] or found
     return f"{chosen[0][0]}: line {chosen[0][1]}" if chosen else None
 
 
