@@ -84,12 +84,13 @@ def checked_pages(family: Collected, out: Path, written: Path) -> dict[str, Any]
     return cache.index_view(family.facts, site_entry)
 
 
-def serve(out: Path, port: int) -> None:
-    """Serve the site on 127.0.0.1, rebuilding a family (in a fresh process) when its inputs change."""
+def serve(out: Path, port: int, deadline: int | None = None) -> None:
+    """Serve the site on 127.0.0.1, rebuilding a family when its inputs change: in a worker process that
+    keeps torch and transformers imported, each rebuild stopped after ``deadline`` seconds."""
     from atlas.build import serve as server
 
     try:
-        server.serve(out, port, rebuild_command=[sys.executable, str(Path(__file__).resolve()), "--out", str(out)])
+        server.serve(out, port, watching=True, deadline=deadline or server.DEADLINE_SECONDS)
     except server.PortError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
@@ -115,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", type=Path, metavar="DIR", help="a local checkpoint directory to check (with one --family)")
     parser.add_argument("--list", action="store_true", help="list the families and exit")
     parser.add_argument("--serve", nargs="?", const=8000, type=int, metavar="PORT", help="serve the site on 127.0.0.1 after building")
+    parser.add_argument("--rebuild-deadline", type=_positive, metavar="SECONDS",
+                        help="with --serve: stop a rebuild still running after this many seconds (default 300)")
     parser.add_argument("--no-cache", action="store_true", help="collect and render every family afresh, ignoring .atlas-cache/")
     parser.add_argument("--jobs", type=_positive, metavar="N", help="collect in N worker processes (default: one per core)")
     args = parser.parse_args(argv)
@@ -132,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("--weights checks one family's checkpoint: give exactly one --family", 2)
     if args.serve is not None and not 0 <= args.serve <= 65535:
         return _fail(f"--serve: {args.serve} is not a port number (0 to 65535)", 2)
+    if args.rebuild_deadline is not None and args.serve is None:
+        return _fail("--rebuild-deadline bounds the rebuilds of --serve: give --serve too", 2)
     kept = f"the site in {args.out} was left as it was"
     try:
         with _terminated_as_interrupted():
@@ -155,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         which = names[0] if len(names) == 1 else f"these {families_built}"
         print(one_line(f"{args.out}/ is up to date: nothing {which} depend{'s' if len(names) == 1 else ''} on has changed since the last build wrote it"))
     if args.serve is not None:
-        serve(args.out, args.serve)
+        serve(args.out, args.serve, args.rebuild_deadline)
     return 0
 
 

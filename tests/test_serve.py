@@ -1,18 +1,17 @@
 """The local server (atlas/build/serve.py): the site folder and nothing else, to 127.0.0.1 and localhost
-only, with the pages' CSP as a header; port errors in one line; and, while watching, an open page
-that reloads after a notes edit and shows a failed rebuild's error over the last good site (Chromium)."""
+only, with the pages' CSP as a header; port errors in one line; and, while watching, the reload script
+added to pages as served and the status as JSON only the site's own pages can read. The server at
+work, rebuilding after real edits, is tests/test_serve_worker.py."""
 
 from __future__ import annotations
 
 import http.client
 import json
-import queue
 import re
 import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ import pytest
 from atlas.build import serve
 from tests.conftest import ROOT, run_build
 
-CHROMIUM = "/usr/bin/chromium"
 SECRET = "outside the site, never served"
 
 
@@ -155,17 +153,29 @@ def test_only_get_and_head(plain, site):
 
 def test_watching_adds_the_reload_script_to_pages_as_served_never_to_the_files(watching, plain, site):
     page = (site / "gpt2" / "index.html").read_bytes()
-    status, _, served = request(watching.port, "/gpt2/index.html")
+    status, headers, served = request(watching.port, "/gpt2/index.html")
     tag = b'<script src="/__atlas__/reload.js?generation=0" defer></script>\n'
-    assert status == 200 and served == page.replace(b"</body>", tag + b"</body>")
+    policy = meta_csp(site / "gpt2" / "index.html")
+    fetching = policy.replace("connect-src 'none'; ", "") + "; connect-src 'self'"  # the one fetch the reload script makes
+    expected = page.replace(b"</body>", tag + b"</body>").replace(f'content="{policy}"'.encode(), f'content="{fetching}"'.encode())
+    assert status == 200 and served == expected and served != page.replace(b"</body>", tag + b"</body>")
+    assert headers["content-security-policy"] == fetching
     assert (site / "gpt2" / "index.html").read_bytes() == page
     assert request(watching.port, "/static/atlas.css")[2] == (site / "static/atlas.css").read_bytes()
     status, headers, script = request(watching.port, "/__atlas__/reload.js")
-    assert status == 200 and headers["content-type"] == "text/javascript; charset=utf-8" and b"atlasServeStatus" in script
-    status, _, state = request(watching.port, "/__atlas__/status.js")
-    call = re.fullmatch(rb"window\.atlasServeStatus && window\.atlasServeStatus\((.*)\);\n", state)
-    assert status == 200 and json.loads(call.group(1)) == {"generation": 0, "error": None, "building": []}
+    assert status == 200 and headers["content-type"] == "text/javascript; charset=utf-8" and b"/__atlas__/status.json" in script
     assert request(plain.port, "/__atlas__/reload.js")[0] == 404  # a server that does not watch has none
+
+
+def test_the_status_is_json_that_only_the_sites_own_pages_can_read(watching, plain):
+    status, headers, body = request(watching.port, "/__atlas__/status.json")
+    assert status == 200 and json.loads(body) == {"generation": 0, "error": None, "building": []}
+    assert headers["content-type"] == "application/json; charset=utf-8"
+    assert headers["x-content-type-options"] == "nosniff"  # never run as a script, whatever includes it
+    assert headers["cross-origin-resource-policy"] == "same-origin"  # nor even loaded by another origin
+    assert not any(name.startswith("access-control-") for name in headers)  # nor read by its fetch
+    assert request(watching.port, "/__atlas__/status.js")[0] == 404  # the script any page could include is gone
+    assert request(plain.port, "/__atlas__/status.json")[0] == 404
 
 
 def _one_line(result: subprocess.CompletedProcess) -> str:
@@ -194,67 +204,12 @@ def test_a_number_that_is_no_port_is_a_usage_error(site):
     assert _one_line(result) == "error: port 70000 is not a port number (0 to 65535)"
 
 
-# --- watching, in a real browser ----------------------------------------------------------------------
-
-
-def _lines(stream, into: queue.Queue) -> None:
-    for line in stream:
-        into.put(line)
-
-
-def _until(predicate, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception:  # noqa: BLE001 - the page may be between two loads
-            pass
-        time.sleep(0.25)
-    raise AssertionError(f"{what} did not happen within {seconds:.0f} s")
-
-
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (make test installs it)")
-def test_an_open_page_reloads_after_a_notes_edit_and_shows_a_failed_rebuild(project_copy):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    server = subprocess.Popen([sys.executable, "build.py", "--family", "gpt2", "--out", "site", "--serve", "0"],
-                              cwd=project_copy, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    printed: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(server.stdout, printed), daemon=True).start()
-    try:
-        url = None
-        while url is None:
-            line = printed.get(timeout=600)
-            url = (re.search(r"at (http://127\.0\.0\.1:\d+/)", line) or [None, None])[1]
-        marker = "Written while the page was open."
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-            page = browser.new_page()
-            requests, errors = [], []
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url + "gpt2/index.html")
-            assert marker not in page.inner_text("body")
-            page.evaluate("window.servedBeforeTheEdit = true")  # gone once the page has really reloaded
-
-            notes = project_copy / "atlas" / "families" / "gpt2.md"
-            notes.write_text(notes.read_text(encoding="utf-8") + f"\n{marker}\n", encoding="utf-8")
-            _until(lambda: marker in page.inner_text("body"), 600, "the page showing the edited notes")
-            assert page.evaluate("window.servedBeforeTheEdit") is None
-
-            module = project_copy / "atlas" / "families" / "gpt2.py"
-            module.write_text(module.read_text(encoding="utf-8") + "\nFAMILY = (\n", encoding="utf-8")
-            shown = lambda: page.locator("#atlas-serve-status").inner_text(timeout=1000)  # noqa: E731
-            banner = _until(lambda: "error:" in shown() and shown(), 300, "the failed rebuild's error in the page")
-            assert page.get_attribute("#atlas-serve-status", "role") == "alert"
-            assert "error: atlas/families/gpt2.py" in banner
-            assert marker in page.inner_text("body")  # the last good site, still served
-            assert marker in (project_copy / "site" / "gpt2" / "index.html").read_text(encoding="utf-8")
-            browser.close()
-        assert not errors, errors
-        assert all(u.startswith(url) or u.startswith("data:") for u in requests), requests
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+@pytest.mark.parametrize("args, message", [
+    (["--rebuild-deadline", "5"], "error: --rebuild-deadline bounds the rebuilds of --serve: give --serve too"),
+    (["--serve", "0", "--rebuild-deadline", "0"],
+     "error: argument --rebuild-deadline: '0' is not a positive whole number (python build.py --help lists the options)"),
+])
+def test_a_deadline_without_serve_or_not_positive_is_a_usage_error(tmp_path, args, message):
+    result = run_build(ROOT, "--family", "gpt2", "--out", str(tmp_path / "site"), *args)
+    assert result.returncode == 2 and _one_line(result) == message
+    assert not (tmp_path / "site").exists()

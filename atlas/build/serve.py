@@ -1,4 +1,4 @@
-"""The local server: the site folder on 127.0.0.1, and nothing else; with a rebuild command, it watches.
+"""The local server: the site folder on 127.0.0.1, and nothing else; watching, it rebuilds what is edited.
 
     python build.py --serve [PORT]         # build, serve, rebuild a family when its inputs change
     python -m atlas.build.serve SITE [--port N]  # serve a built site as it is
@@ -12,36 +12,36 @@ response carries the pages' own Content-Security-Policy (read from templates/bas
 pages get it), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``; text is
 served with ``charset=utf-8``.
 
-Watching: every half second the server compares the modification times and sizes of each served
-family's inputs (its module and the modules it imports, its notes, its checkpoint folder) and of
-what every family shares (the atlas source, templates, static files, lock files). A change runs
-the rebuild command for the families it touches, in a process of its own, so edited modules are
-imported afresh and the build publishes the site as any build does. HTML responses get one script
-tag added on the way out, never in the files: ``/__atlas__/reload.js``, which polls
-``/__atlas__/status.js`` (a script, since the pages' CSP allows no fetch) and reloads the page
-after a successful rebuild, or shows the failed rebuild's error line above the last good site.
+Watching (atlas/build/watch.py): the families' inputs polled, rebuilds in a warm worker, each with a
+deadline, and the status the pages fetch.
+
+HTML responses get one script tag added on the way out, never in the files:
+``/__atlas__/reload.js``, which fetches ``/__atlas__/status.json`` four times a second and reloads the page
+after a successful rebuild, or shows the failed rebuild's error line above the last good site. The
+status is JSON, with ``nosniff``, ``Cross-Origin-Resource-Policy: same-origin`` and no CORS header:
+another origin can neither read it nor run it as a script. So that the pages may fetch it, the policy
+of the pages served while watching says ``connect-src 'self'`` (header and meta tag alike).
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import html.parser
 import http.server
-import json
-import subprocess
+import signal
 import sys
 import threading
-import time
 import urllib.parse
 from pathlib import Path
-from typing import Callable
+
+from atlas.build.watch import DEADLINE_SECONDS, Status, WarmBuilder, watch
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_TEMPLATE = ROOT / "templates" / "base.html"
 RELOAD_SCRIPT = Path(__file__).with_name("serve_reload.js")
 RESERVED = "/__atlas__/"  # the server's own paths: the reload script and the rebuild status
-POLL_SECONDS = 0.5
 
 TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -87,19 +87,12 @@ def content_security_policy(template: Path = BASE_TEMPLATE) -> str:
     return parser.policy
 
 
-class Status:
-    """What the open pages poll: the number of successful rebuilds, and the last failure's message."""
-
-    def __init__(self):
-        self.generation = 0
-        self.error: str | None = None
-        self.building: list[str] = []
-        self.lock = threading.Lock()
-
-    def script(self) -> bytes:
-        with self.lock:
-            state = {"generation": self.generation, "error": self.error, "building": self.building}
-        return f"window.atlasServeStatus && window.atlasServeStatus({json.dumps(state)});\n".encode("utf-8")
+def watching_policy(policy: str) -> str:
+    """The pages' policy as served while watching: ``connect-src 'self'``, so that the reload script
+    may fetch the status from the page's own origin; every other directive as the pages state it."""
+    directives = [d.strip() for d in policy.split(";") if d.strip()]
+    kept = [d for d in directives if d.split()[0].lower() != "connect-src"]
+    return "; ".join(kept + ["connect-src 'self'"])
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -107,7 +100,8 @@ class Server(http.server.ThreadingHTTPServer):
 
     def __init__(self, folder: Path, port: int, status: Status | None):
         self.folder = Path(folder)
-        self.policy = content_security_policy()
+        self.page_policy = content_security_policy()
+        self.policy = self.page_policy if status is None else watching_policy(self.page_policy)
         self.status = status  # None: no watching, no reload script
         try:
             super().__init__(("127.0.0.1", port), Handler)
@@ -196,7 +190,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_error(404)
         content_type = TYPES.get(found.suffix.lower(), "application/octet-stream")
         if self.server.status is not None and found.suffix.lower() == ".html":
-            body = _with_reload_script(body, self.server.status.generation)
+            body = _with_reload_script(body, self.server.status.generation, self.server.page_policy, self.server.policy)
         self._send(body, content_type, head)
 
     def _resolve(self, path: str) -> Path | str | None:
@@ -221,118 +215,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _own(self, name: str, head: bool) -> None:
         if name == "reload.js":
             return self._send(RELOAD_SCRIPT.read_bytes(), TYPES[".js"], head)
-        if name == "status.js":
-            return self._send(self.server.status.script(), TYPES[".js"], head)
+        if name == "status.json":  # JSON, nosniff and no CORS header: no other origin can read or run it
+            return self._send(self.server.status.json(), TYPES[".json"], head, own=True)
         self.send_error(404)
 
-    def _send(self, body: bytes, content_type: str, head: bool) -> None:
+    def _send(self, body: bytes, content_type: str, head: bool, own: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        if own:  # not even loadable by another origin's <script> or <img>
+            self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.end_headers()
         if not head:
             self.wfile.write(body)
 
 
-def _with_reload_script(page: bytes, generation: int) -> bytes:
+def _with_reload_script(page: bytes, generation: int, policy: str, served_policy: str) -> bytes:
     """The page as served while watching: the reload script added before </body>, with the rebuild
-    the page was served at (so a rebuild finished before the script first polls is still seen)."""
+    the page was served at (so a rebuild finished before the script first polls is still seen), and
+    the policy in its meta tag the one the header sends (a page obeys both, so both must allow fetch)."""
+    page = page.replace(f'content="{policy}"'.encode("utf-8"), f'content="{served_policy}"'.encode("utf-8"), 1)
     tag = f'<script src="{RESERVED}reload.js?generation={generation}" defer></script>\n'.encode("utf-8")
     at = page.rfind(b"</body>")
     return page + tag if at < 0 else page[:at] + tag + page[at:]
-
-
-# --- watching --------------------------------------------------------------------------------------
-
-
-def _watched(families: list[str]) -> dict[Path, set[str]]:
-    """Every file whose change calls for a rebuild, with the families it calls for."""
-    from atlas.facts import cache
-
-    watched: dict[Path, set[str]] = {}
-    for name in families:
-        try:
-            paths = cache.family_inputs(name)
-        except Exception:  # noqa: BLE001 - the rebuild names what is wrong; meanwhile watch the module itself
-            paths = [ROOT / "atlas" / "families" / f"{name}.py"]
-        for path in paths:
-            watched.setdefault(path, set()).add(name)
-    shared = cache.shared_inputs() + cache.render_inputs() + sorted(p for p in (ROOT / "static").rglob("*") if p.is_file())
-    for path in shared:
-        watched.setdefault(path, set()).update(families)
-    return watched
-
-
-def _stamps(paths) -> dict[Path, tuple[int, int] | None]:
-    stamps = {}
-    for path in paths:
-        try:
-            st = path.stat()
-            stamps[path] = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamps[path] = None
-    return stamps
-
-
-def watch(families: Callable[[], list[str]], rebuild: Callable[[list[str]], tuple[bool, str]], status: Status,
-          stop: threading.Event, say: Callable[[str], None] = print) -> None:
-    """Poll the inputs of the served families; rebuild those whose inputs changed, one rebuild at a time.
-    A family whose rebuild failed is rebuilt with the next change too, so its error stays shown until
-    it is fixed, whichever family that change is in."""
-    served = families()
-    watched = _watched(served)
-    before = _stamps(watched)
-    failed: set[str] = set()
-    while not stop.wait(POLL_SECONDS):
-        try:
-            was_served, was_watched = served, watched
-            served = families()
-            watched = _watched(served)
-            now = _stamps(watched)
-            changed: set[str] = set()
-            for path, stamp in now.items():
-                if path in before and before[path] != stamp:
-                    changed |= watched[path]
-                elif path not in before:  # a new file: a change where it belongs to a family served before
-                    changed |= watched[path] & set(was_served)
-            for path in before.keys() - now.keys():  # a file gone
-                changed |= was_watched[path] & set(served)
-            before = now  # taken before the rebuild: an edit made while it runs is seen at the next poll
-            if not changed:
-                continue
-            names = sorted(changed | failed)
-            with status.lock:
-                status.building = names
-            start = time.perf_counter()
-            ok, message = rebuild(names)
-        except Exception as e:  # noqa: BLE001 - the server keeps serving the last good site whatever happens here
-            ok, message, names, start = False, f"error: the rebuild could not run: {type(e).__name__}: {e}", [], time.perf_counter()
-        failed = set() if ok else set(names)
-        with status.lock:
-            status.building = []
-            if ok:
-                status.generation += 1
-                status.error = None
-            else:
-                status.error = message
-        say(f"rebuilt {', '.join(names)} in {time.perf_counter() - start:.1f} s" if ok else message)
-
-
-def command_rebuild(command: list[str]) -> Callable[[list[str]], tuple[bool, str]]:
-    """A rebuild that runs ``command`` plus ``--family NAME`` for each family; (ok, its error line)."""
-
-    def rebuild(names: list[str]) -> tuple[bool, str]:
-        args = list(command)
-        for name in names:
-            args += ["--family", name]
-        result = subprocess.run(args, capture_output=True, text=True)
-        if result.returncode == 0:
-            return True, ""
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        errors = [line for line in lines if line.startswith("error:")]
-        return False, (errors or lines or [f"error: the rebuild of {', '.join(names)} ended with exit code {result.returncode}"])[0]
-
-    return rebuild
 
 
 def site_families(folder: Path) -> list[str]:
@@ -342,17 +247,21 @@ def site_families(folder: Path) -> list[str]:
     return [name for name in families.names() if (Path(folder) / name / "index.html").is_file()]
 
 
-def serve(folder: Path, port: int, rebuild_command: list[str] | None = None) -> None:
-    """Serve ``folder`` until interrupted; with ``rebuild_command``, watch and rebuild too."""
-    status = Status() if rebuild_command is not None else None
+def serve(folder: Path, port: int, watching: bool = False, deadline: float = DEADLINE_SECONDS) -> None:
+    """Serve ``folder`` until interrupted (Ctrl-C, or SIGTERM); watching, rebuild too, in a warm worker,
+    each rebuild stopped after ``deadline`` seconds; the worker and its rebuild are stopped with the server."""
+    status = Status() if watching else None
     server = Server(folder, port, status)
     stop = threading.Event()
+    say = functools.partial(print, flush=True)
+    builder = None
     if status is not None:
-        watcher = threading.Thread(
-            target=watch, args=(lambda: site_families(folder), command_rebuild(rebuild_command), status, stop),
-            kwargs={"say": lambda line: print(line, flush=True)}, daemon=True,
-        )
-        watcher.start()
+        served = functools.partial(site_families, folder)
+        builder = WarmBuilder(Path(folder), deadline, served, say)
+        builder.start()
+        threading.Thread(target=watch, args=(served, builder, status, stop), kwargs={"say": say}, daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl-C stops it: the worker and its rebuild too
     print(f"serving {folder} at http://127.0.0.1:{server.port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
@@ -360,7 +269,13 @@ def serve(folder: Path, port: int, rebuild_command: list[str] | None = None) -> 
         pass
     finally:
         stop.set()
+        if builder is not None:
+            builder.close()
         server.server_close()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:

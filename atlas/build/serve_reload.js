@@ -1,7 +1,7 @@
-// Added to each page by `build.py --serve` as it serves it, never written into the site. The pages'
-// CSP allows scripts from their own origin and no fetch, so the rebuild status is itself a script,
-// loaded again every second; it calls atlasServeStatus with the number of rebuilds done, the families
-// being rebuilt, and the last failed rebuild's error line.
+// Added to each page by `build.py --serve` as it serves it, never written into the site. Four times a second
+// it fetches the rebuild status from the page's own origin (/__atlas__/status.json: JSON that no other
+// origin may read; the server's policy for the pages it serves while watching allows this one fetch):
+// the number of rebuilds done, the families being rebuilt, and the last failed rebuild's error line.
 (function () {
   "use strict";
   var own = document.currentScript;
@@ -29,22 +29,22 @@
     banner.hidden = false;
   }
 
-  window.atlasServeStatus = function (status) {
+  // true when the page is reloading: no further poll
+  function apply(status) {
     if (status.generation !== servedAt) {  // a newer good site: the reloaded page shows any later error itself
       location.reload();
-      return;
+      return true;
     }
     show(status.error, status.building);
-  };
+    return false;
+  }
 
   function poll() {
-    var script = document.createElement("script");
-    script.src = "/__atlas__/status.js?at=" + Date.now();
-    script.onload = script.onerror = function () {
-      script.remove();
-      setTimeout(poll, 1000);
-    };
-    document.head.appendChild(script);
+    fetch("/__atlas__/status.json", {cache: "no-store", credentials: "same-origin"})
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (status) { return status ? apply(status) : false; },
+            function () { return false; })  // the server is stopped or restarting: ask again
+      .then(function (reloading) { if (!reloading) setTimeout(poll, 250); });
   }
   poll();
 })();
