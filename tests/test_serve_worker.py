@@ -218,7 +218,7 @@ def test_templates_are_reread_by_the_same_worker_and_an_atlas_edit_replaces_it(l
     source = project / "atlas" / "inputs" / "layers.py"
     start = live.mark()
     source.write_text(source.read_text(encoding="utf-8") + "\n# an edit to the atlas's own code\n", encoding="utf-8")
-    live.wait_for(rf"^atlas/layers\.py changed: worker {worker} is replaced by a fresh one$", start)
+    live.wait_for(rf"^atlas/inputs/layers\.py changed: worker {worker} is replaced by a fresh one$", start)
     # both families collected anew, in one rebuild: with more than one core, in a pool forked from it
     fresh = int(live.wait_for(BOTH, start)[1])
     assert fresh != worker and fresh == live.worker()
