@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from atlas import families, publish
+from atlas import families
+from atlas.build import publish
 from tests.conftest import released_config, run_build
 
 REQUIRED_IDENTITIES = {"block_sum", "mixture_sum", "expert_weights_sum", "attention_rows", "embeddings", "logits"}

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from atlas import families, publish
+from atlas import families
+from atlas.build import publish
 from atlas.errors import AtlasError
 from atlas.facts.collect import SCHEMA
 from atlas.facts.schema import FACTS_SCHEMA, Schema, check_facts, json_path

@@ -353,7 +353,7 @@ def write_folder(out: Path, files: dict[str, bytes], check=None) -> None:
     """``files`` as the folder ``out``, whole or not at all: written beside it, each file flushed to the
     disk, ``check``ed there, then swapped in with one exchange; the old folder, files of another
     repository included, goes."""
-    from atlas.build.publish import replace
+    from atlas.build.publish import exchange
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -370,7 +370,7 @@ def write_folder(out: Path, files: dict[str, bytes], check=None) -> None:
         if check is not None:
             check(staging)
         if out.exists():
-            replace(staging, out)  # the old folder is now at ``staging``, removed below
+            exchange(staging, out)  # the old folder is now at ``staging``, removed below
         else:
             os.rename(staging, out)
     except OSError as e:

@@ -202,13 +202,19 @@ def replace(staging: Path, out: Path) -> None:
     ends up in ``staging``."""
     fresh(staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     pause("marked")
+    exchange(staging, out)
+
+
+def exchange(staging: Path, out: Path) -> None:
+    """Put the folder ``staging`` in the place of ``out`` in one atomic step (a site, or the checkpoint
+    folder ``pin`` writes); what was at ``out`` ends up in ``staging``."""
     if not out.exists() and not out.is_symlink():
         os.rename(staging, out)  # nothing to keep: one rename is atomic
         pause("exchanged")
         return
     if not _exchange(staging, out):
         # No atomic exchange here (a kernel or file system without renameat2): two renames, with a
-        # moment between them when ``out`` is missing; the old site is then at .<out>.previous-<pid>.
+        # moment between them when ``out`` is missing; the old folder is then at .<out>.previous-<pid>.
         previous = out.parent / f".{out.name}.previous-{os.getpid()}"
         os.rename(out, previous)
         pause("between renames")

@@ -116,7 +116,8 @@ def warm_up(served: list[str]) -> list[str]:
 # still found; one that is not found, or fails, is left to the rebuilds, which are then slower.
 WARMERS = (
     ("atlas", "_shared_words", ()),  # every word of transformers' shared code (config keys not read)
-    ("transformers.conversion_mapping", "get_checkpoint_conversion_mapping", ("gpt2",)),  # ~1,000 regexes
+    # the whole table (~1,000 regexes) is built on the first call, whichever model type it asks for
+    ("transformers.conversion_mapping", "get_checkpoint_conversion_mapping", ("",)),
     ("torch._dynamo", None, ()),  # imported by the first call of a function torch marks as not compilable
 )
 
