@@ -16,3 +16,18 @@ def product_calculation(factors: list[int] | tuple[int, ...]) -> str:
     if len(factors) == 1:
         return grouped(total)
     return " × ".join(grouped(f) for f in factors) + f" = {grouped(total)}"
+
+
+BINARY_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def binary_size(n: int) -> str:
+    """A byte count in the largest binary unit it reaches, two decimals: 2498560 -> '2.38 MiB';
+    '' under 1 KiB, where the count in bytes says it all. static/cost.js writes the same."""
+    if n < 1024:
+        return ""
+    value, unit = n / 1024, 0
+    while value >= 1024 and unit < len(BINARY_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    hundredths = math.floor(value * 100 + 0.5)  # halves up, in integers: the same digits JavaScript writes
+    return f"{hundredths // 100}.{hundredths % 100:02d} {BINARY_UNITS[unit]}"

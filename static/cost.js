@@ -13,7 +13,14 @@
   var stops = slider.getAttribute("data-stops").split(",").map(Number);
 
   function grouped(n) { return n.toLocaleString("en-US"); }
-  function bytes(n) { return grouped(n) + " bytes" + (n >= 1024 ** 2 ? " (" + (n / 1024 ** 3).toFixed(2) + " GiB)" : ""); }
+  var UNITS = ["KiB", "MiB", "GiB", "TiB", "PiB"];  // atlas/numbers.py's binary_size, the same steps
+  function binarySize(n) {
+    var value = n / 1024, unit = 0;
+    while (value >= 1024 && unit < UNITS.length - 1) { value /= 1024; unit += 1; }
+    var hundredths = Math.floor(value * 100 + 0.5);  // halves up, in integers: the same digits Python writes
+    return Math.floor(hundredths / 100) + "." + String(hundredths % 100).padStart(2, "0") + " " + UNITS[unit];
+  }
+  function bytes(n) { return grouped(n) + " bytes" + (n >= 1024 ? " (" + binarySize(n) + ")" : ""); }
   function capped(c, cap) { return cap ? Math.min(c, cap) : c; }
   function capWords(c, cap) { return cap ? "min(" + grouped(c) + ", " + grouped(cap) + ")" : grouped(c); }
   // keys pooled from windows of positions (DeepSeek-V4): what the compressors hold, and the FLOPs of the pooled keys
@@ -42,7 +49,7 @@
       per_token: perToken,
       per_token_formula: kinds.filter(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent"; }).map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
       expanded_per_token: expanded,
-      expanded_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
+      expanded_per_token_formula: kinds.map(function (k) { return k.count + " × " + grouped(k.expanded || k.values); }).join(" + ") + " values × " + size + " bytes",
       cache: held,
       cache_formula: kinds.map(function (k) { var more = k.state || k.compressed; return k.count + " × " + (more ? "(" : "") + grouped(k.values) + " × " + capWords(context, k.cap) + (k.state ? " + " + grouped(k.state) : "") + pooledWords(k.compressed, context) + (more ? ")" : ""); }).join(" + ") + " values × " + size + " bytes × batch " + batch,
       flops: flops,
@@ -51,16 +58,25 @@
     };
   }
 
+  // a whole number within the field's own bounds, written back when the reader typed one outside them
+  function clamped(input) {
+    var low = Number(input.min) || 1, high = Number(input.max) || Infinity;
+    var value = Math.min(high, Math.max(low, Math.floor(Number(input.value) || low)));
+    if (String(value) !== input.value && input.value !== "") input.value = String(value);
+    return value;
+  }
+
   function update() {
     var context = stops[Number(slider.value)] || stops[stops.length - 1];
-    var batch = Math.max(1, Math.floor(Number(batchInput.value) || 1));
+    var batch = clamped(batchInput);
     var fig = figures(context, batch, dtypeSelect.value);
     shown.textContent = grouped(context) + " tokens";
     Array.prototype.forEach.call(section.querySelectorAll("[data-figure]"), function (e) {
       var name = e.getAttribute("data-figure");
       if (fig[name] === undefined) return;
       e.textContent = name === "flops" ? grouped(fig[name]) : bytes(fig[name]);
-      e.setAttribute("title", fig[name + "_formula"]);
+      var formula = fig[name + "_formula"];
+      if (typeof formula === "string") e.setAttribute("title", formula);  // never the word undefined
     });
     var rows = section.querySelectorAll("#cost-kind-table tbody tr");
     fig.rows.forEach(function (r, i) {

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from atlas.cost import figures as cost
+from atlas.numbers import binary_size
 from tests.conftest import CHROMIUM, build_families, released_config, served
 
 
@@ -84,6 +85,25 @@ def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
             assert page.text_content("#cost-context-value") == "1,024 tokens"
             assert page.text_content("[data-figure=cache]").startswith(f"{want['cache']:,} bytes")
             assert page.text_content("[data-figure=flops]") == f"{want['flops']:,}"
+            # a batch past the field's bounds is clamped to them, in the field and in every figure
+            page.fill("#cost-batch", "99999")
+            page.dispatch_event("#cost-batch", "input")
+            top = cost.figures(facts["cost"], 1024, 4096, "BF16")
+            assert page.input_value("#cost-batch") == "4096"
+            assert page.text_content("[data-figure=cache]") == f"{top['cache']:,} bytes ({binary_size(top['cache'])})"
+            # bytes in the binary unit they reach (Kimi K2's 70,272 bytes a position: 68.63 KiB, not 0.00 GiB)
+            assert page.text_content("[data-figure=per_token]") == f"{want['per_token']:,} bytes ({binary_size(want['per_token'])})"
+            assert binary_size(70_272) == "68.63 KiB"  # 68.625: a half, rounded up on both sides
+            assert binary_size(want["cache"]).endswith(("MiB", "GiB"))
+            # after every change, no figure's formula says undefined (the expanded heads' one did)
+            page.select_option("#cost-dtype", "FP8")
+            titles = page.eval_on_selector_all("[data-figure]", "es => es.map(e => e.getAttribute('title'))")
+            assert titles and all(t and "undefined" not in t for t in titles), titles
+            expanded = cost.figures(facts["cost"], 1024, 4096, "FP8")["expanded_per_token_formula"]
+            assert page.get_attribute("[data-figure=expanded_per_token]", "title") == expanded
+            page.select_option("#cost-dtype", "BF16")
+            page.fill("#cost-batch", "4")
+            page.dispatch_event("#cost-batch", "input")
             # hovering a number shows its formula and its check
             page.hover("[data-figure=per_token]")
             assert "576" in page.text_content("#cost-card") and "Checked" in page.text_content("#cost-card")

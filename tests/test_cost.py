@@ -135,3 +135,15 @@ def test_a_broken_flops_rule_fails_the_build(project_copy, tmp_path):
     result = run_build(project_copy, "--family", "gpt2", "--out", str(tmp_path / "site"))
     assert result.returncode == 1
     assert "gpt2: cost figure FLOPs of block 0" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bytes_are_written_in_the_binary_unit_they_reach():
+    """Worked by hand: under 1 KiB no unit; 2,498,560 / 1024² = 2.3828 MiB; 70,272 / 1024 = 68.625 KiB,
+    a half, rounded up (as static/cost.js rounds it); 5 × 1024³ = 5.00 GiB."""
+    from atlas.numbers import binary_size
+
+    assert binary_size(1023) == ""
+    assert binary_size(1024) == "1.00 KiB"
+    assert binary_size(2_498_560) == "2.38 MiB"
+    assert binary_size(70_272) == "68.63 KiB"
+    assert binary_size(5 * 1024 ** 3) == "5.00 GiB"

@@ -163,7 +163,7 @@ def figures(cost: dict[str, Any], context: int, batch: int = 1, dtype: str = "BF
     if cost["cache"]["latent"]:
         expanded = sum(k["count"] * (k["expanded"] or k["values"]) for k in kinds) * size
         out["expanded_per_token"] = expanded
-        out["expanded_formula"] = " + ".join(f"{k['count']} × {grouped(k['expanded'] or k['values'])}" for k in kinds) + f" values × {size} bytes"
+        out["expanded_per_token_formula"] = " + ".join(f"{k['count']} × {grouped(k['expanded'] or k['values'])}" for k in kinds) + f" values × {size} bytes"
     return out
 
 

@@ -12,7 +12,7 @@ import markupsafe
 
 from atlas.cost import figures as cost
 from atlas.facts import cache
-from atlas.numbers import grouped
+from atlas.numbers import binary_size, grouped
 from atlas.render.math import equation
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -36,6 +36,7 @@ def _environment_with(cache_enabled: bool) -> jinja2.Environment:
         bytecode_cache=cache.template_bytecode() if cache_enabled else None,  # compiling the templates is most of a no-op rebuild's rendering
     )
     env.filters["grouped"] = grouped
+    env.filters["binary_size"] = binary_size
     env.filters["month"] = _month
     env.filters["tex"] = lambda tex: markupsafe.Markup(equation(tex, True))
     env.filters["texi"] = lambda tex: markupsafe.Markup(equation(tex, False))
