@@ -163,7 +163,8 @@ def test_check_does_not_import_facts():
 RENDER_ALONE = r"""
 import importlib.abc, json, sys
 BLOCKED = ("torch", "transformers", "atlas.facts.sources", "atlas.facts.collect", "atlas.model.preview",
-           "atlas.model.params", "atlas.proof", "atlas.inputs.checkpoint")
+           "atlas.model.preview_facts", "atlas.model.tiny", "atlas.model.accounting", "atlas.model.checkpoint_layout",
+           "atlas.proof", "atlas.inputs.checkpoint")
 
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):

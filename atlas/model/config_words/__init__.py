@@ -10,7 +10,7 @@ package imports every one of them, so every key is registered wherever the words
 ``registry`` holds the machinery they share and imports none of them; ``unread`` finds the keys
 transformers never reads.
 
-May import: atlas.model.params, atlas.inputs and the base modules (atlas.errors, atlas.numbers), and
+May import: atlas.model.quantization, atlas.inputs and the base modules (atlas.errors, atlas.numbers), and
 transformers inside functions.
 """
 
