@@ -1,6 +1,14 @@
 """The architecture atlas: facts about transformer families, computed from the models themselves."""
 
-# The capture API: ``with atlas.trace(model) as t: model(ids)``; a value the run lacks raises MissingValue.
-from atlas.model.trace import MissingValue, trace  # noqa: E402
-
 __all__ = ["MissingValue", "trace"]
+
+
+def __getattr__(name: str):
+    """The capture API, ``with atlas.trace(model) as t: model(ids)`` (a value the run lacks raises
+    MissingValue), imported when first asked for: importing any module of the atlas (the render
+    stage, a no-op rebuild) then loads no more than that module needs."""
+    if name in __all__:
+        from atlas.model import trace
+
+        return getattr(trace, name)
+    raise AttributeError(f"module 'atlas' has no attribute {name!r}")
