@@ -78,7 +78,7 @@ def warm_up(served: list[str]) -> list[str]:
     import build  # noqa: F401 - the rebuilds run its main
 
     package, _ = family_modules()
-    not_preloaded = (f"{package}.", "atlas.serve", "atlas.pin")  # imported by the rebuilds that need them
+    not_preloaded = (f"{package}.", "atlas.build.serve", "atlas.build.watch", "atlas.build.pin", "atlas.build.hub")  # the server's own, and pin: no rebuild imports them
     for module in pkgutil.walk_packages(atlas.__path__, "atlas."):
         if not module.name.startswith(not_preloaded):
             importlib.import_module(module.name)
@@ -111,11 +111,10 @@ def warm_up(served: list[str]) -> list[str]:
 
 
 # What the first rebuild in a fresh process computes the same way whatever the inputs, from the
-# installed packages alone: computed once here, every child starts with it. (module, attribute, args)
-# found by the attribute's name in the atlas's modules, so that a module moved to another package is
-# still found; one that is not found, or fails, is left to the rebuilds, which are then slower.
+# installed packages alone: computed once here, every child starts with it. (module, attribute, args);
+# one that fails is left to the rebuilds, which are then slower.
 WARMERS = (
-    ("atlas", "_shared_words", ()),  # every word of transformers' shared code (config keys not read)
+    ("atlas.model.config_words.unread", "_shared_words", ()),  # every word of transformers' shared code (config keys not read)
     # the whole table (~1,000 regexes) is built on the first call, whichever model type it asks for
     ("transformers.conversion_mapping", "get_checkpoint_conversion_mapping", ("",)),
     ("torch._dynamo", None, ()),  # imported by the first call of a function torch marks as not compilable
@@ -124,40 +123,28 @@ WARMERS = (
 
 def _warm(module: str, attribute: str | None, args: tuple) -> None:
     try:
-        if attribute is None:
-            importlib.import_module(module)
-            return
-        if module == "atlas":
-            found = [getattr(m, attribute) for name, m in list(sys.modules.items())
-                     if name.startswith("atlas.") and hasattr(m, attribute)]
-        else:
-            found = [getattr(importlib.import_module(module), attribute)]
-        for function in found[:1]:
-            function(*args)
+        imported = importlib.import_module(module)
+        if attribute is not None:
+            getattr(imported, attribute)(*args)
     except Exception:  # noqa: BLE001 - a shortcut only: the rebuild computes it itself
         pass
 
 
-def equations_module():
-    """The atlas's module that keeps the equations this process rendered (TeX -> KaTeX's HTML), found
-    by what it holds, wherever it lives."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("atlas.") and name.rsplit(".", 1)[1] == "math" and isinstance(getattr(module, "_html", None), dict):
-            return module
-    return None
+def rendered_equations() -> dict:
+    """The equations this process rendered (TeX -> KaTeX's HTML), as atlas.render.math keeps them."""
+    from atlas.render import math
+
+    return math._html
 
 
 def learned_equations(known: set) -> list:
     """The equations this rebuild rendered that its worker did not know: KaTeX's HTML is a function of
     the TeX alone (and the pinned KaTeX), so the worker keeps it for the next rebuilds."""
-    module = equations_module()
-    return [[tex, display, html] for (tex, display), html in module._html.items() if (tex, display) not in known] if module else []
+    return [[tex, display, html] for (tex, display), html in rendered_equations().items() if (tex, display) not in known]
 
 
 def learn_equations(learned: list) -> None:
-    module = equations_module()
-    if module is not None:
-        module._html.update(((tex, display), html) for tex, display, html in learned)
+    rendered_equations().update(((tex, display), html) for tex, display, html in learned)
 
 
 def _too_long(signum, frame):
@@ -242,8 +229,7 @@ class Channel:
 
 def run_child(request: dict, err_w: int, res_w: int, closing: list[int], worker: int) -> None:
     """In the forked child: one rebuild by build.main, then what each rebuilt family depends on."""
-    module = equations_module()
-    known = set(module._html) if module else set()
+    known = set(rendered_equations())
     try:
         os.setpgid(0, 0)
         _die_with(worker)
