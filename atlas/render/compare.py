@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
+
+from atlas.check import visible_text
+from atlas.facts import cache
+from atlas.render.environment import environment
 
 SUMMARY_SCRIPT = "compare/data.js"  # every family's summary, for the page that assembles any pair
 FAMILIES_SCRIPT = "compare/families.js"  # the families and the static pairs, for the pickers
@@ -140,8 +145,6 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def render(present: list[dict[str, Any]]) -> dict[str, str]:
     """The compare pages of the site's families (their ``summary``), by path relative to the site root:
     one per pair of near relatives, the page that assembles any pair, and the scripts holding their data."""
-    from atlas.render.environment import environment
-
     summaries = sorted(present, key=lambda s: s["name"])
     pairs = []
     for i, x in enumerate(summaries):
@@ -170,15 +173,9 @@ def _script(name: str, data: Any) -> str:
 def write_pages(staging: Path, present: list[dict[str, Any]]) -> None:
     """Render the compare pages of the families present (their ``summary``) and write them into the
     staging site, each page first checked to say no None, undefined, NaN or null."""
-    from atlas.check import visible_text
-
     target = staging / "compare"
     if target.exists():
-        import shutil
-
         shutil.rmtree(target)
-    from atlas.facts import cache
-
     for rel, text in cache.site_pages("compare", present, render).items():
         if rel.endswith(".html"):
             visible_text.check_page(rel, text)
