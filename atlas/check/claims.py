@@ -14,6 +14,7 @@ from atlas.facts.collected import Collected
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.facts.early_checks import check_local_headers, check_preview
+from atlas.check.prose import check_family_words
 
 
 def check(collected: Collected) -> None:
@@ -29,6 +30,7 @@ def check(collected: Collected) -> None:
     check_support(name, facts["support"])
     check_notes(facts["notes"])
     check_equation_text(name, facts["equations"])
+    check_family_words(facts)
     check_cost(name, facts["cost"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
 
 

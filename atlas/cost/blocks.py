@@ -83,7 +83,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         rank, rope = config.kv_lora_rank, config.qk_rope_head_dim
         cache_values = latent_cache_values(rank, rope)
         cache_formula = (f"kv_lora_rank {grouped(rank)} + qk_rope_head_dim {grouped(rope)} = {grouped(cache_values)} values: the latent "
-                         "and the rotary key part every head shares; one latent serves keys and values, so there is no factor of two")
+                         "and the one key part every head shares (qk_rope_head_dim wide); one latent serves keys and values, so there is no factor of two")
         nope = config.qk_nope_head_dim
         expanded = heads * (nope + rope) + heads * v
         expanded_formula = (f"{heads} heads × ({grouped(nope)} + {grouped(rope)}) key dims + {heads} heads × {grouped(v)} value dims "

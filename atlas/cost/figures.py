@@ -89,7 +89,7 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     parts = []
     if "latent" in attention:
         parts.append("transformers' cache holds each latent-attention block's latent (keys: the normalized latent; "
-                     "values: the shared rotary key part) and expands it with kv_b_proj at every step; the per-head keys "
+                     "values: the key part every head shares) and expands it with kv_b_proj at every step; the per-head keys "
                      "and values a cache of expanded heads would hold are shown beside it")
     if "sliding" in attention:
         parts.append("a sliding-window block keeps only its most recent positions: between steps, one fewer than its window")

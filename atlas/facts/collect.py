@@ -14,14 +14,14 @@ from typing import Any
 from atlas.facts.lineage import lineage
 from atlas.facts import sources
 from atlas.cost import figures as cost
-from atlas.model import config_words, features, files, introspect
+from atlas.model import architecture, config_words, features, files, introspect
 from atlas.model.accounting import block_kind_accounting, model_accounting, outside_trees
 from atlas.model.block_kinds import blocks_without_rotary, index_ranges, kinds_of_blocks
 from atlas.model.pinned_figures import figure_rows
 from atlas.model.resolver import mark_parallel, resolve
 from atlas.model.roles import block_roles
 from atlas.model.sizes import checkpoint_sizes, differing_block_sizes, experts_per_token
-from atlas.model.support import host_classes, hosted_values, support_facts
+from atlas.model.support import describe_values, host_classes, hosted_values, support_facts
 from atlas.inputs import preflight
 from atlas.facts.early_checks import check_local_headers, check_preview
 from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_class, transformers_config
@@ -134,6 +134,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     }
     run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     facts["features"] = features.derive(facts, blocks_without_rotary(config))
+    describe_values(facts["support"], architecture.profile(facts))
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = lineage(model)
     if local is not None:

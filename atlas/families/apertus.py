@@ -27,7 +27,7 @@ FAMILY = Family(
         "A grouped-query decoder with per-head q/k norms and an ungated MLP whose xIELU activation "
         "carries learned parameters in every layer."
     ),
-    tags=("Grouped-query attention", "Q/K norm", "Ungated MLP", "xIELU", "Dense"),
+    tags=("Q/K norm", "Ungated MLP", "xIELU", "Dense"),
     checkpoint="swiss-ai/Apertus-8B-2509",
     model_class="ApertusForCausalLM",
     config_class="ApertusConfig",

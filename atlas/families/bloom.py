@@ -27,7 +27,7 @@ FAMILY = Family(
         "ALiBi instead of position embeddings, a LayerNorm on the token embeddings, LayerNorm pre-norm "
         "blocks with biased fused attention and a GELU MLP, a tied head over a very large multilingual vocabulary."
     ),
-    tags=("ALiBi", "LayerNorm", "GELU MLP", "Tied embeddings"),
+    tags=("LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="bigscience/bloom-560m",
     model_class="BloomForCausalLM",
     config_class="BloomConfig",

@@ -19,7 +19,7 @@ FAMILY = Family(
         "Parallel blocks under one bias-free LayerNorm, sliding-window rotary layers interleaved with "
         "global layers that use no positions, a SwiGLU MLP and scaled logits from a tied head."
     ),
-    tags=("Parallel attention and MLP", "Sliding-window attention", "Grouped-query attention", "SwiGLU", "Tied embeddings"),
+    tags=("Parallel attention and MLP", "SwiGLU", "Tied embeddings"),
     checkpoint="CohereLabs/c4ai-command-r7b-12-2024",
     model_class="Cohere2ForCausalLM",
     config_class="Cohere2Config",

@@ -64,7 +64,7 @@ FAMILY = Family(
         "Grouped-query attention whose fused query-key-value projection is clamped to a fixed bound, then a "
         "fine-grained mixture of SwiGLU experts, a few per token, weighted by their softmax scores renormalised."
     ),
-    tags=("Mixture of experts", "Softmax top-k routing", "Grouped-query attention", "QKV clipping", "LayerNorm without bias"),
+    tags=("Softmax top-k routing", "QKV clipping", "LayerNorm without bias"),
     checkpoint="databricks/dbrx-base",
     model_class="DbrxForCausalLM",
     config_class="DbrxConfig",

@@ -21,7 +21,7 @@ FAMILY = Family(
         "Multi-head latent attention with direct queries and complex-number rotary pairs, then a "
         "softmax-routed mixture of small experts with shared experts, after one dense block."
     ),
-    tags=("Latent attention", "Mixture of experts", "Shared expert", "YaRN", "Dense first blocks"),
+    tags=("Latent attention", "Shared expert", "YaRN", "Dense first blocks"),
     checkpoint="deepseek-ai/DeepSeek-V2-Lite",
     model_class="DeepseekV2ForCausalLM",
     config_class="DeepseekV2Config",

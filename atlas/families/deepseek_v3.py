@@ -53,7 +53,7 @@ FAMILY = Family(
         "Multi-head latent attention with a shared rotary key, then a mixture of routed experts with "
         "sigmoid scores and a shared expert, after a few dense blocks."
     ),
-    tags=("Latent attention", "Mixture of experts", "Shared expert", "Dense first blocks"),
+    tags=("Latent attention", "Shared expert", "Dense first blocks"),
     checkpoint="deepseek-ai/DeepSeek-V3",
     model_class="DeepseekV3ForCausalLM",
     config_class="DeepseekV3Config",

@@ -29,7 +29,7 @@ FAMILY = Family(
         "DeepSeek-V3 with sparse attention: a lightning indexer scores past positions for each query and "
         "latent attention reads only the best index_topk of them."
     ),
-    tags=("Sparse attention", "Latent attention", "Mixture of experts", "Shared expert", "Dense first blocks"),
+    tags=("Sparse attention", "Latent attention", "Shared expert", "Dense first blocks"),
     checkpoint="deepseek-ai/DeepSeek-V3.2-Exp",
     model_class="DeepseekV32ForCausalLM",
     config_class="DeepseekV32Config",

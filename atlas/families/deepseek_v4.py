@@ -91,7 +91,7 @@ FAMILY = Family(
         "pooled from windows of positions, lightly with an indexer or heavily; a mixture of experts routed by "
         "token id on its first blocks."
     ),
-    tags=("Hyper-connections", "Compressed attention", "Sparse attention", "Attention sinks", "Mixture of experts", "Shared expert"),
+    tags=("Hyper-connections", "Compressed attention", "Sparse attention", "Attention sinks", "Shared expert"),
     checkpoint="deepseek-ai/DeepSeek-V4-Flash",
     model_class="DeepseekV4ForCausalLM",
     config_class="DeepseekV4Config",

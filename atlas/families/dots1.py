@@ -19,7 +19,7 @@ FAMILY = Family(
         "Per-head q/k-normed multi-head attention, then sigmoid-routed experts with a selection bias and "
         "shared experts after a dense first block."
     ),
-    tags=("Mixture of experts", "Sigmoid routing", "Shared expert", "Q/K norm", "Dense first blocks"),
+    tags=("Sigmoid routing", "Shared expert", "Q/K norm", "Dense first blocks"),
     checkpoint="rednote-hilab/dots.llm1.base",
     model_class="Dots1ForCausalLM",
     config_class="Dots1Config",

@@ -21,7 +21,7 @@ FAMILY = Family(
         "Grouped-query attention with pairwise rotary, then a softmax-routed mixture whose choice is steered "
         "by a learned per-expert bias, plus shared experts on every token; tied embeddings."
     ),
-    tags=("Mixture of experts", "Shared expert", "Selection bias", "Dense first blocks", "Grouped-query attention"),
+    tags=("Shared expert", "Selection bias", "Dense first blocks"),
     checkpoint="baidu/ERNIE-4.5-21B-A3B-PT",
     model_class="Ernie4_5_MoeForCausalLM",
     config_class="Ernie4_5_MoeConfig",

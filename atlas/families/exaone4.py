@@ -20,7 +20,7 @@ FAMILY = Family(
         "A grouped-query decoder that normalises each sublayer's output rather than its input, with "
         "per-head RMSNorm on queries and keys and a head tied to the embedding."
     ),
-    tags=("Post-norm sublayers", "Q/K norm", "Grouped-query attention", "SwiGLU", "Dense"),
+    tags=("Post-norm sublayers", "Q/K norm", "SwiGLU", "Dense"),
     checkpoint="LGAI-EXAONE/EXAONE-4.0-1.2B",
     model_class="Exaone4ForCausalLM",
     config_class="Exaone4Config",

@@ -26,7 +26,7 @@ FAMILY = Family(
         "Parallel blocks under one LayerNorm, multi-query attention with a single key and value head "
         "from one fused projection, rotary positions, no biases, a tied head."
     ),
-    tags=("Parallel attention and MLP", "Multi-query attention", "LayerNorm", "GELU MLP", "Tied embeddings"),
+    tags=("Parallel attention and MLP", "LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="tiiuae/falcon-7b",
     model_class="FalconForCausalLM",
     config_class="FalconConfig",

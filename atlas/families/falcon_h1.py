@@ -29,7 +29,7 @@ FAMILY = Family(
         "Attention and a Mamba state-space mixer side by side in every block, summed on the same normed input, "
         "with maximal-update multipliers at every stage."
     ),
-    tags=("Mamba-2", "Hybrid", "Parallel mixers", "Grouped-query attention", "SwiGLU", "Dense"),
+    tags=("Mamba-2", "Hybrid", "Parallel mixers", "SwiGLU", "Dense"),
     checkpoint="tiiuae/Falcon-H1-0.5B-Base",
     model_class="FalconH1ForCausalLM",
     config_class="FalconH1Config",

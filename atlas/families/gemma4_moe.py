@@ -18,7 +18,7 @@ FAMILY = GEMMA4.but(
         "The dense model's sliding/global attention with a mixture of many small experts beside a small dense MLP in "
         "every block, each token sent to a few of them."
     ),
-    tags=("Sliding/global pattern", "Per-layer head sizes", "Keys as values", "Mixture of experts", "Multimodal wrapper"),
+    tags=("Sliding/global pattern", "Per-layer head sizes", "Keys as values", "Multimodal wrapper"),
     checkpoint="google/gemma-4-26B-A4B",
     # The mixture is the block's own (router and experts beside the MLP), where the generic rule looks
     # inside the MLP: its values are read at the block's children.

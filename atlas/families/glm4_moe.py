@@ -25,7 +25,7 @@ FAMILY = Family(
         "Grouped-query attention with biased projections and rotary on half of each head, then a "
         "sigmoid-routed mixture of narrow experts plus a shared expert after a dense first block."
     ),
-    tags=("Mixture of experts", "Sigmoid routing", "Shared expert", "Partial rotary", "Grouped-query attention"),
+    tags=("Sigmoid routing", "Shared expert", "Partial rotary"),
     checkpoint="zai-org/GLM-4.5-Air",
     model_class="Glm4MoeForCausalLM",
     config_class="Glm4MoeConfig",

@@ -29,7 +29,7 @@ FAMILY = Family(
         "Sparse latent attention, a lightning indexer choosing the index_topk positions each query reads, then a "
         "sigmoid-routed mixture of experts with a shared expert after three dense blocks."
     ),
-    tags=("Sparse attention", "Latent attention", "Mixture of experts", "Shared expert", "Dense first blocks"),
+    tags=("Sparse attention", "Latent attention", "Shared expert", "Dense first blocks"),
     checkpoint="zai-org/GLM-5",
     model_class="GlmMoeDsaForCausalLM",
     config_class="GlmMoeDsaConfig",

@@ -22,7 +22,7 @@ FAMILY = Family(
         "Alternating sliding-window and full attention with learned sinks, then a mixture of biased, "
         "clamped-SwiGLU experts whose weights ship in MXFP4."
     ),
-    tags=("Attention sinks", "Sliding/full alternation", "Mixture of experts", "MXFP4"),
+    tags=("Attention sinks", "Sliding/full alternation"),
     checkpoint="openai/gpt-oss-20b",
     model_class="GptOssForCausalLM",
     config_class="GptOssConfig",

@@ -21,7 +21,7 @@ FAMILY = Family(
         "A grouped-query SwiGLU decoder with fixed scales at every stage: on the embeddings, the attention "
         "scores, each residual add and the logits."
     ),
-    tags=("Grouped-query attention", "Residual scaling", "Scaled logits", "SwiGLU", "Dense"),
+    tags=("Residual scaling", "Scaled logits", "SwiGLU", "Dense"),
     checkpoint="ibm-granite/granite-3.3-8b-base",
     model_class="GraniteForCausalLM",
     config_class="GraniteConfig",

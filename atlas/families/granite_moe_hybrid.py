@@ -28,7 +28,7 @@ FAMILY = Family(
         "Mostly Mamba blocks with a few position-free attention blocks, every block closing with a mixture "
         "of small experts beside a shared expert, and Granite's four multipliers."
     ),
-    tags=("Mamba-2", "Hybrid", "Mixture of experts", "Shared expert", "NoPE"),
+    tags=("Mamba-2", "Hybrid", "Shared expert"),
     checkpoint="ibm-granite/granite-4.0-h-tiny",
     model_class="GraniteMoeHybridForCausalLM",
     config_class="GraniteMoeHybridConfig",

@@ -20,7 +20,7 @@ FAMILY = Family(
         "Grouped-query attention whose per-head q/k norms follow the rotation, then a softmax-routed mixture "
         "of experts added to a shared MLP in every block; tied embeddings."
     ),
-    tags=("Mixture of experts", "Shared expert", "Q/K norm", "Grouped-query attention", "NTK-alpha rotary"),
+    tags=("Shared expert", "Q/K norm", "NTK-alpha rotary"),
     checkpoint="tencent/Hunyuan-A13B-Instruct",
     model_class="HunYuanMoEV1ForCausalLM",
     config_class="HunYuanMoEV1Config",

@@ -26,7 +26,7 @@ FAMILY = Family(
         "Mamba layers with one position-free attention layer in every eight blocks, and a mixture of "
         "experts in every other block's feed-forward part."
     ),
-    tags=("Mamba", "Hybrid", "Mixture of experts", "Grouped-query attention", "NoPE"),
+    tags=("Mamba", "Hybrid"),
     checkpoint="ai21labs/AI21-Jamba-Mini-1.5",
     model_class="JambaForCausalLM",
     config_class="JambaConfig",

@@ -18,7 +18,7 @@ FAMILY = DEEPSEEK_V3.but(
         "DeepSeek-V3's architecture at trillion-parameter scale: latent attention, then a wide mixture of routed "
         "experts plus a shared expert on every block after the first."
     ),
-    tags=("Latent attention", "Mixture of experts", "Shared expert", "Dense first blocks"),
+    tags=("Latent attention", "Shared expert", "Dense first blocks"),
     checkpoint="moonshotai/Kimi-K2-Instruct",
     # what loading a K2 checkpoint needs first, then DeepSeek-V3's notes (their numbers are this checkpoint's)
     notes=("kimi_k2", "deepseek_v3"),

@@ -47,7 +47,7 @@ FAMILY = Family(
         "Kimi delta attention, a gated delta rule with a decay per key channel, in most blocks; latent "
         "attention without positional encoding in the rest; a sigmoid-routed mixture with a shared expert."
     ),
-    tags=("Linear attention", "Kimi delta attention", "Hybrid attention", "Latent attention", "Mixture of experts", "NoPE"),
+    tags=("Linear attention", "Kimi delta attention", "Hybrid attention", "Latent attention"),
     checkpoint="moonshotai/Kimi-Linear-48B-A3B-Instruct",
     model_class="KimiLinearForCausalLM",
     config_class="KimiLinearConfig",

@@ -21,7 +21,7 @@ FAMILY = Family(
         "Gated short convolutions in most blocks and grouped-query attention in a few, each followed by "
         "a SwiGLU feed-forward; a tiny fixed state for the convolution blocks."
     ),
-    tags=("Short convolution", "Hybrid", "Grouped-query attention", "SwiGLU", "Dense"),
+    tags=("Short convolution", "Hybrid", "SwiGLU", "Dense"),
     checkpoint="LiquidAI/LFM2-1.2B",
     model_class="Lfm2ForCausalLM",
     config_class="Lfm2Config",

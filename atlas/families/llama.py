@@ -19,7 +19,7 @@ FAMILY = Family(
         "The reference pre-norm decoder: RMSNorm, grouped-query attention with llama3-scaled rotary "
         "positions, and a SwiGLU MLP in every block."
     ),
-    tags=("Grouped-query attention", "SwiGLU", "RoPE scaling", "Dense"),
+    tags=("SwiGLU", "RoPE scaling", "Dense"),
     checkpoint="meta-llama/Llama-3.1-8B",
     model_class="LlamaForCausalLM",
     config_class="LlamaConfig",

@@ -20,7 +20,7 @@ FAMILY = Family(
         "The text model of a multimodal mixture of experts: one routed expert per token plus a shared "
         "one, chunked rotary attention in most blocks and global no-position attention in the rest."
     ),
-    tags=("Mixture of experts", "Chunked attention", "NoPE blocks", "Multimodal wrapper"),
+    tags=("Chunked attention", "NoPE blocks", "Multimodal wrapper"),
     checkpoint="meta-llama/Llama-4-Scout-17B-16E",
     model_class="Llama4ForCausalLM",
     config_class="Llama4TextConfig",

@@ -40,7 +40,7 @@ FAMILY = Family(
         "Two rounds of latent attention and a dense MLP per block, plus a mixture of experts on a shortcut whose "
         "router can pick zero-computation experts."
     ),
-    tags=("Latent attention", "Mixture of experts", "Zero-computation experts", "Shortcut MoE"),
+    tags=("Latent attention", "Zero-computation experts", "Shortcut MoE"),
     checkpoint="meituan-longcat/LongCat-Flash-Chat",
     model_class="LongcatFlashForCausalLM",
     config_class="LongcatFlashConfig",

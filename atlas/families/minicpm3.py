@@ -20,7 +20,7 @@ FAMILY = Family(
         "A dense decoder with multi-head latent attention, embeddings scaled up, residual updates scaled "
         "down with depth and the final stream scaled before the head."
     ),
-    tags=("MLA", "Residual scaling", "Scaled logits", "SwiGLU", "Dense"),
+    tags=("Residual scaling", "Scaled logits", "SwiGLU", "Dense"),
     checkpoint="openbmb/MiniCPM3-4B",
     model_class="MiniCPM3ForCausalLM",
     config_class="MiniCPM3Config",

@@ -22,7 +22,7 @@ FAMILY = Family(
         "Grouped-query attention with width-wide q/k norms and partial rotary, then many narrow experts chosen "
         "by sigmoid scores and a selection bias, with no shared expert; FP8 weights."
     ),
-    tags=("Mixture of experts", "Sigmoid routing", "Selection bias", "Q/K norm", "Partial rotary", "FP8"),
+    tags=("Sigmoid routing", "Selection bias", "Q/K norm", "Partial rotary"),
     checkpoint="MiniMaxAI/MiniMax-M2",
     model_class="MiniMaxM2ForCausalLM",
     config_class="MiniMaxM2Config",

@@ -17,7 +17,7 @@ FAMILY = Family(
         "Llama's pre-norm block with grouped-query attention restricted to a sliding window of recent "
         "positions in every layer."
     ),
-    tags=("Sliding-window attention", "Grouped-query attention", "SwiGLU", "Dense"),
+    tags=("SwiGLU", "Dense"),
     checkpoint="mistralai/Mistral-7B-v0.1",
     model_class="MistralForCausalLM",
     config_class="MistralConfig",

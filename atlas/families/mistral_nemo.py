@@ -18,7 +18,7 @@ FAMILY = Family(
         "Mistral's pre-norm block at a larger width, with heads narrower than the width over the heads, "
         "global attention with a large rotary base and a large vocabulary."
     ),
-    tags=("Grouped-query attention", "SwiGLU", "Large vocabulary", "Dense"),
+    tags=("SwiGLU", "Large vocabulary", "Dense"),
     checkpoint="mistralai/Mistral-Nemo-Base-2407",
     model_class="MistralForCausalLM",
     config_class="MistralConfig",

@@ -18,7 +18,7 @@ FAMILY = Family(
         "Mistral's attention followed by a sparse mixture of SwiGLU experts: softmax routing picks a few "
         "experts per token, with no shared expert."
     ),
-    tags=("Mixture of experts", "Softmax top-k routing", "Grouped-query attention", "SwiGLU"),
+    tags=("Softmax top-k routing", "SwiGLU"),
     checkpoint="mistralai/Mixtral-8x7B-v0.1",
     model_class="MixtralForCausalLM",
     config_class="MixtralConfig",

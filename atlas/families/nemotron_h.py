@@ -28,7 +28,7 @@ FAMILY = Family(
         "A hybrid of Mamba state-space layers, a few attention layers without positions and "
         "squared-ReLU MLPs, one mixer per block in a fixed pattern."
     ),
-    tags=("Mamba-2", "Hybrid", "Grouped-query attention", "NoPE", "Dense"),
+    tags=("Mamba-2", "Hybrid", "Dense"),
     checkpoint="nvidia/NVIDIA-Nemotron-Nano-9B-v2",
     model_class="NemotronHForCausalLM",
     config_class="NemotronHConfig",

@@ -19,7 +19,7 @@ FAMILY = Family(
         "Fully open mixture of experts: normed queries and keys in multi-head attention, then many small "
         "SwiGLU experts per block, the top few weighted by their softmax probabilities without renormalising."
     ),
-    tags=("Mixture of experts", "Softmax top-k routing", "Q/K norm", "Open data"),
+    tags=("Softmax top-k routing", "Q/K norm", "Open data"),
     checkpoint="allenai/OLMoE-1B-7B-0924",
     model_class="OlmoeForCausalLM",
     config_class="OlmoeConfig",

@@ -36,7 +36,7 @@ FAMILY = PHI3.but(
         "The fused-projection Phi decoder with grouped-query attention, rotary positions on part of each "
         "head, LongRoPE factors and a large vocabulary tied to the head."
     ),
-    tags=("Fused QKV", "Fused gate/up", "Grouped-query attention", "Partial rotary", "LongRoPE", "SwiGLU", "Dense"),
+    tags=("Fused QKV", "Fused gate/up", "Partial rotary", "LongRoPE", "SwiGLU", "Dense"),
     checkpoint="microsoft/Phi-4-mini-instruct",
     preview=preview,
 )

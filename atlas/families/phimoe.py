@@ -20,7 +20,7 @@ FAMILY = Family(
         "Grouped-query attention with biased projections and LayerNorms, then a mixture of SwiGLU experts "
         "chosen two per token by SparseMixer's masked-softmax routing."
     ),
-    tags=("Mixture of experts", "SparseMixer routing", "LayerNorm", "Grouped-query attention"),
+    tags=("SparseMixer routing", "LayerNorm"),
     checkpoint="microsoft/Phi-3.5-MoE-instruct",
     model_class="PhimoeForCausalLM",
     config_class="PhimoeConfig",

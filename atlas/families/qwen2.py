@@ -18,7 +18,7 @@ FAMILY = Family(
         "A pre-norm decoder with grouped-query attention whose query, key and value projections keep "
         "their biases, rotary positions with a large base and a SwiGLU MLP."
     ),
-    tags=("Grouped-query attention", "QKV bias", "SwiGLU", "Dense"),
+    tags=("QKV bias", "SwiGLU", "Dense"),
     checkpoint="Qwen/Qwen2.5-7B",
     model_class="Qwen2ForCausalLM",
     config_class="Qwen2Config",

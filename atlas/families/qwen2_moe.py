@@ -19,7 +19,7 @@ FAMILY = Family(
         "Qwen2's biased rotary attention, then many narrow routed experts picked by softmax top-k plus one "
         "wide shared expert whose output a per-token sigmoid gate scales."
     ),
-    tags=("Mixture of experts", "Shared expert", "Gated shared expert", "Softmax top-k routing"),
+    tags=("Shared expert", "Gated shared expert", "Softmax top-k routing"),
     checkpoint="Qwen/Qwen1.5-MoE-A2.7B",
     model_class="Qwen2MoeForCausalLM",
     config_class="Qwen2MoeConfig",

@@ -20,7 +20,7 @@ FAMILY = Family(
         "A pre-norm decoder with grouped-query attention whose query and key heads are each normalised "
         "by an RMSNorm before rotary positions, and a SwiGLU MLP."
     ),
-    tags=("Q/K norm", "Grouped-query attention", "SwiGLU", "Dense"),
+    tags=("Q/K norm", "SwiGLU", "Dense"),
     checkpoint="Qwen/Qwen3-8B",
     model_class="Qwen3ForCausalLM",
     config_class="Qwen3Config",

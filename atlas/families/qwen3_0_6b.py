@@ -13,6 +13,6 @@ FAMILY = QWEN3.but(
     summary=(
         "Qwen3's block at its smallest size, with the output head tied to the token embedding in the model."
     ),
-    tags=("Q/K norm", "Grouped-query attention", "Tied embeddings", "Dense"),
+    tags=("Q/K norm", "Tied embeddings", "Dense"),
     checkpoint="Qwen/Qwen3-0.6B",
 )

@@ -18,7 +18,7 @@ FAMILY = Family(
         "The text model of a multimodal hybrid: gated DeltaNet blocks interleaved with gated full "
         "attention, each block ending in a fine-grained mixture of experts with a gated shared expert."
     ),
-    tags=("Gated DeltaNet", "Hybrid attention", "Mixture of experts", "Multimodal wrapper"),
+    tags=("Gated DeltaNet", "Hybrid attention", "Multimodal wrapper"),
     checkpoint="Qwen/Qwen3.5-35B-A3B",
     model_class="Qwen3_5MoeForCausalLM",
     config_class="Qwen3_5MoeTextConfig",

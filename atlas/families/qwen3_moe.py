@@ -17,7 +17,7 @@ FAMILY = Family(
         "Qwen3's q/k-normed attention followed by a mixture of many narrow SwiGLU experts, a handful "
         "chosen per token by softmax routing, with no shared expert."
     ),
-    tags=("Mixture of experts", "Softmax top-k routing", "Q/K norm", "Grouped-query attention"),
+    tags=("Softmax top-k routing", "Q/K norm"),
     checkpoint="Qwen/Qwen3-30B-A3B",
     model_class="Qwen3MoeForCausalLM",
     config_class="Qwen3MoeConfig",

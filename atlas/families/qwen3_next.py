@@ -28,7 +28,7 @@ FAMILY = Family(
         "Gated DeltaNet layers that carry a fixed-size state between tokens, gated full attention at a "
         "fixed interval, and a wide mixture of narrow experts with a gated shared expert."
     ),
-    tags=("Linear attention", "Gated DeltaNet", "Hybrid attention", "Mixture of experts", "Shared expert"),
+    tags=("Linear attention", "Gated DeltaNet", "Hybrid attention", "Shared expert"),
     checkpoint="Qwen/Qwen3-Next-80B-A3B-Instruct",
     model_class="Qwen3NextForCausalLM",
     config_class="Qwen3NextConfig",

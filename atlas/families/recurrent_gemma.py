@@ -36,7 +36,7 @@ FAMILY = Family(
         "Griffin: gated linear recurrences (RG-LRU) with a short convolution in two blocks out of three "
         "and local multi-query attention in the third; a fixed state per recurrent block."
     ),
-    tags=("RG-LRU", "Hybrid", "Multi-query attention", "Sliding window", "Logit softcap", "Tied embeddings"),
+    tags=("RG-LRU", "Hybrid", "Sliding window", "Logit softcap", "Tied embeddings"),
     checkpoint="google/recurrentgemma-2b",
     model_class="RecurrentGemmaForCausalLM",
     config_class="RecurrentGemmaConfig",

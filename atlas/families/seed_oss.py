@@ -20,7 +20,7 @@ FAMILY = Family(
         "A pre-norm grouped-query decoder whose query, key and value projections carry biases, with a "
         "large rotary base for very long contexts."
     ),
-    tags=("Grouped-query attention", "QKV bias", "SwiGLU", "Dense"),
+    tags=("QKV bias", "SwiGLU", "Dense"),
     checkpoint="ByteDance-Seed/Seed-OSS-36B-Instruct",
     model_class="SeedOssForCausalLM",
     config_class="SeedOssConfig",

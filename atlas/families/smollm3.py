@@ -19,7 +19,7 @@ FAMILY = Family(
         "A small pre-norm decoder with grouped-query attention and a SwiGLU MLP, in which a regular "
         "pattern of blocks skips rotary positions altogether (NoPE)."
     ),
-    tags=("NoPE blocks", "Grouped-query attention", "Tied embeddings", "Dense"),
+    tags=("NoPE blocks", "Tied embeddings", "Dense"),
     checkpoint="HuggingFaceTB/SmolLM3-3B",
     model_class="SmolLM3ForCausalLM",
     config_class="SmolLM3Config",

@@ -19,7 +19,7 @@ FAMILY = Family(
         "A code model with LayerNorm and biases everywhere, grouped-query attention over a sliding "
         "window with rotary positions, a plain GELU MLP and a tied output head."
     ),
-    tags=("Grouped-query attention", "Sliding-window attention", "LayerNorm", "GELU MLP", "Tied embeddings"),
+    tags=("LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="bigcode/starcoder2-7b",
     model_class="Starcoder2ForCausalLM",
     config_class="Starcoder2Config",

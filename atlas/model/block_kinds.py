@@ -47,10 +47,20 @@ def layer_types(config) -> list[str] | None:
     sliding_window alone (Mistral, Phi-3) bounds every layer, and with neither the attention is global."""
     listed = getattr(config, "layer_types", None)
     if listed:
-        return list(listed)
-    if getattr(config, "sliding_window", None):
+        # a window as long as the context the model is configured for leaves every earlier position in
+        # view: such a block attends globally (Phi-3.5-MoE's 131,072 of 131,072)
+        return ["full_attention" if t == "sliding_attention" and not window_narrows(config) else t for t in listed]
+    if getattr(config, "sliding_window", None) and window_narrows(config):
         return ["sliding_attention"] * config.num_hidden_layers
     return None
+
+
+def window_narrows(config) -> bool:
+    """The configured sliding window is shorter than the longest context (or the config names none)."""
+    window, context = getattr(config, "sliding_window", None), getattr(config, "max_position_embeddings", None)
+    if not isinstance(window, int) or not isinstance(context, int):
+        return True
+    return window < context
 
 
 def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int] | None = None) -> list[BlockKind]:

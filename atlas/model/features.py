@@ -141,9 +141,20 @@ def _no_positions(facts):
         return (f"blocks {index_ranges(unused)} apply no rotary embedding: their attention is handed the angles and, "
                 "as its proof measured on the preview run, turns neither queries nor keys")
     has_table = any(path.rpartition(".")[2] in POSITION_EMBEDDING_NAMES for path, _ in _module_lines(facts))
-    if _rotary(facts) is None and not has_table:
-        return "the model has neither a rotary embedding nor a learned position table: no block is given positions"
+    if _rotary(facts) is None and not has_table and not _alibi(facts):
+        return "the model has neither a rotary embedding, nor ALiBi, nor a learned position table: no block is given positions"
     return None
+
+
+def _alibi(facts):
+    """Attention with linear biases: the slopes its proof checked, per attention (BLOOM's)."""
+    components = facts.get("equations", {}).get("components", {})
+    found = sorted(cid for cid, c in components.items() if c.get("facts", {}).get("alibi_slopes", {}).get("value"))
+    if not found:
+        return None
+    slopes = components[found[0]]["facts"]["alibi_slopes"]["value"]
+    return (f"{found[0]} adds to each head's scores its own slope times the key's position, {len(slopes)} slopes "
+            "checked on the preview run; no position enters the stream")
 
 
 def _heads(facts) -> tuple[int, int]:
@@ -171,6 +182,7 @@ RULES: tuple[tuple[str, str, Callable[[dict], str | None]], ...] = (
     ("FP8", "8-bit floating-point weights", _quantized("fp8")),
     ("MXFP4", "microscaling 4-bit floating-point weights", _quantized("mxfp4")),
     ("RoPE", "rotary position embedding", _rotary),
+    ("ALiBi", "attention with linear biases", _alibi),
     ("NoPE", "no position embedding", _no_positions),
 )
 

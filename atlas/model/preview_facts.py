@@ -183,18 +183,22 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
                       and getattr(type(config), "attribute_map", {}).get("intermediate_size") != "moe_intermediate_size" else None),
         "expert width": f"expert hidden width {moe_width:,}" if moe_width else None,
         "routed experts": f"top-{s['top_k']} of {experts:,} routed experts" if experts else None,
-        "shared experts": _count(get("n_shared_experts"), "shared expert") if get("n_shared_experts") else None,
+        "shared experts": _count(get("n_shared_experts"), "shared expert") if experts and get("n_shared_experts") else None,
         "expert groups": _groups_words(get("n_group"), get("topk_group")) if experts and get("n_group") else None,
         "renormalizing": (("the chosen weights renormalized" if get("norm_topk_prob") else "the chosen weights not renormalized")
                           if experts and get("norm_topk_prob") is not None else None),
         "weight norm": f"the chosen weights divided by their {p_norm:g}-norm" if p_norm else None,
         "QKV clip": f"the fused query-key-value projection clamped to ±{clip:g}" if clip else None,
         "scaling factor": f"a routed scaling factor of {get('routed_scaling_factor'):g}" if experts and get("routed_scaling_factor") else None,
-        "window": f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window") else None,
+        # a window no shorter than the context is no window (Phi-3.5-MoE's): every position stays in view
+        "window": (f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window")
+                   and not (isinstance(get("max_position_embeddings"), int) and get("sliding_window") >= get("max_position_embeddings")) else None),
         "chunks": f"attention chunks of {get('attention_chunk_size'):,} positions" if get("attention_chunk_size") else None,
         "query temperature": (f"a query temperature that steps up every {get('floor_scale'):,} positions (attn_scale {get('attn_scale'):g})"
                               if get("attn_temperature_tuning") and get("floor_scale") and get("attn_scale") is not None else None),
-        "rotary": f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope else None,
+        # settings a model that applies no rotation (position_embedding_type "nope", Granite 4.0-H's) never uses
+        "rotary": (f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope
+                   and get("position_embedding_type") in (None, "rope") else None),
         "softcaps": ", ".join(softcaps) if softcaps else None,
         "vocabulary": f"a vocabulary of {s['vocab_size']:,}",
         **_stream_aspects(config),

@@ -135,3 +135,28 @@ def hosted_values(resolution: Resolution) -> dict[str, list[str]]:
             if p.read is not None:
                 hosted.setdefault(paths[p.value.host], []).append(p.value.name)
     return hosted
+
+
+def position_words(found: dict[str, Any]) -> str:
+    """What the queries and keys the attention receives carry of the positions, from the model's profile
+    (``atlas.model.architecture.profile``): the rotation where blocks rotate, else where positions enter."""
+    if found.get("rotary") and found.get("no_positions"):
+        return ", rotary applied in the blocks that rotate (the others are given no positions)"
+    if found.get("rotary"):
+        return ", rotary applied"
+    if found.get("alibi"):
+        return "; ALiBi adds the positions to the scores, not to these"
+    if found.get("learned_positions"):
+        return "; no positions are applied here: the learned position table's rows were added to the stream before block 0"
+    return "; no positions are applied: the model gives none"
+
+
+def describe_values(support: dict[str, Any], found: dict[str, Any]) -> None:
+    """The descriptions of support() that depend on the model, from its profile: what the queries and keys
+    carry of the positions, and what is added to the token embeddings before block 0."""
+    for host in support["hosts"]:
+        for v in host["values"]:
+            if v["name"] in ("attention_queries", "attention_keys"):
+                v["description"] += position_words(found)
+            if v["name"] == "token_embeddings" and found.get("learned_positions"):
+                v["description"] += "; the learned position table's rows are added to them before block 0"

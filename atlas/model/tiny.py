@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.inputs.config_keys import TOP_K_KEYS
+from atlas.model.block_kinds import window_narrows
 from atlas.model.sizes import expert_key, ssm_sizes
 
 TINY = {
@@ -69,8 +70,10 @@ def tiny_values(config) -> dict[str, Any]:
         # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
         values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     values.update(tiny_ssm_values(config))
-    if getattr(config, "sliding_window", None):
-        values["sliding_window"] = TINY_SLIDING_WINDOW  # shorter than the prompt, so the window shows
+    if getattr(config, "sliding_window", None) and window_narrows(config):
+        # shorter than the prompt, so the window shows; a window as long as the context (Phi-3.5-MoE's) is
+        # no window, and the tiny model keeps it as long, so that it stays none
+        values["sliding_window"] = TINY_SLIDING_WINDOW
     if getattr(config, "attention_chunk_size", None):
         values["attention_chunk_size"] = TINY_SLIDING_WINDOW  # likewise the chunks of chunked attention
     if getattr(config, "attn_temperature_tuning", None) and getattr(config, "floor_scale", None):

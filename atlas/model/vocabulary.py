@@ -102,7 +102,7 @@ class StandardValue:
 VOCABULARY: tuple[StandardValue, ...] = (
     # model
     StandardValue("logits", "model", "Logits", "What the model returns as logits, after anything it applies past the head"),
-    StandardValue("token_embeddings", "model", "Residual", "The embedding table's rows for the input tokens: the stream before block 0"),
+    StandardValue("token_embeddings", "model", "Residual", "The embedding table's rows for the input tokens"),
     StandardValue("position_embeddings", "model", "Residual", "The learned position table's rows for the call's positions, added to the token embeddings before block 0", extension=True),
     StandardValue("embedding_norm_output", "model", "Residual", "The token embeddings after the norm the model applies to them before block 0", extension=True),
     StandardValue("final_norm_output", "model", "Residual", "The stream after the last norm: what the head reads"),
@@ -119,8 +119,8 @@ VOCABULARY: tuple[StandardValue, ...] = (
     StandardValue("mlp_input", "layers[i]", "Residual", "The tensor the MLP is called on"),
     StandardValue("layer_output", "layers[i]", "Residual", "The residual stream the block hands on (the tensor, even where the block returns a tuple)"),
     # layers[i].self_attn
-    StandardValue("attention_queries", "layers[i].self_attn", "Queries", "Queries per head as the attention function receives them, rotary applied"),
-    StandardValue("attention_keys", "layers[i].self_attn", "Keys", "Keys per key head as the attention function receives them, rotary applied"),
+    StandardValue("attention_queries", "layers[i].self_attn", "Queries", "Queries per head as the attention function receives them"),
+    StandardValue("attention_keys", "layers[i].self_attn", "Keys", "Keys per key head as the attention function receives them"),
     StandardValue("attention_values", "layers[i].self_attn", "Values", "Values per key head as the attention function receives them"),
     StandardValue("attention_scores", "layers[i].self_attn", "Pattern", "Scaled query-key products with the mask added, before the softmax"),
     StandardValue("attention_probabilities", "layers[i].self_attn", "Pattern", "The softmax of the scores: how much each query position takes from each key position"),

@@ -105,7 +105,12 @@ class Part:
         reproducing = {}
         notes = {}  # what each variant's build noted: the chosen one's notes are the ones kept
         runs = {}
+        before = dict(self.facts)
         for name, build in variants.items():
+            # each variant notes onto the facts as they were: a variant that was tried and dropped leaves
+            # nothing behind (a nested choice of its own that no variant reproduced, on Nemotron-H's norm)
+            self.facts.clear()
+            self.facts.update(before)
             chain = build()
             notes[name] = dict(self.facts)
             reads: set[str] = set()
@@ -125,6 +130,8 @@ class Part:
             self.note(feature, name, how)
             return chain
         first = next(iter(variants))
+        self.facts.clear()
+        self.facts.update(before)
         self.note(feature, first, "no variant reproduces the module on the preview run")
         return variants[first]()
 

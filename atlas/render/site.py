@@ -10,7 +10,7 @@ import json
 import math
 from typing import Any, Callable
 
-from atlas.check import visible_text
+from atlas.check import prose, visible_text
 from atlas.check.pages import check_pages
 from atlas.model.sizes import routed_experts
 from atlas.render import compare, pages, search
@@ -92,6 +92,10 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
             files[f"{name}/{page_href(node_id)}"] = page.render(f=facts, v=view, n=node, root="../../", fam="../", preview=preview)
     files = fill(files)
     visible_text.check_pages(files)  # no page says None
+    # no page claims what the model does not have; each component's own words hold for that component
+    components = facts["equations"]["components"]
+    prose.check_pages(facts, files, {nid: f"{node['title']}. {node['description']}" for nid, node in view["nodes"].items()
+                                     if node.get("type") == "component" and nid in components})
     return files
 
 

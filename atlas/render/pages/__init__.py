@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from atlas.check.prose import disclaimed_config
 from atlas.render import search
 from atlas.render.pages.diagram import diagram
 from atlas.render.pages.hierarchy import hierarchy
@@ -49,6 +50,8 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "blocks": [kind_index[k] for k in facts["blocks"]],
         "kinds": [{"id": slug(k["kind"]), "label": k["label"], "ranges": next(b["ranges"] for b in facts["block_kinds"] if b["id"] == k["kind"]), "instances": k["instances"]} for k in kinds],
         "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
+        # config.json's words about a key whose feature this model lacks: shown with the fact beside them
+        "disclaimed": disclaimed_config(facts),
         "search": search.entries(facts, vals),  # each entry leads to a page: atlas.render.search
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from atlas.model.architecture import rotary_pairs
 from atlas.notation import stream
 from atlas.numbers import grouped
 from atlas.render.pages.roles import fact, in_out, role
@@ -86,7 +87,8 @@ def _context(attention: dict[str, Any], s: Sizes) -> list[dict[str, str]]:
     if fact(attention, "rotary_inside"):  # it computes its angles itself (RecurrentGemma): it is handed the positions
         out.append({"symbol": "p", "dims": named_dims(T)})
     elif not (isinstance(positions, str) and positions.startswith(("none", "ALiBi"))):  # ALiBi's bias is built from positions, not handed angles
-        rope = s.get("qk_rope_head_dim") or s.get("head_dim")
-        out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (rope // 2 if rope else "d/2", "pairs"))})
+        # the pairs the rotation turns at the checkpoint's sizes: a partial rotary turns only part of the head (Phi-2's 16 of 40)
+        pairs = rotary_pairs({"config": {"raw": s.raw, "standardized": s.std}}, latent=role(attention) == "latent_attention")
+        out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (pairs or "d/2", "pairs"))})
     out.append({"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))})
     return out

@@ -41,6 +41,7 @@ TITLES = {
 
 ROLE_TITLES = {
     "mamba2": "Mamba-2 state-space mixer",
+    "mamba1": "Mamba state-space mixer (selective scan)",
     "gated_norm": "Gated RMSNorm",
     "depthwise_conv": "Depthwise causal convolution",
     "short_conv": "Gated short convolution",
@@ -85,7 +86,7 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
         return ROLE_TITLES[r]
     if name == "mlp" and r == "gated_mlp":
         return "Dense MLP"
-    used = USED_AS_TITLES.get((node["used_as"] or {}).get("as"))
+    used = USED_AS_TITLES.get((node["used_as"] or {}).get("as")) if (node["used_as"] or {}).get("by_kind") == "model" else None
     if norm:
         if (node["used_as"] or {}).get("by") == "model":
             return f"Final {norm}"
@@ -95,7 +96,8 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
     return used or TITLES.get(name) or ROLE_TITLES.get(r) or name
 
 
-# What a module is, named by the step of its parent that runs it (atlas.proof's "used as").
+# What a module is, named by the step of the model's own chain that runs it (atlas.proof's "used as"):
+# a symbol names a value only in the chain that defines it (a Mamba mixer's chain calls its input projection's output p too).
 USED_AS_TITLES = {"e": "Token embedding", "p": "Position embedding", "z": "Language-model head"}
 
 # A linear map by the kind of its parent and the name the parent's step gives its result: (title, what it does).
@@ -129,6 +131,13 @@ LINEAR_USES = {
     ("indexer", "q"): ("Indexer query projection", "Expands the normed query latent into the queries of every indexer head"),
     ("indexer", "k"): ("Indexer key projection", "Projects the stream into the indexer's one key per position, shared by its heads"),
     ("indexer", "w"): ("Indexer head weights", "Projects the stream to one weight per indexer head, which mixes the heads' scores into one"),
+    ("mamba2", "p"): ("Input projection", "Projects the stream into the mixer's parts side by side: the gate z, the convolution's inputs x, B and C, and a time step per head"),
+    ("mamba2", "out"): ("Output projection", "Mixes the gated, normed heads back into the residual width"),
+    ("mamba1", "p"): ("Input projection", "Projects the stream into the scan's input and its gate z, side by side"),
+    ("mamba1", "q_dt,B,C"): ("Time-step, B and C projection", "Projects the convolved input into each position's low-rank time step and its B and C, side by side"),
+    ("mamba1", "out"): ("Output projection", "Mixes the gated scan's channels back into the residual width"),
+    ("short_conv", "p"): ("Input projection", "Projects the stream into B, C and x, side by side"),
+    ("short_conv", "out"): ("Output projection", "Mixes the gated, convolved channels back into the residual width"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 
@@ -145,8 +154,8 @@ def lowercase_title(title: str) -> str:
 
 LINEAR_ROLES = {
     "q_a_proj": "Compresses the normed stream into the query latent",
-    "q_b_proj": "Expands the normed query latent into every head's query, content and rotary parts",
-    "kv_a_proj_with_mqa": "Compresses the stream into the key–value latent plus one rotary key shared by all heads",
+    "q_b_proj": "Expands the normed query latent into every head's query: its content part and the part matched with the shared key",
+    "kv_a_proj_with_mqa": "Compresses the stream into the key–value latent plus one more key part, shared by all heads",
     "kv_b_proj": "Expands the normed key–value latent into every head's content key and value",
     "q_proj": "Projects the stream into the queries of every head",
     "k_proj": "Projects the stream into the keys of the key–value heads",

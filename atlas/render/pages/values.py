@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from atlas.model.architecture import profile
 from atlas.render.pages.evidence import item
 from atlas.render.pages.inputs import input_id, producers, reads_input
 from atlas.render.pages.roles import anatomy, slug
@@ -50,6 +51,7 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
     preview = facts["preview"]["tensors"]
     first_anatomy = anatomy(facts["accounting"]["block_kinds"][0]["tree"])
     kinds = [slug(k["kind"]) for k in facts["accounting"]["block_kinds"]]
+    shared = bool(profile(facts)["shared_expert"])
     for name, v in vals.items():
         nid = f"value.{name}"
         in_block = v["host"].startswith("layers")
@@ -75,7 +77,7 @@ def value_pages(facts: dict[str, Any], vals: dict[str, dict[str, Any]], nodes: d
             "read_at": v["read_at"], "condition": v["condition"], "producers": made, "previews": shown,
             "producer_id": made[0]["id"] if made else None,
             "receiver_id": at if handed is not None else None, "input_id": handed,
-            "consumers": consumers(name, _anatomy_of(facts, v) or first_anatomy), "blocks": v["blocks"],
+            "consumers": consumers(name, _anatomy_of(facts, v) or first_anatomy, shared), "blocks": v["blocks"],
             "equations": None, "io": None, "children": [], "tensors": [], "accounting": [], "evidence": [],
         }
         # the producers' code is the direct evidence of where the value comes from; where it is read at
@@ -118,8 +120,11 @@ def _anatomy_of(facts: dict[str, Any], v: dict[str, Any]) -> dict[str, Any] | No
     return anatomy(tree) if tree else None
 
 
-def consumers(name: str, a: dict[str, str | None]) -> list[str]:
-    """Where a value goes next, in the block as its anatomy has it (norms before, after or around each part)."""
+def consumers(name: str, a: dict[str, str | None], shared: bool = True) -> list[str]:
+    """Where a value goes next, in the block as its anatomy has it (norms before, after or around each part);
+    ``shared`` says the model has a shared expert, whose output the routed experts' is added to."""
+    if name == "routed_output" and not shared:
+        return ["the mixture's output, as it is: no shared expert is added"]
     if a.get("single"):  # a block of one mixer
         one = {
             "layer_input": [f"{a['pre_mixer'] or a['mixer']} (the mixer's branch)", "the add (the residual path)"],

@@ -74,6 +74,12 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return (f"Scores every earlier position for each query with {ix.get('heads')} heads of {ix.get('head_dim')} dims (the first "
                 f"{ix.get('rope_dims')} rotated): a ReLU of each head's query–key product, weighted per head and summed; it keeps "
                 f"the {grouped(ix['keeps']) if ix.get('keeps') else 'best'} best-scored positions, which its attention is masked to.")
+    if r == "gated_norm" and fact(node, "gated_norm_order") == "gate_then_grouped_norm":
+        groups = fact(node, "groups")
+        eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
+        over = f"each of its {groups} groups of channels" if isinstance(groups, int) and groups > 1 else "each vector"
+        return (f"Multiplies its input by SiLU of the gate z first, then divides {over} by its root mean square{eps} "
+                "and multiplies by a learned gain per channel.")
     if r == "gated_norm":
         width = node["tensors"][0]["shape"][0] if node["tensors"] else None
         variant = fact(node, "gated_norm") or ""
@@ -92,6 +98,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         uncalled = "; its parent applies its weight as a function, so the module itself is never called" if not node["proof"] else ""
         return f"One short filter per channel over the current and the {kernel - 1} previous positions, never later ones{uncalled}."
     if r == "router":
+        if fact(node, "hash_routing"):
+            return _hash_router_words(routing(s, node))
         return _router_words(routing(s, node))
     if r == "experts":
         rt = routing(s, None)
@@ -133,9 +141,12 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
                 f"takes in Δ·x·Bᵀ, C reads it out, " + (f"with B and C shared by {st.get('groups')} groups of heads." if st.get("groups") != 1
                                                         else "with one B and one C shared by every head.")
                 + (" Its input is scaled first, and its input projection part by part." if fact(node, "part_multipliers") else ""))
-    if r == "gated_norm":
-        return (f"Multiplies its input by SiLU of the gate, then divides each of {fact(node, 'groups')} groups of channels by its "
-                "root mean square and multiplies by a learned gain per channel.")
+    if r == "mamba1":
+        st = fact(node, "state", {})
+        return (f"A selective state-space mixer (Mamba): {grouped(st.get('channels') or 0)} channels, each carrying a "
+                f"{st.get('state_size')}-wide state from position to position; a causal convolution feeds the scan, whose decay "
+                f"exp(ΔA) and input B and read-out C depend on the position's own input (Δ through a rank-{st.get('time_step_rank')} "
+                "projection), and SiLU of a gate multiplies its output.")
     if r == "short_conv":
         kernel = next((t["shape"][-1] for c in node["children"] for t in c["tensors"] if len(t["shape"]) == 3), None)
         return (f"A gated short convolution: one projection gives B, C and x; B·x is convolved along the positions, each channel "
@@ -232,8 +243,11 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
     if role(node) == "latent_attention":
         latent = fact(node, "latent", {})
         q = f"queries from a {grouped(latent['q_lora_rank'])}-wide latent, " if latent.get("q_lora_rank") else "queries straight from the stream, "
-        parts.append(f"{s.get('num_heads')} heads: {q}keys and values rebuilt from a {grouped(latent['kv_lora_rank'])}-wide latent, "
-                     f"each query and key carrying a {latent['rope_dims']}-wide rotary part (one rotary key shared by all heads)")
+        given = not (isinstance(fact(node, "positions"), str) and fact(node, "positions").startswith("none"))
+        second = (f"each query and key carrying a {latent['rope_dims']}-wide rotary part (one rotary key shared by all heads)" if given else
+                  f"each query and key carrying a second {latent['rope_dims']}-wide part (one key part shared by all heads), "
+                  "which nothing turns: the attention is given no positions")
+        parts.append(f"{s.get('num_heads')} heads: {q}keys and values rebuilt from a {grouped(latent['kv_lora_rank'])}-wide latent, {second}")
         scales = fact(node, "latent_scales")
         if scales:
             parts.append(f"queries scaled by {scales['queries']:.4g} and the normed key–value latent by {scales['keys_values']:.4g}")
@@ -312,6 +326,16 @@ ROUTING_WORDS = {
     "sparsemixer": ("picks the largest logit, weighted by a softmax over only the logits close to it, then the largest "
                     "of the rest the same way (SparseMixer: two experts, whose weights need not sum to one)"),
 }
+
+
+def _hash_router_words(rt: dict[str, Any]) -> str:
+    """A router whose choice is a table indexed by token id (DeepSeek-V4's first blocks): the scores only weigh."""
+    text = (f"Looks up each token's {rt['k']} experts of {grouped(rt['n'])} in a stored table, one row per token id: the choice "
+            f"does not depend on the scores; its logits, through the scoring function, only weigh the {rt['k']} experts the table names"
+            + (", their weights renormalized to sum to one" if str(rt["rule"] or "").endswith("_renormalized") else ""))
+    if rt["scale"] not in (None, 1, 1.0):
+        text += f", and the weights are multiplied by {rt['scale']:g}"
+    return text + "."
 
 
 def _router_words(rt: dict[str, Any]) -> str:
