@@ -22,16 +22,18 @@ from typing import Any, Iterable
 
 from atlas.errors import AtlasError
 from atlas.check.visible_text import EXEMPT_ELEMENTS, SHOWN_ATTRIBUTES
-from atlas.model.architecture import claims_in, node_profile, profile, NODE_FEATURES
+from atlas.model.architecture import FEATURE_WORDS, NODE_FEATURES, POSITION_WORDS, claims_in, node_profile, profile
 
 def contradiction(feature: str, found: dict[str, Any]) -> str:
     """The fact a claim of ``feature`` contradicts, in words."""
+    has = [f"{'an' if name == 'alibi' else 'a'} {words}" for name, words in POSITION_WORDS.items() if found.get(name) and name != "no_positions"]
+    if feature == "no_positions":
+        return f"every attention is given positions (by {' and '.join(has)})"
     if feature in POSITION_WORDS:
-        has = [words for name, words in POSITION_WORDS.items() if found.get(name)]
-        return f"the model's positions are {' and '.join(has) or 'none'}, it has no {POSITION_WORDS[feature]}"
+        return f"the model has no {POSITION_WORDS[feature]}: " + (f"its positions come from {' and '.join(has)}" if has else "its attention is given no positions")
     if feature == "window":
         return "no attention has a window narrower than the context it is configured for"
-    return f"the facts find no {feature.replace('_', ' ')}"
+    return f"the facts find no {FEATURE_WORDS.get(feature, feature.replace('_', ' '))}"
 
 
 def check_text(where: str, text: str, found: dict[str, Any], field: str | None = None) -> None:
@@ -95,7 +97,7 @@ def check_pages(facts: dict[str, Any], files: dict[str, str], component_words: d
         if path.endswith(".html"):
             check_text(f"page {path}", visible_text(files[path]), found)
     for component, words in sorted(component_words.items()):
-        own = node_profile(facts, component)
+        own = found if component in ("model", "blocks") else node_profile(facts, component)  # the two pages of the whole
         for name, feature, context in claims_in(words):
             if feature in NODE_FEATURES and not own.get(feature):
                 raise AtlasError(f"page {facts['family']['name']}/c/{component}.html", f'claim "{name}"',

@@ -230,8 +230,13 @@ DENIAL = re.compile(r"\b([Nn]o|[Nn]ot|[Nn]one|[Nn]either|[Nn]or|[Ww]ithout|[Ii]n
                     r"[Ww]ould|[Cc]an|[Cc]ould|[Mm]ay|[Mm]ight|[Ii]f|[Ww]hen|[Ww]here|[Ww]hether|[Aa]ny)\b|n't\b")
 
 # What the profile says instead, for the error: the positions the model does have, in words.
-POSITION_WORDS = {"rotary": "rotary positions", "alibi": "ALiBi", "learned_positions": "a learned position table",
+POSITION_WORDS = {"rotary": "rotary embedding", "alibi": "ALiBi", "learned_positions": "learned position table",
                   "no_positions": "attention without positions"}
+# Each feature in the words of an error: "the facts find no ..."
+FEATURE_WORDS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "bias": "linear layer with a bias", "gated_mlp": "gated MLP",
+                 "top_k_routing": "router that chooses by score", "hash_routing": "router that chooses by a table of token ids",
+                 "chunk": "attention in chunks", "softcap": "softcap", "sinks": "attention sink", "shared_expert": "shared expert",
+                 "parallel_block": "block whose sublayers run side by side", "mixture": "mixture of experts"}
 
 
 def claims_in(text: str) -> Iterable[tuple[str, str, str]]:

@@ -149,6 +149,9 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     s = checkpoint_sizes(config)
     get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
     moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
+    if kinds and not any(k.get("mixture") for k in kinds):
+        # expert settings a config class keeps by default where the model builds no mixture (Nemotron-H's) describe nothing
+        moe_width = experts = None
     # sizes a config keeps in sub-configs (DBRX's ffn_config and attn_config)
     ffn_sub, attn_sub = get("ffn_config"), get("attn_config")
     if moe_width is None and experts and ffn_sub is not None:

@@ -339,6 +339,7 @@ def latent_attention(part: Part) -> Chain:
             q = e["q"].view(B, T_, th, tn + tr).transpose(1, 2)
             return q[..., :tn], q[..., tn:]
 
+        shared = "one rotary key for every head" if rotate else "one key part for every head, turned by nothing"
         steps.append(Step(rf"{qC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {qR}\in\mathbb{{R}}^{{{T.num(rope)}}}\ \text{{per head }}h=1..{T.num(h)}", ("qC", "qR"), heads))
         if lora_scales:
             steps.append(Step(rf"{qC}\leftarrow{T.num(sq)}\,{qC},\ {qR}\leftarrow{T.num(sq)}\,{qR}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(cfg.q_lora_rank)}}}\text{{, the width over the query latent's)}}",
@@ -359,7 +360,7 @@ def latent_attention(part: Part) -> Chain:
             *([Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
                     lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
                                     for n in ("qR", "kR")))] if rotate else []),
-            Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{one rotary key for every head}}", ("Q", "K", "V"),
+            Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{{shared}}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
         ]
