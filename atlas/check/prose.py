@@ -26,7 +26,7 @@ from atlas.model.architecture import FEATURE_WORDS, NODE_FEATURES, POSITION_WORD
 
 def contradiction(feature: str, found: dict[str, Any]) -> str:
     """The fact a claim of ``feature`` contradicts, in words."""
-    has = [f"{'an' if name == 'alibi' else 'a'} {words}" for name, words in POSITION_WORDS.items() if found.get(name) and name != "no_positions"]
+    has = [("" if name == "alibi" else "a ") + words for name, words in POSITION_WORDS.items() if found.get(name) and name != "no_positions"]
     if feature == "no_positions":
         return f"every attention is given positions (by {' and '.join(has)})"
     if feature in POSITION_WORDS:
@@ -40,7 +40,7 @@ def check_text(where: str, text: str, found: dict[str, Any], field: str | None =
     """One error at the first claim of ``text`` that ``found`` (a profile) contradicts."""
     for name, feature, context in claims_in(text):
         if not found.get(feature):
-            raise AtlasError(where, field or f'claim "{name}"', f'says "{context}"; {contradiction(feature, found)}')
+            raise AtlasError(where, (f"{field}, " if field else "") + f'claim "{name}"', f'says "{context}"; {contradiction(feature, found)}')
 
 
 def check_family_words(facts: dict[str, Any]) -> None:

@@ -222,12 +222,14 @@ CLAIMS: tuple[tuple[str, re.Pattern, str], ...] = tuple((name, re.compile(patter
     ("mixture of experts", r"\b[Mm]ixtures? of (\w+ )?experts\b|\bMoE\b", "mixture"),
 ))
 
-# A clause ends at these; a denial inside the claim's clause takes the claim back.
+# A clause ends at these. A denial before the claim in its clause takes the claim back ("no rotary
+# embedding", "neither ... nor"); after it, only the few that deny what came before ("soft-capping is
+# gone", "applies none"); a hedge anywhere in the clause makes it a possibility, not a claim.
 CLAUSE_END = re.compile(r"[.;:()!?—]|\s-\s")
 DENIAL = re.compile(r"\b([Nn]o|[Nn]ot|[Nn]one|[Nn]either|[Nn]or|[Ww]ithout|[Ii]nstead of|[Ii]n place of|[Uu]nlike|[Rr]ather than|"
-                    r"[Nn]ever|[Nn]othing|[Ll]acks?|[Dd]rops?|[Rr]emoves?|[Rr]eplaces?|[Ii]nstead|[Gg]one|[Oo]ff|[Dd]eparts?|"
-                    # hedges: what a configuration could do, not what this model does
-                    r"[Ww]ould|[Cc]an|[Cc]ould|[Mm]ay|[Mm]ight|[Ii]f|[Ww]hen|[Ww]here|[Ww]hether|[Aa]ny)\b|n't\b")
+                    r"[Nn]ever|[Nn]othing|[Ll]acks?|[Dd]rops?|[Rr]emoves?|[Rr]eplaces?|[Dd]eparts?)\b|n't\b")
+DENIED_AFTER = re.compile(r"\b(is|are) (gone|off|not|never|unused)\b|\bapplies none\b|\bnot applied\b")
+HEDGE = re.compile(r"\b([Ww]ould|[Cc]an|[Cc]ould|[Mm]ay|[Mm]ight|[Ii]f|[Ww]hen|[Ww]here|[Ww]hether|[Aa]ny)\b")
 
 # What the profile says instead, for the error: the positions the model does have, in words.
 POSITION_WORDS = {"rotary": "rotary embedding", "alibi": "ALiBi", "learned_positions": "learned position table",
@@ -245,8 +247,9 @@ def claims_in(text: str) -> Iterable[tuple[str, str, str]]:
         for match in pattern.finditer(text):
             start = max((m.end() for m in CLAUSE_END.finditer(text, 0, match.start())), default=0)
             end = CLAUSE_END.search(text, match.end())
-            clause = text[start:end.start() if end else len(text)]
-            if DENIAL.search(clause):
+            stop = end.start() if end else len(text)
+            clause = text[start:stop]
+            if DENIAL.search(text, start, match.start()) or DENIED_AFTER.search(text, match.end(), stop) or HEDGE.search(clause):
                 continue
             yield name, feature, " ".join(clause.split())[:120]
 
