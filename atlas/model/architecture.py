@@ -227,7 +227,7 @@ CLAIMS: tuple[tuple[str, re.Pattern, str], ...] = tuple((name, re.compile(patter
 # gone", "applies none"); a hedge anywhere in the clause makes it a possibility, not a claim.
 CLAUSE_END = re.compile(r"[.;:()!?—]|\s-\s")
 DENIAL = re.compile(r"\b([Nn]o|[Nn]ot|[Nn]one|[Nn]either|[Nn]or|[Ww]ithout|[Ii]nstead of|[Ii]n place of|[Uu]nlike|[Rr]ather than|"
-                    r"[Nn]ever|[Nn]othing|[Ll]acks?|[Dd]rops?|[Rr]emoves?|[Rr]eplaces?|[Dd]eparts?)\b|n't\b")
+                    r"[Nn]ever|[Nn]othing|[Ll]acks?|[Dd]rops?|[Rr]emoves?|[Rr]eplaces?|[Dd]eparts?|[Ee]mpty|[Uu]nset|[Dd]isabled|[Oo]ff)\b|n't\b")
 DENIED_AFTER = re.compile(r"\b(is|are) (gone|off|not|never|unused)\b|\bapplies none\b|\bnot applied\b")
 HEDGE = re.compile(r"\b([Ww]ould|[Cc]an|[Cc]ould|[Mm]ay|[Mm]ight|[Ii]f|[Ww]hen|[Ww]here|[Ww]hether|[Aa]ny)\b")
 
@@ -243,6 +243,7 @@ FEATURE_WORDS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "bias": "linear
 
 def claims_in(text: str) -> Iterable[tuple[str, str, str]]:
     """(claim, feature, the words around it) for every claim the text makes and does not deny."""
+    text = " ".join(text.split())  # a line break inside a sentence is a space
     for name, pattern, feature in CLAIMS:
         for match in pattern.finditer(text):
             start = max((m.end() for m in CLAUSE_END.finditer(text, 0, match.start())), default=0)
