@@ -75,6 +75,7 @@ def disclaimed_config(facts: dict[str, Any]) -> dict[str, str]:
 
 
 TAG = re.compile(r"<[^>]*>")
+ENDS = re.compile(r"</[^>]*>|<(?:br|td|li|p)\b[^>]*>")  # an element's end, or a new row, cell or item: a clause ends
 ATTRIBUTE = re.compile(r'\b(' + "|".join(SHOWN_ATTRIBUTES) + r')="([^"]*)"')
 # Not prose: TeX sources under KaTeX's output, the facts list of a proof (a fact's name and value, "shared
 # expert: False"), and config.json's words printed with the fact that contradicts them.
@@ -86,7 +87,7 @@ def visible_text(page: str) -> str:
     its shown attributes, an element's end a clause's end (a table cell does not run into the next)."""
     page = HIDDEN.sub(" ", EXEMPT_ELEMENTS.sub(" ", page))
     shown = [m.group(2) + "." for m in ATTRIBUTE.finditer(page)]
-    text = TAG.sub(lambda m: ". " if m.group(0).startswith("</") or m.group(0).startswith(("<br", "<td", "<li", "<p")) else " ", page)
+    text = TAG.sub(" ", ENDS.sub(". ", page))
     return html.unescape(" ".join(shown) + " " + text)
 
 
