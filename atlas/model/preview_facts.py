@@ -98,7 +98,7 @@ def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: l
 def tiny_kinds(preview: PreviewRun) -> list[dict[str, Any]]:
     """The tiny model's block kinds, grouped by the same rule as the checkpoint's: [{label, count}]."""
     _, blocks = find_block_list(preview.model, num_blocks(preview.config))
-    return [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, preview.config)]
+    return [{"label": k.label, "count": len(k.indices), "mixture": k.mixture} for k in kinds_of_blocks(blocks, preview.config)]
 
 
 def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
@@ -108,7 +108,7 @@ def _pinned_shape(family) -> tuple[Any, list[dict[str, Any]]]:
     pinned = load_pinned(family.checkpoint, section=family.config_section)
     config = transformers_config(family, pinned)
     _, blocks = find_block_list(build_on_meta(family, config, pinned.config_path), num_blocks(config))
-    return config, [{"label": k.label, "count": len(k.indices)} for k in kinds_of_blocks(blocks, config)]
+    return config, [{"label": k.label, "count": len(k.indices), "mixture": k.mixture} for k in kinds_of_blocks(blocks, config)]
 
 
 def _count(n: int, label: str) -> str:
@@ -149,7 +149,7 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     s = checkpoint_sizes(config)
     get = lambda key: getattr(config, key, None)  # noqa: E731 - a config may lack any of these keys
     moe_width, experts = get("moe_intermediate_size"), s["num_experts"]
-    if kinds and not any(k.get("mixture") for k in kinds):
+    if kinds and not any(k["mixture"] for k in kinds):
         # expert settings a config class keeps by default where the model builds no mixture (Nemotron-H's) describe nothing
         moe_width = experts = None
     # sizes a config keeps in sub-configs (DBRX's ffn_config and attn_config)
