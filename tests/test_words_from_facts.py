@@ -172,6 +172,7 @@ def test_deepseek_v4_hash_router_says_it_looks_up_a_table(collected, view):
     k, n = facts["config"]["raw"]["num_experts_per_tok"], facts["config"]["raw"]["n_routed_experts"]
     for cid, hashed in routers.items():
         words = nodes[cid]["description"]
+        assert nodes[cid]["title"] == ("Hash router" if hashed else "Router")
         if hashed:
             assert words.startswith(f"Looks up each token's {k} experts of {n} in a stored table, one row per token id")
             assert "keeps the top" not in words

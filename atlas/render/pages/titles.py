@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atlas.render.pages.roles import norm_word, role
+from atlas.render.pages.roles import fact, norm_word, role
 
 
 TITLES = {
@@ -82,6 +82,8 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
     norm = norm_word(node) if r in ("rmsnorm", "layernorm") else None
     if slot in SLOT_TITLES and norm:
         return SLOT_TITLES[slot].format(norm=norm, mlp="MoE" if parent_role == "moe_block" else "MLP")
+    if r == "router" and fact(node, "hash_routing"):  # its choice is a table by token id, not the scores (DeepSeek-V4's first blocks)
+        return "Hash router"
     if name in ("self_attn", "mlp") and r in ROLE_TITLES:
         return ROLE_TITLES[r]
     if name == "mlp" and r == "gated_mlp":
