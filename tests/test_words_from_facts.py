@@ -86,6 +86,22 @@ def test_a_component_is_held_to_its_own_routing(collected):
     prose.check_pages(facts, {}, {scored: words})
 
 
+@pytest.mark.parametrize("page, said", [
+    ("<p>shared expert</p>", True),
+    ('<ul class="eq-facts-list"><li><strong>shared expert</strong>: <code>False</code></li></ul>', False),  # a fact by name
+    ('<td class="disclaimed">Rows of a shared expert. <em>Not so in this model</em></td>', False),  # shown with its fact
+    ('<pre class="code">shared_expert = SharedExpert(config)  # shared expert</pre>', False),  # source, verbatim
+    ('<span title="one shared expert">?</span>', True),  # a tooltip is read
+])
+def test_what_a_page_check_reads(collected, page, said):
+    facts = collected("mixtral").facts  # no shared expert
+    if said:
+        with pytest.raises(AtlasError, match='claim "shared expert"'):
+            prose.check_pages(facts, {"mixtral/x.html": page}, {})
+    else:
+        prose.check_pages(facts, {"mixtral/x.html": page}, {})
+
+
 def test_config_words_a_model_contradicts_are_shown_with_the_fact(collected):
     # GPT-J's n_positions names a learned position table; GPT-J rotates instead
     disclaimed = prose.disclaimed_config(collected("gptj").facts)
