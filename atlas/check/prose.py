@@ -10,8 +10,15 @@ What is checked: the family module's title, summary, tags and docstring (typed p
 the family's folder (its visible text), and each component's own title and description against that
 component alone (a router's words against that router, not against another block's).
 
-A claim is not made where its clause denies it: "no", "not", "neither", "without", "instead of" ...
-in the same clause (between two of . ; : ( ) — ) stand for "this model has none of it".
+A claim is not made where its clause takes it back (a clause lies between two of . ; : ( ) — and
+an element's end): a denial before it ("no", "neither", "without", "instead of" ...), one of the few
+that deny what came before ("is gone", "applies none"), or a hedge anywhere ("would", "if", "where",
+"any": what a configuration could do, not what this model does). The vocabulary and these rules are
+``atlas.model.architecture``'s, which collect and rendering use too.
+
+Not read as prose: code shown verbatim (as ``atlas.check.visible_text`` exempts it), KaTeX's TeX
+sources, a proof's list of facts by name ("shared expert: False"), and config.json's words printed
+beside the fact that contradicts them (``disclaimed_config``).
 """
 
 from __future__ import annotations
