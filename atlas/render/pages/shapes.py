@@ -88,7 +88,8 @@ def _context(attention: dict[str, Any], s: Sizes) -> list[dict[str, str]]:
         out.append({"symbol": "p", "dims": named_dims(T)})
     elif not (isinstance(positions, str) and positions.startswith(("none", "ALiBi"))):  # ALiBi's bias is built from positions, not handed angles
         # the pairs the rotation turns at the checkpoint's sizes: a partial rotary turns only part of the head (Phi-2's 16 of 40)
-        pairs = rotary_pairs({"config": {"raw": s.raw, "standardized": s.std}}, latent=role(attention) == "latent_attention")
+        turned = fact(attention, "rotated_pairs") or {}  # the pairs a proportional rotary turns, as its proof found (Gemma 4's global blocks)
+        pairs = turned.get("turning") or rotary_pairs({"config": {"raw": s.raw, "standardized": s.std}}, latent=role(attention) == "latent_attention")
         out.append({"symbol": stream("c", "R"), "dims": named_dims(T, (pairs or "d/2", "pairs"))})
     out.append({"symbol": stream("c", "M"), "dims": named_dims(("T", "queries"), ("T", "keys"))})
     return out
