@@ -238,3 +238,69 @@ def test_flops_are_written_in_the_decimal_unit_they_reach():
     assert flops_scaled(73_617_920_000) == "73.62 GFLOPs"
     assert flops_scaled(999_995) == "1.00 MFLOPs"  # rounding up into the next unit
     assert flops_scaled(4_264_470_904_832) == "4.26 TFLOPs"
+
+
+# --- the cost section in Chromium ---------------------------------------------------------------------
+
+HOVERED = ("kimi_k2", "llama4", "longcat_flash", "deepseek_v4", "jamba", "gpt2")  # latent, chunked + dense dispatch,
+# zero experts, compressed, fixed state beside attention, plain
+
+
+@pytest.fixture(scope="module")
+def cost_site(tmp_path_factory):
+    from tests.conftest import build_families
+
+    return build_families(tmp_path_factory, *HOVERED)
+
+
+def _card_after(page, figure, how):
+    if how == "hover":
+        figure.hover()
+    else:
+        figure.focus()
+    return page.text_content("#cost-card")
+
+
+@pytest.mark.skipif(not __import__("pathlib").Path("/usr/bin/chromium").exists(), reason="Debian's chromium is not installed")
+@pytest.mark.parametrize("name", HOVERED)
+def test_no_figure_of_the_cost_section_shows_undefined(browser, cost_site, name):
+    """Every figure of the cost section, hovered and focused at the smallest and the largest context,
+    with a batch typed past each bound and each cache dtype: its card and the section never say
+    undefined or NaN, every figure has a formula, and the page's numbers are the build's."""
+    from atlas.numbers import flops_scaled
+    from tests.conftest import served
+
+    facts = __import__("json").loads((cost_site / name / "facts.json").read_text())
+    with served(cost_site) as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + f"{name}/index.html")
+        stops = [int(s) for s in page.get_attribute("#cost-context", "data-stops").split(",")]
+        for index, batch, dtype, shown_batch in ((0, "0", "FP8", 1), (len(stops) - 1, "99999", "BF16", 4096), (len(stops) // 2, "-3", "BF16", 1)):
+            page.eval_on_selector("#cost-context", f"(e) => {{ e.value = {index}; e.dispatchEvent(new Event('input')); }}")
+            page.fill("#cost-batch", batch)
+            page.dispatch_event("#cost-batch", "input")
+            page.select_option("#cost-dtype", dtype)
+            assert page.input_value("#cost-batch") == str(shown_batch)  # clamped to the field's bounds
+            figures = page.locator("#cost .figure")
+            assert figures.count() >= 8
+            for i in range(figures.count()):
+                figure = figures.nth(i)
+                assert figure.get_attribute("title"), figure.inner_text()
+                for how in ("hover", "focus"):
+                    card = _card_after(page, figure, how)
+                    assert card and "undefined" not in card and "NaN" not in card, (how, figure.inner_text(), card)
+            text = page.text_content("#cost")
+            assert "undefined" not in text and "NaN" not in text
+            want = cost.figures(facts["cost"], stops[index], shown_batch, dtype)
+            assert page.text_content("[data-figure=model_flops]") == f"{want['model_flops']:,}"
+            assert page.text_content("[data-scaled=model_flops]") == f"({flops_scaled(want['model_flops'])})"
+            assert page.text_content("[data-figure=flops]") == f"{want['flops']:,}"
+            assert page.text_content("[data-figure=cache]").startswith(f"{want['cache']:,} bytes")
+            if "absorbed_flops" in want:
+                assert page.text_content("[data-figure=absorbed_flops]") == f"{want['absorbed_flops']:,}"
+            if "per_position_here" in want:
+                assert page.text_content("[data-figure=per_position_here]").startswith(f"{want['per_position_here']:,} bytes")
+        assert not errors, errors
+        page.close()

@@ -43,7 +43,8 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         experts = experts_module(block, roles)
         if experts is not None:
             n_experts = expert_count(experts)
-            zero_experts |= has_zero_experts(experts)
+            router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
+            zero_experts |= has_zero_experts(experts) or router_choices(router) > n_experts
         for m in block.modules():
             for _, t, _role in own_tensors(m):
                 part = owner.get(id(m), "norms")
@@ -98,3 +99,10 @@ def has_zero_experts(experts) -> bool:
     experts are zero-computation experts (LongCat-Flash as transformers allocates it)."""
     down, gate_up = getattr(experts, "down_proj", None), getattr(experts, "gate_up_proj", None)
     return down is not None and gate_up is not None and gate_up.dim() >= 3 and gate_up.shape[0] > down.shape[0]
+
+
+
+def router_choices(router) -> int:
+    """The choices a router scores: the rows of its matrix (0 where there is none)."""
+    matrices = [p for p in router.parameters() if p.dim() == 2] if router is not None else []
+    return matrices[0].shape[0] if matrices else 0

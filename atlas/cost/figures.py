@@ -110,6 +110,9 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
     if "chunked" in attention:
         parts.append("a chunked-attention block reads only the earlier positions of its own chunk, and transformers' cache "
                      "holds it as a window of the chunk's length: between steps, one fewer than the chunk's length")
+    if "compressed" in attention:
+        parts.append("a compressed block keeps its window's most recent positions (one fewer than the window) and, beside "
+                     "them, one pooled key for every closed window of positions, so its cache still grows, by a key every few positions")
     if "linear" in attention:
         parts.append("a linear-attention block holds a fixed-size recurrent state and its convolution's last inputs, "
                      "the same at any context (counted as one position of that size)")
