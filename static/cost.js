@@ -71,15 +71,15 @@
       flops += kindFlops;
       rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops, model_flops: m.count * (m.fixed + termsFlops(m.terms, context)) });
     });
-    var capped = kinds.some(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent" && (k.cap || k.compressed); });
+    var windowed = kinds.some(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent" && (k.cap || k.compressed); });
     var absorbs = cost.flops.model.kinds.some(function (m) { return m.absorbed; });
     return {
       model_flops: modelFlops(context, false),
       model_flops_formula: modelFormula(context, false),
       absorbed_flops: absorbs ? modelFlops(context, true) : undefined,
       absorbed_flops_formula: absorbs ? modelFormula(context, true) : undefined,
-      per_position_here: capped ? Math.floor(held / (context * batch)) : undefined,
-      per_position_here_formula: capped ? grouped(held) + " bytes ÷ (" + grouped(context) + " positions × batch " + batch + "), rounded down" : undefined,
+      per_position_here: windowed ? Math.floor(held / (context * batch)) : undefined,
+      per_position_here_formula: windowed ? grouped(held) + " bytes ÷ (" + grouped(context) + " positions × batch " + batch + "), rounded down" : undefined,
       per_token: perToken,
       per_token_formula: kinds.filter(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent"; }).map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
       expanded_per_token: expanded,
