@@ -304,3 +304,15 @@ def test_no_figure_of_the_cost_section_shows_undefined(browser, cost_site, name)
                 assert page.text_content("[data-figure=per_position_here]").startswith(f"{want['per_position_here']:,} bytes")
         assert not errors, errors
         page.close()
+
+
+def test_a_broken_model_flops_rule_fails_the_build(project_copy, tmp_path):
+    """Attention per key left out of the model's figure: the hooks' count on the preview run disagrees."""
+    path = project_copy / "atlas" / "cost" / "model_figure.py"
+    text = path.read_text()
+    broken = text.replace("attend = n_att * attention_flops_per_key(heads, qk, v)", "attend = n_att * attention_flops_per_key(heads, qk, 0)")
+    assert broken != text
+    path.write_text(broken)
+    result = run_build(project_copy, "--family", "gpt2", "--out", str(tmp_path / "site"))
+    assert result.returncode == 1
+    assert "gpt2: cost figure model FLOPs of block 0" in result.stderr and "Traceback" not in result.stderr

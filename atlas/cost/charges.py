@@ -24,7 +24,7 @@ class ModelCharges:
 
     def __init__(self, blocks, new: int):
         from atlas.model.roles import block_roles
-        from atlas.cost.model_figure import _attentions
+        from atlas.cost.model_figure import attention_modules
 
         self.new = new
         self.handles: list = []
@@ -40,7 +40,7 @@ class ModelCharges:
             if experts is not None:
                 self.experts[i] = (experts, roles.dense_dispatch)
             if roles.attention is not None and not roles.linear_attention:
-                self.attentions[i] = _attentions(block, roles)
+                self.attentions[i] = attention_modules(block, roles)
                 self.expands[i] = [a.kv_b_proj for a in self.attentions[i] if getattr(a, "kv_b_proj", None) is not None]
 
     def start(self):

@@ -157,9 +157,9 @@ def absorbed_checks(block, roles, config, m: dict[str, Any], context: int) -> li
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from atlas.cost.model_figure import _attentions
+    from atlas.cost.model_figure import attention_modules
 
-    attention = _attentions(block, roles)[0]
+    attention = attention_modules(block, roles)[0]
     rank, rope, nope = config.kv_lora_rank, config.qk_rope_head_dim, config.qk_nope_head_dim
     w = attention.kv_b_proj.weight.detach().float()  # [heads × (nope + v), rank]
     heads = w.shape[0] // (nope + config.v_head_dim)
@@ -178,7 +178,7 @@ def absorbed_checks(block, roles, config, m: dict[str, Any], context: int) -> li
             q_latent = torch.einsum("hd,hdr->hr", q_nope, w_uk)  # W_UK folded into the query
             weights = torch.softmax(q_latent @ latents.T + q_rope @ k_rope.T, -1)  # scores over latents and the rotary key
             absorbed = torch.einsum("hr,hvr->hv", weights @ latents, w_uv)  # the weighted latents, then W_UV
-    per_attention = len(_attentions(block, roles))
+    per_attention = len(attention_modules(block, roles))
     formula = 2 * w.numel() + first["per_key"] // per_attention * context
     differ = int((~torch.isclose(absorbed, expanded, rtol=1e-4, atol=1e-5)).sum())
     return [

@@ -55,7 +55,7 @@ def model_flops_at(model: dict[str, Any], context: int, absorbed: bool = False) 
 
 
 
-def _attentions(block, roles) -> list:
+def attention_modules(block, roles) -> list:
     """The block's attention modules: one, or each of a list (LongCat-Flash's two)."""
     if roles.sublayer_lists and "." in roles.attention:
         return list(block.get_submodule(roles.attention.rpartition(".")[0]))
@@ -91,7 +91,7 @@ def model_terms(block, roles, config, eager, attention_type: str | None) -> dict
     if eager.attention in NO_ATTENTION or roles.attention is None:
         terms = [term(eager.flops_per_key, eager.keys_cap)] if eager.flops_per_key else []
         return {"fixed": fixed, "terms": terms, "formula": _formula(fixed, terms, words)}
-    attentions = _attentions(block, roles)
+    attentions = attention_modules(block, roles)
     sizes = checkpoint_sizes(config)
     n_att = len(attentions)
     first = attentions[0]
