@@ -316,3 +316,18 @@ def test_a_broken_model_flops_rule_fails_the_build(project_copy, tmp_path):
     result = run_build(project_copy, "--family", "gpt2", "--out", str(tmp_path / "site"))
     assert result.returncode == 1
     assert "gpt2: cost figure model FLOPs of block 0" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("published, field", [
+    ({"fewest": 31, "most": 18, "source": "https://example.org", "says": "x"}, "published_active"),
+    ({"fewest": 1.5, "most": 18, "source": "https://example.org", "says": "x"}, "published_active"),
+    ({"fewest": 1, "most": 18, "source": "the model card", "says": "x"}, "published_active.source"),
+    ({"fewest": 1, "most": 18, "source": "https://example.org", "says": " "}, "published_active.says"),
+])
+def test_a_vendor_range_that_cannot_be_shown_is_the_family_module_s_error(published, field):
+    from atlas.errors import AtlasError
+    from atlas.inputs.preflight import _check_published_active
+
+    with pytest.raises(AtlasError) as error:
+        _check_published_active("atlas/families/x.py", published)
+    assert str(error.value).startswith(f"atlas/families/x.py: {field}:"), str(error.value)
