@@ -137,6 +137,8 @@
   }
   slider.addEventListener("input", update);
   batchInput.addEventListener("input", update);
+  // left empty (or cleared) and then left: the field shows the batch the figures use
+  batchInput.addEventListener("change", function () { batchInput.value = String(clamped(batchInput)); update(); });
   dtypeSelect.addEventListener("change", update);
   section.addEventListener("mouseover", explain);
   section.addEventListener("focusin", explain);

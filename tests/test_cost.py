@@ -302,6 +302,9 @@ def test_no_figure_of_the_cost_section_shows_undefined(browser, cost_site, name)
                 assert page.text_content("[data-figure=absorbed_flops]") == f"{want['absorbed_flops']:,}"
             if "per_position_here" in want:
                 assert page.text_content("[data-figure=per_position_here]").startswith(f"{want['per_position_here']:,} bytes")
+        page.fill("#cost-batch", "")
+        page.dispatch_event("#cost-batch", "change")  # an emptied field, left: it shows the batch the figures use
+        assert page.input_value("#cost-batch") == "1"
         assert not errors, errors
         page.close()
 
