@@ -52,7 +52,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
             "flops": {"fixed": t.flops_fixed, "per_key": t.flops_per_key, "keys_cap": t.keys_cap, "formula": t.flops_formula,
                       **({"compressed_keys": t.compressed_keys} if t.compressed_keys else {})},
             "routed": list(t.routed) if t.routed else None,
-            "model": model_terms(block, block_roles(block), block_config, t, k["attention_type"]),
+            "model": model_terms(block, block_roles(block), block_config, t),
         })
     head = model.get_output_embeddings()
     head_values = head.weight.numel()

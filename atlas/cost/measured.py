@@ -108,7 +108,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
             "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
-    checks += _model_checks(family, run, blocks, types, terms, counts, charges, zero_slots, f"{root}.{block_path}")
+    checks += _model_checks(run, blocks, terms, counts, charges, zero_slots, f"{root}.{block_path}")
     head_flops = 2 * model.get_output_embeddings().weight.numel()
     collapse, collapse_path = stream_collapse_flops(model)  # the streams collapsed before the final norm (DeepSeek-V4)
     head_measured = int(counts.get(f"{root}.{head_path}", 0)) + (int(counts.get(f"{root}.{collapse_path}", 0)) if collapse_path else 0)
@@ -122,7 +122,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
 
 
 
-def _model_checks(family: str, run, blocks, types, terms, counts, charges, zero_slots, block_prefix: str) -> list[dict[str, Any]]:
+def _model_checks(run, blocks, terms, counts, charges, zero_slots, block_prefix: str) -> list[dict[str, Any]]:
     """The model figure of each block (atlas.cost.model_figure) at the tiny sizes, against the block's count
     with the hooks' charges in place of what transformers' eager code does beyond the model."""
     from atlas.inputs.layers import layer_config
@@ -133,7 +133,7 @@ def _model_checks(family: str, run, blocks, types, terms, counts, charges, zero_
     context = run.ids.shape[1] + 1
     checks = []
     for i, (block, t) in enumerate(zip(blocks, terms)):
-        m = model_terms(block, block_roles(block), layer_config(run.config, i), t, types[i])
+        m = model_terms(block, block_roles(block), layer_config(run.config, i), t)
         idle, idle_words = zero_slots.idle_flops(i)
         less, words = charges.block(i, counts, names)
         checks.append({

@@ -75,7 +75,7 @@ def _term_words(t: dict[str, Any]) -> str:
 
 
 
-def model_terms(block, roles, config, eager, attention_type: str | None) -> dict[str, Any]:
+def model_terms(block, roles, config, eager) -> dict[str, Any]:
     """The model figure of one block: {"fixed", "terms", "formula"} and, for latent attention,
     "absorbed": {"terms", "formula"}; ``eager`` is the block's BlockTerms (transformers' execution)."""
     from atlas.model.sizes import checkpoint_sizes
