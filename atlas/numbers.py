@@ -31,3 +31,21 @@ def binary_size(n: int) -> str:
         value, unit = value / 1024, unit + 1
     hundredths = math.floor(value * 100 + 0.5)  # halves up, in integers: the same digits JavaScript writes
     return f"{hundredths // 100}.{hundredths % 100:02d} {BINARY_UNITS[unit]}"
+
+
+DECIMAL_UNITS = ("", "k", "M", "G", "T", "P", "E")
+
+
+def flops_scaled(n: int) -> str:
+    """A FLOP count in the largest decimal unit it reaches, two decimals: 73617920000 -> '73.62 GFLOPs',
+    4264470904832 -> '4.26 TFLOPs'. static/cost.js writes the same."""
+    unit = 0
+    while n >= 1000 ** (unit + 1) and unit < len(DECIMAL_UNITS) - 1:
+        unit += 1
+    if unit == 0:
+        return f"{n} FLOPs"
+    hundredths = (n * 100 * 2 + 1000 ** unit) // (2 * 1000 ** unit)  # halves up, in integers
+    if hundredths >= 100_000 and unit < len(DECIMAL_UNITS) - 1:  # 999,995 rounds to 1.00 M, not 1000.00 k
+        unit += 1
+        hundredths = (n * 100 * 2 + 1000 ** unit) // (2 * 1000 ** unit)
+    return f"{hundredths // 100}.{hundredths % 100:02d} {DECIMAL_UNITS[unit]}FLOPs"

@@ -20,6 +20,31 @@
     var hundredths = Math.floor(value * 100 + 0.5);  // halves up, in integers: the same digits Python writes
     return Math.floor(hundredths / 100) + "." + String(hundredths % 100).padStart(2, "0") + " " + UNITS[unit];
   }
+  var DECIMAL = ["", "k", "M", "G", "T", "P", "E"];  // atlas/numbers.py's flops_scaled, the same steps
+  function flopsScaled(n) {
+    var unit = 0;
+    while (n >= Math.pow(1000, unit + 1) && unit < DECIMAL.length - 1) unit += 1;
+    if (unit === 0) return n + " FLOPs";
+    var hundredths = Math.floor(n * 100 / Math.pow(1000, unit) + 0.5);
+    if (hundredths >= 100000 && unit < DECIMAL.length - 1) { unit += 1; hundredths = Math.floor(n * 100 / Math.pow(1000, unit) + 0.5); }
+    return Math.floor(hundredths / 100) + "." + String(hundredths % 100).padStart(2, "0") + " " + DECIMAL[unit] + "FLOPs";
+  }
+  // the model's figure (atlas/cost/model_figure.py): FLOPs per key × the keys a token sees, term by term
+  function keysSeen(t, c) {
+    var keys = Math.floor(c / t.every);
+    if (t.chunk && keys) keys = (keys - 1) % t.chunk + 1;
+    return t.cap ? Math.min(keys, t.cap) : keys;
+  }
+  function termsFlops(terms, c) { return terms.reduce(function (sum, t) { return sum + t.per_key * keysSeen(t, c); }, 0); }
+  function modelTerms(m, absorbed) { return absorbed && m.absorbed ? m.absorbed.terms : m.terms; }
+  function modelFlops(c, absorbed) {
+    return cost.flops.model.kinds.reduce(function (sum, m) { return sum + m.count * (m.fixed + termsFlops(modelTerms(m, absorbed), c)); }, cost.flops.model.head.flops);
+  }
+  function modelFormula(c, absorbed) {
+    return "head " + grouped(cost.flops.model.head.flops) + " + " + cost.flops.model.kinds.map(function (m) {
+      return m.count + " × (" + grouped(m.fixed) + modelTerms(m, absorbed).map(function (t) { return " + " + grouped(t.per_key) + " × " + grouped(keysSeen(t, c)); }).join("") + ")";
+    }).join(" + ");
+  }
   function bytes(n) { return grouped(n) + " bytes" + (n >= 1024 ? " (" + binarySize(n) + ")" : ""); }
   function capped(c, cap) { return cap ? Math.min(c, cap) : c; }
   function capWords(c, cap) { return cap ? "min(" + grouped(c) + ", " + grouped(cap) + ")" : grouped(c); }
@@ -41,11 +66,20 @@
       expanded += k.count * (k.expanded || k.values) * size;
       var kindCache = k.count * (k.values * positions + (k.state || 0) + pooled(k.compressed, context)) * size * batch;
       var kindFlops = k.count * (fk[i].fixed + fk[i].per_key * keys + pooledFlops(fk[i].compressed_keys, context));
+      var m = cost.flops.model.kinds[i];
       held += kindCache;
       flops += kindFlops;
-      rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops });
+      rows.push({ positions: positions, cache_bytes: kindCache, flops: kindFlops, model_flops: m.count * (m.fixed + termsFlops(m.terms, context)) });
     });
+    var windowed = kinds.some(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent" && (k.cap || k.compressed); });
+    var absorbs = cost.flops.model.kinds.some(function (m) { return m.absorbed; });
     return {
+      model_flops: modelFlops(context, false),
+      model_flops_formula: modelFormula(context, false),
+      absorbed_flops: absorbs ? modelFlops(context, true) : undefined,
+      absorbed_flops_formula: absorbs ? modelFormula(context, true) : undefined,
+      per_position_here: windowed ? Math.floor(held / (context * batch)) : undefined,
+      per_position_here_formula: windowed ? grouped(held) + " bytes ÷ (" + grouped(context) + " positions × batch " + batch + "), rounded down" : undefined,
       per_token: perToken,
       per_token_formula: kinds.filter(function (k) { return k.attention !== "state" && k.attention !== "linear" && k.attention !== "recurrent"; }).map(function (k) { return k.count + " × " + grouped(k.values); }).join(" + ") + " values × " + size + " bytes (" + dtype + ")",
       expanded_per_token: expanded,
@@ -74,7 +108,9 @@
     Array.prototype.forEach.call(section.querySelectorAll("[data-figure]"), function (e) {
       var name = e.getAttribute("data-figure");
       if (fig[name] === undefined) return;
-      e.textContent = name === "flops" ? grouped(fig[name]) : bytes(fig[name]);
+      e.textContent = /flops$/.test(name) ? grouped(fig[name]) : bytes(fig[name]);
+      var scaled = section.querySelector("[data-scaled='" + name + "']");
+      if (scaled) scaled.textContent = "(" + flopsScaled(fig[name]) + ")";
       var formula = fig[name + "_formula"];
       if (typeof formula === "string") e.setAttribute("title", formula);  // never the word undefined
     });
@@ -83,6 +119,7 @@
       rows[i].querySelector("[data-cell=positions]").textContent = grouped(r.positions);
       rows[i].querySelector("[data-cell=cache_bytes]").textContent = bytes(r.cache_bytes);
       rows[i].querySelector("[data-cell=flops]").textContent = grouped(r.flops);
+      rows[i].querySelector("[data-cell=model_flops]").textContent = grouped(r.model_flops);
     });
     cost.weights.forEach(function (w, i) {
       var cell = section.querySelector("[data-weight='" + i + "']");
@@ -100,6 +137,8 @@
   }
   slider.addEventListener("input", update);
   batchInput.addEventListener("input", update);
+  // left empty (or cleared) and then left: the field shows the batch the figures use
+  batchInput.addEventListener("change", function () { batchInput.value = String(clamped(batchInput)); update(); });
   dtypeSelect.addEventListener("change", update);
   section.addEventListener("mouseover", explain);
   section.addEventListener("focusin", explain);

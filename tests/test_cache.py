@@ -101,6 +101,15 @@ def test_a_site_already_built_from_the_same_inputs_is_left_alone(project):
     assert snapshot(project / "twice") == snapshot(project / "uncached")
 
 
+def test_a_site_is_built_again_when_a_static_file_changes(project):
+    assert build(project, "--out", "styled").returncode == 0
+    script = project / "static" / "cost.js"
+    script.write_text(script.read_text() + "// edited after the last build\n")
+    again = build(project, "--out", "styled")
+    assert again.returncode == 0 and "up to date" not in again.stdout
+    assert (project / "styled" / "static" / "cost.js").read_text().endswith("// edited after the last build\n")
+
+
 def test_a_page_edited_in_place_with_its_time_put_back_is_built_again(project):
     out = project / "restored"
     assert build(project, "--out", "restored").returncode == 0

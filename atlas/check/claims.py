@@ -77,6 +77,26 @@ def check_cost(family: str, cost: dict[str, Any], layout: list) -> None:
     wrong = scale_mismatches(layout)
     if wrong:
         raise AtlasError(family, "cost figure weights in memory", f"{wrong[0]}" + (f" (and {len(wrong) - 1:,} more)" if len(wrong) > 1 else ""))
+    check_model_figure(family, cost)
+
+
+
+def check_model_figure(family: str, cost: dict[str, Any]) -> None:
+    """The model's FLOPs of a token never exceed what transformers' eager code runs for it, at any context
+    the page offers (the model asks for no work the code skips); the summary is the figures at the
+    default context, as the page computes them."""
+    from atlas.cost.figures import contexts, figures, summary
+
+    model, eager = cost["flops"]["model"]["kinds"], cost["flops"]["kinds"]
+    if [(m["kind"], m["count"]) for m in model] != [(k["kind"], k["count"]) for k in eager]:
+        raise AtlasError(family, "cost figure model FLOPs", "its block kinds are not the eager figure's")
+    for context in contexts(cost):
+        fig = figures(cost, context)
+        if fig["model_flops"] > fig["flops"]:
+            raise AtlasError(family, "cost figure model FLOPs", f"{grouped(fig['model_flops'])} at {grouped(context)} tokens, more than "
+                                                                f"transformers' eager {grouped(fig['flops'])}")
+    if cost["summary"] != summary(cost):
+        raise AtlasError(family, "cost summary", "differs from the figures at the default context")
 
 
 # --- the pinned checkpoint -------------------------------------------------------------------------

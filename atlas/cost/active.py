@@ -18,6 +18,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     top_k = experts_per_token(config)
     parts = {name: 0 for name in ACTIVE_PARTS}
     routed_all = 0
+    zero_experts = False  # experts that multiply nothing among the routing choices (LongCat-Flash)
     for block in blocks:
         roles = block_roles(block)
         mlp = block.get_submodule(roles.mlp) if roles.mlp else None
@@ -42,6 +43,8 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
         experts = experts_module(block, roles)
         if experts is not None:
             n_experts = expert_count(experts)
+            router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
+            zero_experts |= has_zero_experts(experts) or router_choices(router) > n_experts
         for m in block.modules():
             for _, t, _role in own_tensors(m):
                 part = owner.get(id(m), "norms")
@@ -68,7 +71,13 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
                 parts["norms"] += t.numel()
                 seen.add(id(t))
     total = sum(parts.values())
+    fewest = {}
+    if zero_experts:
+        # every routing slot on a zero-computation expert: no routed expert's matrices at all
+        routed = parts["routed experts (top-k share)"]
+        fewest = {"fewest": total - routed, "fewest_without_embeddings": total - parts["embeddings"] - routed}
     return {
+        **fewest,
         "rows": [{"part": name, "values": n} for name, n in parts.items() if n or name in ("embeddings", "attention")],
         "total": total,
         "without_embeddings": total - parts["embeddings"],
@@ -82,3 +91,18 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
 
 
 ACTIVE_PARTS = ("embeddings", "attention", "state-space and recurrent mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+
+
+
+def has_zero_experts(experts) -> bool:
+    """An experts module with more gate rows than down projections: the routing choices past the real
+    experts are zero-computation experts (LongCat-Flash as transformers allocates it)."""
+    down, gate_up = getattr(experts, "down_proj", None), getattr(experts, "gate_up_proj", None)
+    return down is not None and gate_up is not None and gate_up.dim() >= 3 and gate_up.shape[0] > down.shape[0]
+
+
+
+def router_choices(router) -> int:
+    """The choices a router scores: the rows of its matrix (0 where there is none)."""
+    matrices = [p for p in router.parameters() if p.dim() == 2] if router is not None else []
+    return matrices[0].shape[0] if matrices else 0

@@ -14,6 +14,8 @@ from atlas.model.introspect import num_blocks
 from atlas.cost.blocks import block_terms
 from atlas.cost.coefficients import experts_module, pooled_key_flops, pooled_values
 from atlas.cost.compressed import stream_collapse_flops
+from atlas.cost.charges import ModelCharges
+from atlas.cost.model_figure import keys_seen, model_terms, terms_flops
 
 
 def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
@@ -39,6 +41,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     for p in needing:
         p.requires_grad_(False)
     zero_slots = _zero_expert_slots(blocks)  # block -> [routing choices of the extra token], where zero experts exist
+    charges = ModelCharges(blocks, new=1)  # what the model asks for, where transformers' eager code does more
     try:
         with torch.no_grad():
             out = model(run.ids, use_cache=True)
@@ -50,9 +53,13 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
                 model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
             zero_slots.start()
-            with FlopCounterMode(display=False) as counter:
-                model(run.ids[:, -1:], cache=cache, use_cache=True)
-            zero_slots.stop()
+            charges.start()
+            try:
+                with FlopCounterMode(display=False) as counter:
+                    model(run.ids[:, -1:], cache=cache, use_cache=True)
+            finally:
+                zero_slots.stop()
+                charges.stop()
     finally:
         for p in needing:
             p.requires_grad_(True)
@@ -101,6 +108,7 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
             "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
+    checks += _model_checks(run, blocks, terms, counts, charges, zero_slots, f"{root}.{block_path}")
     head_flops = 2 * model.get_output_embeddings().weight.numel()
     collapse, collapse_path = stream_collapse_flops(model)  # the streams collapsed before the final norm (DeepSeek-V4)
     head_measured = int(counts.get(f"{root}.{head_path}", 0)) + (int(counts.get(f"{root}.{collapse_path}", 0)) if collapse_path else 0)
@@ -111,6 +119,76 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
     checks.append({"figure": "FLOPs of the whole token", "formula": explained, "measured": int(counts.get("Global", 0)),
                    "how": "the blocks and the head account for every FLOP counted in the forward pass"})
     return checks
+
+
+
+def _model_checks(run, blocks, terms, counts, charges, zero_slots, block_prefix: str) -> list[dict[str, Any]]:
+    """The model figure of each block (atlas.cost.model_figure) at the tiny sizes, against the block's count
+    with the hooks' charges in place of what transformers' eager code does beyond the model."""
+    from atlas.inputs.layers import layer_config
+    from atlas.model.roles import block_roles
+
+    root = type(run.model).__name__
+    names = {id(m): f"{root}.{name}" for name, m in run.model.named_modules() if name}
+    context = run.ids.shape[1] + 1
+    checks = []
+    for i, (block, t) in enumerate(zip(blocks, terms)):
+        m = model_terms(block, block_roles(block), layer_config(run.config, i), t)
+        idle, idle_words = zero_slots.idle_flops(i)
+        less, words = charges.block(i, counts, names)
+        checks.append({
+            "figure": f"model FLOPs of block {i}",
+            "formula": m["fixed"] + terms_flops(m["terms"], context) - idle,
+            "measured": int(counts.get(f"{block_prefix}.{i}", 0)) - less,
+            "how": f"{m['formula']}, at token {context}{idle_words}; measured: torch.utils.flop_counter on the block, with hooks "
+                   "charging each expert only for the tokens routed to it, kv_b_proj for the new latent, and attention for the "
+                   "keys whose weight is not zero" + (f" ({words})" if words else " (nothing to charge apart: the model's figure is what runs)"),
+        })
+        if m.get("absorbed") and i == 0:
+            checks += absorbed_checks(block, block_roles(block), run.config, m, context)
+    return checks
+
+
+
+def absorbed_checks(block, roles, config, m: dict[str, Any], context: int) -> list[dict[str, Any]]:
+    """Weight absorption on one latent attention of the tiny model, with its own kv_b_proj and seeded queries
+    and latents at ``context`` positions: the absorbed arithmetic's FLOPs (torch.utils.flop_counter) against
+    the absorbed terms, and its output against the expanded heads' output."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from atlas.cost.model_figure import attention_modules
+
+    attention = attention_modules(block, roles)[0]
+    rank, rope, nope = config.kv_lora_rank, config.qk_rope_head_dim, config.qk_nope_head_dim
+    w = attention.kv_b_proj.weight.detach().float()  # [heads × (nope + v), rank]
+    heads = w.shape[0] // (nope + config.v_head_dim)
+    w = w.view(heads, nope + config.v_head_dim, rank)
+    w_uk, w_uv = w[:, :nope], w[:, nope:]
+    first = m["absorbed"]["terms"][0]
+    context = keys_seen(first, context)  # the latents the token attends to (an indexer's choice, a window)
+    g = torch.Generator().manual_seed(0)
+    q_nope, q_rope = torch.randn(heads, nope, generator=g), torch.randn(heads, rope, generator=g)
+    latents, k_rope = torch.randn(context, rank, generator=g), torch.randn(context, rope, generator=g)
+    with torch.no_grad():
+        keys, values = torch.einsum("hdr,nr->hnd", w_uk, latents), torch.einsum("hvr,nr->hnv", w_uv, latents)
+        expanded = torch.softmax(torch.einsum("hd,hnd->hn", q_nope, keys) + q_rope @ k_rope.T, -1)
+        expanded = torch.einsum("hn,hnv->hv", expanded, values)
+        with FlopCounterMode(display=False) as counter:
+            q_latent = torch.einsum("hd,hdr->hr", q_nope, w_uk)  # W_UK folded into the query
+            weights = torch.softmax(q_latent @ latents.T + q_rope @ k_rope.T, -1)  # scores over latents and the rotary key
+            absorbed = torch.einsum("hr,hvr->hv", weights @ latents, w_uv)  # the weighted latents, then W_UV
+    per_attention = len(attention_modules(block, roles))
+    formula = 2 * w.numel() + first["per_key"] // per_attention * context
+    differ = int((~torch.isclose(absorbed, expanded, rtol=1e-4, atol=1e-5)).sum())
+    return [
+        {"figure": "model FLOPs with weight absorption, one latent attention of block 0", "formula": formula,
+         "measured": int(counter.get_total_flops()),
+         "how": f"2 × kv_b_proj's {grouped(w.numel())} values (W_UK into the query, W_UV onto the output) + the absorbed FLOPs per "
+                f"latent × {context} latents; measured: torch.utils.flop_counter on the absorbed arithmetic with this block's kv_b_proj"},
+        {"figure": "outputs that differ between weight absorption and expanded heads, block 0", "formula": 0, "measured": differ,
+         "how": f"the same seeded query and {context} latents through both; values compared to a relative 1e-4"},
+    ]
 
 
 

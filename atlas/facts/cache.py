@@ -118,8 +118,9 @@ def shared_inputs() -> list[Path]:
 
 
 def render_inputs() -> list[Path]:
-    """What rendering reads beyond the facts: the templates (the source and lock files are shared)."""
-    return sorted(p for p in (ROOT / "templates").rglob("*") if p.is_file())
+    """What rendering reads beyond the facts: the templates and the static files the site carries (the
+    source and lock files are shared)."""
+    return sorted(p for folder in ("templates", "static") for p in (ROOT / folder).rglob("*") if p.is_file())
 
 
 def _family_modules(name: str) -> list[Path]:

@@ -51,6 +51,12 @@ FAMILY = Family(
         "here rather than left to the class default, which agrees only by coincidence."
     )},
     preview=tiny,
+    published_active={
+        "fewest": 18_600_000_000, "most": 31_300_000_000,
+        "source": "https://huggingface.co/meituan-longcat/LongCat-Flash-Chat",
+        "says": ("the model card's introduction: 18.6B to 31.3B parameters activated per token, about 27B on average, "
+                 "depending on how many routing slots land on zero-computation experts"),
+    },
     not_applicable={"block_sum": (
         "a block runs two attentions and two dense MLPs besides the mixture, so its input plus the first "
         "attention's output and the mixture's output leaves out three of the five things the block adds to the stream"

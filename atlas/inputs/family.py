@@ -84,6 +84,9 @@ class Family:
     equations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The notes files (atlas/families/<name>.md) of the family page, in order; empty: <name>.md.
     notes: tuple[str, ...] = ()
+    # The vendor's own active-parameter figure, where it is a range the atlas shows beside its own:
+    # {"fewest": int, "most": int, "source": "https://..." (where a reader can check it), "says": its words}.
+    published_active: Mapping[str, Any] = field(default_factory=dict)
     # Filled in by the registry from the module: never set these by hand.
     name: str = ""
     doc: str = ""

@@ -77,11 +77,27 @@ def check_family(family) -> None:
     for key in reasons:
         if key not in family.config_overrides:
             raise AtlasError(source, f"override_reasons[{key!r}]", "gives a reason for a key config_overrides does not change")
+    _check_published_active(source, dict(family.published_active))
     from atlas.inputs.notes import FAMILIES
 
     for note in family.notes or (family.name,):
         if not (FAMILIES / f"{note}.md").is_file():
             raise AtlasError(f"atlas/families/{note}.md", None, f"the notes file {source} names is missing")
+
+
+def _check_published_active(source: str, published: dict) -> None:
+    """The vendor's active-parameter range: two positive whole numbers in order, the address a reader checks it
+    at, and the words it is given in."""
+    if not published:
+        return
+    fewest, most = published.get("fewest"), published.get("most")
+    if not (_integer(fewest) and _integer(most) and 0 < fewest <= most):
+        raise AtlasError(source, "published_active", f"fewest and most must be whole numbers with 0 < fewest <= most, not {fewest!r} and {most!r}")
+    where = published.get("source")
+    if not isinstance(where, str) or not where.startswith("https://"):
+        raise AtlasError(source, "published_active.source", f"must be the https:// address a reader can check the figure at, not {where!r}")
+    if not isinstance(published.get("says"), str) or not published["says"].strip():
+        raise AtlasError(source, "published_active.says", "must give the vendor's words for the figure")
 
 
 # --- checkpoint.json ---------------------------------------------------------------------------------
