@@ -1,5 +1,8 @@
 """KaTeX, rendered at build time: TeX in, HTML out, each distinct equation rendered once a process.
 
+One rendering per equation: KaTeX's HTML only (its MathML copy doubled a page's weight in equations),
+the HTML named by its TeX (``aria-label``) for assistive technology, since KaTeX hides it from them.
+
 The renderer is the KaTeX that package-lock.json pins and ``npm ci`` installs, the same package whose
 stylesheet and fonts the site copies, run by Node.js: one Node process per build process, started at
 the first equation. A family's pages are rendered with a mark in place of each equation, and the
@@ -33,7 +36,7 @@ const lines = require("readline").createInterface({input: process.stdin});
 lines.on("line", (line) => {
   const answers = JSON.parse(line).map(([tex, displayMode]) => {
     try {
-      return {html: katex.renderToString(tex, {displayMode, trust: true, strict: "ignore", throwOnError: true})};
+      return {html: katex.renderToString(tex, {displayMode, output: "html", trust: true, strict: "ignore", throwOnError: true})};
     } catch (e) {
       return {error: String(e && e.message || e)};
     }
@@ -96,7 +99,22 @@ def render_all(equations: list[Equation]) -> None:
     for (tex, _), answer in zip(new, answers):
         if "error" in answer:
             raise AtlasError("equation", tex, f"KaTeX cannot render it: {answer['error']}")
-    _html.update((key, answer["html"]) for key, answer in zip(new, answers))
+    _html.update((key, labelled(answer["html"], key[0])) for key, answer in zip(new, answers))
+
+
+HTML_CLASS = re.compile(r"\\htmlClass\{[^{}]*\}")
+
+
+def label(tex: str) -> str:
+    """What a screen reader is given for an equation: its TeX, without the stream colors' commands."""
+    return " ".join(HTML_CLASS.sub("", tex).split())
+
+
+def labelled(rendered: str, tex: str) -> str:
+    """KaTeX's HTML output (one rendering, no MathML copy beside it, and marked aria-hidden by KaTeX)
+    named for assistive technology by its TeX, as one image."""
+    name = label(tex).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return rendered.replace('<span class="katex">', f'<span class="katex" role="img" aria-label="{name}">', 1)
 
 
 class _Node:
