@@ -200,3 +200,22 @@ def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
             for value in absent:
                 assert f"value.{value}.html" not in text and f'data-part="{value}"' not in text, (page, value)
     assert {"router_logits", "expert_weights", "routed_output"} <= absent_in["gpt2"]
+
+
+def test_a_page_preloads_the_fonts_its_shown_equations_use():
+    """The fonts a page preloads are those its equations are set in (KaTeX's stylesheet: \\mathbb in
+    KaTeX_AMS, a variable in KaTeX_Math italic, the rest in KaTeX_Main), a list rendered on opening left
+    to load its own when opened."""
+    from atlas.render import math
+
+    reals, later, inert = r"x\in\mathbb{R}", r"\mathbb{R}", '<template class="on-open">'
+    with math.deferred():
+        pages = {"plain.html": f"<head>{math.font_mark('../')}</head>{math.equation('x+1')}",
+                 "reals.html": f"<head>{math.font_mark('')}</head>{math.equation(reals)}",
+                 "later.html": f"<head>{math.font_mark('')}</head>{math.equation('x')}{inert}{math.equation(later)}</template>"}
+    filled = math.fill(pages)
+    fonts = {path: re.findall(r'href="[^"]*fonts/([^"]+)"', text) for path, text in filled.items()}
+    assert fonts["plain.html"] == ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert fonts["reals.html"] == ["KaTeX_AMS-Regular.woff2", "KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert fonts["later.html"] == ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert 'href="../static/katex/fonts/KaTeX_Main-Regular.woff2"' in filled["plain.html"] and "\ue002" not in filled["plain.html"]

@@ -16,6 +16,7 @@ equation named.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -85,9 +86,54 @@ def deferred() -> Iterator[None]:
 
 
 def fill(pages: dict[str, str]) -> dict[str, str]:
-    """The pages with each mark replaced by its equation's HTML (rendered when ``deferred`` ended)."""
+    """The pages with each mark replaced by its equation's HTML (rendered when ``deferred`` ended), and
+    each page's font mark (``font_mark``) by preloads of the KaTeX fonts its equations use."""
     put = lambda m: _html[_marked[int(m.group(1))]]  # noqa: E731
-    return {path: MARK.sub(put, text) if "\ue000" in text else text for path, text in pages.items()}
+    filled = {path: MARK.sub(put, text) if "\ue000" in text else text for path, text in pages.items()}
+    return {path: FONT_MARK.sub(lambda m: preloads(text, m.group(1)), text) if "\ue002" in text else text for path, text in filled.items()}
+
+
+# --- the fonts a page's equations use, fetched with its stylesheet ------------------------------------
+
+FONT_MARK = re.compile("\ue002([^\ue003]*)\ue003")  # the site root of the page, between private-use characters
+ON_OPEN = re.compile(r'<template class="on-open">.*?</template>', re.S)
+_RULE = re.compile(r"([^{}]+)\{([^{}]*font-family:(KaTeX_\w+)[^{}]*)\}")
+
+
+def font_mark(root: str) -> str:
+    """A mark in a page's head that ``fill`` replaces by preloads of the fonts its equations use."""
+    return f"\ue002{root}\ue003"
+
+
+@functools.cache
+def font_rules() -> tuple[tuple[frozenset[str], str], ...]:
+    """(the classes a rule of KaTeX's stylesheet selects, the font file it sets them in), read from the
+    stylesheet the site serves: which class needs which of the fonts is KaTeX's to say."""
+    css = (KATEX / "dist" / "katex.min.css").read_text(encoding="utf-8")
+    rules = []
+    for selectors, body, family in _RULE.findall(css):
+        if "@font-face" in selectors:
+            continue
+        bold, italic = "font-weight:700" in body or "font-weight:bold" in body, "font-style:italic" in body
+        face = "BoldItalic" if bold and italic else "Bold" if bold else "Italic" if italic else "Regular"
+        for selector in selectors.split(","):
+            rules.append((frozenset(re.findall(r"\.([\w-]+)", selector)) - {"katex"}, f"{family}-{face}.woff2"))
+    return tuple(rules)
+
+
+def fonts_used(page: str) -> list[str]:
+    """The woff2 files a page's equations need: KaTeX's upright face (its base), and each face a rule
+    sets for classes the page's markup holds."""
+    shown = ON_OPEN.sub("", page)  # a list rendered on opening loads its own fonts when it is opened
+    classes = {c for attr in re.findall(r'class="([^"]*)"', shown) for c in attr.split()}
+    found = {"KaTeX_Main-Regular.woff2"} if "katex" in classes else set()
+    found.update(font for selected, font in font_rules() if selected and selected <= classes)
+    return sorted(f for f in found if (KATEX / "dist" / "fonts" / f).is_file())
+
+
+def preloads(page: str, root: str) -> str:
+    return "".join(f'<link rel="preload" href="{root}static/katex/fonts/{f}" as="font" type="font/woff2" crossorigin>'
+                   for f in fonts_used(page))
 
 
 def render_all(equations: list[Equation]) -> None:
