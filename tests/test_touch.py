@@ -92,9 +92,15 @@ def test_a_condition_shows_on_focus_and_on_a_tap(browser, base):
     assert not text.is_visible()
     mark.tap()
     assert text.is_visible()
-    # in the diagram's card too: a part whose value has a condition, pinned by a tap
-    page.locator("svg.block-svg:not([hidden]) .part[data-part='attention_scores']").first.tap()
+    # in the diagram's card too: a part whose value has a condition (Kimi K2's router_logits: mixture
+    # blocks only), pinned by a tap
+    block = page.evaluate("""() => { const d = JSON.parse(document.getElementById('page-data').textContent);
+        const svg = [...document.querySelectorAll('svg.block-svg')].find(s => s.querySelector(".part[data-part='router_logits']"));
+        return d.blocks.indexOf(Number(svg.dataset.kind)); }""")
+    page.evaluate(f"window.atlasRedraw({block})")
+    page.locator("svg.block-svg:not([hidden]) .part[data-part='router_logits']").first.tap()
     card_mark = page.locator("#part-card .warn")
+    assert "only when" in card_mark.get_attribute("aria-label")
     card_mark.tap()
     assert page.locator("#part-card .warn-text").is_visible()
     context.close()
@@ -130,7 +136,7 @@ def test_a_long_equation_wraps_or_scrolls_and_is_never_cut(browser, base, width)
                 outside: pieces.filter(p => p.right > panel.right + 1).length, scrolls: d.scrollWidth > d.clientWidth + 1,
                 overflow: getComputedStyle(d).overflowX};
     })""")
-    rotary = next(e for e in found if "rot(" in e["label"])
+    rotary = next(e for e in found if "operatorname{rot}" in e["label"])
     assert rotary["outside"] == 0 or (rotary["scrolls"] and rotary["overflow"] == "auto"), rotary
     if width == 1280:
         assert rotary["lines"] >= 2 and rotary["outside"] == 0, rotary  # wrapped at a break point, all of it shown
