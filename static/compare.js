@@ -215,14 +215,14 @@
     parts.forEach(function (p) { view.appendChild(p); });
   }
 
-  // The first family's nearest relatives (compare/families.js, ranked at build by shared architecture).
+  // The first family's nearest relatives (compare/relatives.js, ranked at build by shared architecture).
   function drawRelatives(name) {
-    var box = document.getElementById("relatives-list"), data = window.ATLAS_FAMILIES;
-    if (!box || !data || !data.relatives || !has(data.relatives, name)) return;
+    var box = document.getElementById("relatives-list"), data = window.ATLAS_FAMILIES, near = window.ATLAS_RELATIVES;
+    if (!box || !data || !near || !has(near, name)) return;
     var title = summaries[name].title;
     box.textContent = "";
     box.appendChild(el("p", { text: "The families nearest " + title + " by what the architectures share, with the traits they share (weighted share of all either has):" }));
-    box.appendChild(el("ol", { "class": "relatives-list" }, data.relatives[name].map(function (r) {
+    box.appendChild(el("ol", { "class": "relatives-list" }, near[name].map(function (r) {
       var page = staticPair(data.pairs, name, r.name);
       var link = el("a", { href: page || "#" + name + "--" + r.name, text: r.title });
       return el("li", {}, [link, " " + r.score + "% ", el("span", { "class": "shared", text: r.shared.join(" · ") })]);

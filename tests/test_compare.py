@@ -75,7 +75,7 @@ def script_data(site: Path, name: str) -> dict:
 
 
 def test_relatives_are_ranked_by_shared_architecture_with_the_traits_named(pair_site):
-    relatives = script_data(pair_site, "families.js")["relatives"]
+    relatives = script_data(pair_site, "relatives.js")
     # the two latent-attention mixtures are each other's nearest; GPT-2 (learned positions, LayerNorm,
     # a two-layer MLP) is Llama's nearest only among these four, and far less near
     first = relatives["kimi_k2"][0]

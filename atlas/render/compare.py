@@ -26,7 +26,8 @@ from atlas.render import relatives as near
 from atlas.render.environment import environment
 
 SUMMARY_SCRIPT = "compare/data.js"  # every family's summary, for the page that assembles any pair
-FAMILIES_SCRIPT = "compare/families.js"  # the families, the static pairs and each family's relatives, for the pickers
+FAMILIES_SCRIPT = "compare/families.js"  # the families and the static pairs, for the pickers on every family page
+RELATIVES_SCRIPT = "compare/relatives.js"  # each family's nearest, for the page that compares any pair
 
 
 # --- the summary of one family ------------------------------------------------------------------------
@@ -231,8 +232,8 @@ def render(present: list[dict[str, Any]]) -> dict[str, str]:
     families = [{"name": s["name"], "title": s["title"]} for s in summaries]
     files["compare/index.html"] = page.render(d=None, root="../", static=False, families=families,
                                               pairs=[[a["name"], b["name"]] for a, b in pairs], per_family=near.STATIC)
-    files[FAMILIES_SCRIPT] = _script("ATLAS_FAMILIES", {"families": families, "pairs": [[a["name"], b["name"]] for a, b in pairs],
-                                                        "relatives": nearest})
+    files[FAMILIES_SCRIPT] = _script("ATLAS_FAMILIES", {"families": families, "pairs": [[a["name"], b["name"]] for a, b in pairs]})
+    files[RELATIVES_SCRIPT] = _script("ATLAS_RELATIVES", nearest)
     files[SUMMARY_SCRIPT] = _script("ATLAS_COMPARE", {s["name"]: s for s in summaries})
     return files
 
