@@ -132,8 +132,10 @@ def fonts_used(page: str) -> list[str]:
 
 
 def preloads(page: str, root: str) -> str:
-    return "".join(f'<link rel="preload" href="{root}static/katex/fonts/{f}" as="font" type="font/woff2" crossorigin>'
-                   for f in fonts_used(page))
+    """The fonts the page's shown equations use, listed for static/theme.js, which fetches them early
+    where the page is served (a preload link of its own would be refused on a page opened from disk)."""
+    fonts = fonts_used(page)
+    return f'<meta name="atlas-math-fonts" content="{" ".join(f"{root}static/katex/fonts/{f}" for f in fonts)}">' if fonts else ""
 
 
 def render_all(equations: list[Equation]) -> None:
