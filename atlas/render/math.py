@@ -132,10 +132,11 @@ def fonts_used(page: str) -> list[str]:
 
 
 def preloads(page: str, root: str) -> str:
-    """The fonts the page's shown equations use, listed for static/theme.js, which fetches them early
+    """The fonts the page's shown equations use, listed for static/math-fonts.js, which fetches them early
     where the page is served (a preload link of its own would be refused on a page opened from disk)."""
     fonts = fonts_used(page)
-    return f'<meta name="atlas-math-fonts" content="{" ".join(f"{root}static/katex/fonts/{f}" for f in fonts)}">' if fonts else ""
+    listed = " ".join(f"{root}static/katex/fonts/{f}" for f in fonts)
+    return f'<meta name="atlas-math-fonts" content="{listed}"><script src="{root}static/math-fonts.js" async></script>' if fonts else ""
 
 
 def render_all(equations: list[Equation]) -> None:
