@@ -5,6 +5,12 @@
   "use strict";
 
   function $(sel, root) { return (root || document).querySelector(sel); }
+  // How a pinned card is let go: a finger has no Esc key; a screen that takes both is told both.
+  function releaseWords() {
+    var coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
+    var touch = coarse || (navigator.maxTouchPoints || 0) > 0;
+    return coarse ? "tap the part again to release" : touch ? "Esc or tap the part again to release" : "Esc to release";
+  }
   function $all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
   function el(tag, attrs, children) {
     var e = document.createElement(tag);
@@ -64,6 +70,23 @@
     var hint = card.innerHTML;
     var narrow = window.matchMedia ? window.matchMedia("(max-width: 760px)") : { matches: false };
 
+    // A label longer than its box (or than the drawing, for the stream's ends) is narrowed to fit,
+    // its size kept: measured where it is shown, since a hidden drawing measures nothing.
+    function fitLabels(svg) {
+      if (svg.getAttribute("data-fitted")) return;
+      var right = svg.viewBox.baseVal.width - 4;
+      $all("text", svg).forEach(function (text) {
+        var g = text.parentNode, rect = g.querySelector(":scope > rect:not(.hit)");
+        var x = Number(text.getAttribute("x"));
+        var room = (rect ? Number(rect.getAttribute("x")) + Number(rect.getAttribute("width")) - 6 : right) - x;
+        if (text.getAttribute("text-anchor") === "middle" || room <= 0) return;
+        if (text.getComputedTextLength() > room) {
+          text.setAttribute("textLength", String(room));
+          text.setAttribute("lengthAdjust", "spacingAndGlyphs");
+        }
+      });
+      svg.setAttribute("data-fitted", "1");
+    }
     function keyOf(part) { return part.getAttribute("data-part") || ("module:" + (part.getAttribute("data-module") || "")); }
     function modulePath(v) { return (v.module || "").replace("{i}", String(block)); }
     function valueIn(name, i) {
@@ -82,8 +105,12 @@
     }
     function cardHead(name, v, isPinned) {
       var head = el("p", { "class": "card-name" }, [el("code", { text: name })]);
-      if (v && v.condition) head.appendChild(el("span", { "class": "warn", title: v.condition, text: " ⚠︎" }));
-      if (isPinned) head.appendChild(el("span", { "class": "pin", text: "pinned · Esc to release" }));
+      if (v && v.condition) {
+        head.appendChild(document.createTextNode(" "));
+        head.appendChild(el("span", { "class": "warn", tabindex: "0", role: "button", "aria-expanded": "false", "aria-label": "only when: " + v.condition, title: v.condition, text: "⚠︎" }));
+        head.appendChild(el("span", { "class": "warn-text", text: "only when: " + v.condition }));
+      }
+      if (isPinned) head.appendChild(el("span", { "class": "pin", text: "pinned · " + releaseWords() }));
       return head;
     }
     function fill(part) {
@@ -179,6 +206,7 @@
       for (var s = 0; s < svgs.length; s++) {
         var on = Number(svgs[s].getAttribute("data-kind")) === kind;
         if (on) svgs[s].removeAttribute("hidden"); else svgs[s].setAttribute("hidden", "");
+        if (on) fitLabels(svgs[s]);
       }
       output.textContent = String(i);
       slider.setAttribute("aria-valuetext", "block " + i + ", " + data.kinds[kind].label);
@@ -209,7 +237,10 @@
     slider.addEventListener("input", function () { go(Number(slider.value)); });
     var strip = $(".ticks");
     if (strip) strip.addEventListener("click", function (e) {
-      // the whole strip is one target: the block under the pointer, however narrow its tick
+      // a tick of its own (24 px on a touch screen) is its block; else the whole strip is one target:
+      // the block under the pointer, however narrow its tick
+      var tick = e.target.closest && e.target.closest(".tick");
+      if (tick && tick.hasAttribute("data-block")) { go(Number(tick.getAttribute("data-block"))); return; }
       var b = strip.getBoundingClientRect();
       var n = data.blocks.length;
       go(Math.floor((e.clientX - b.left) / b.width * n));
@@ -270,6 +301,40 @@
     document.addEventListener("toggle", mark, true);  // a <details> opened: its tables are laid out now
   }
 
+  /* ---------------------------------------------------------------- ⚠︎ conditions */
+  // Focus shows a mark's condition (CSS); a click, a tap or Enter keeps it open or closes it.
+  function initWarnings() {
+    function flip(mark) {
+      var open = !mark.classList.contains("open");
+      mark.classList.toggle("open", open);
+      mark.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    document.addEventListener("click", function (e) {
+      var mark = e.target.closest && e.target.closest(".warn[tabindex]");
+      if (mark) { e.stopPropagation(); flip(mark); }
+    }, true);
+    document.addEventListener("keydown", function (e) {
+      if ((e.key === "Enter" || e.key === " ") && e.target.classList && e.target.classList.contains("warn")) { e.preventDefault(); flip(e.target); }
+    });
+  }
+
+  /* ---------------------------------------------------------------- step lists, rendered on opening */
+  // A long list of steps arrives inert (a <template>): the browser parses its equations but neither
+  // builds nor lays them out until the reader opens the list, so the page's first math paints sooner.
+  function openLater(details) {
+    $all(":scope > template.on-open", details).forEach(function (t) { t.replaceWith(t.content); });
+  }
+  function initOnOpen() {
+    // on the click itself, before the list is shown; on toggle for a list opened otherwise (the keyboard, find)
+    document.addEventListener("click", function (e) {
+      var summary = e.target.closest && e.target.closest("details > summary");
+      if (summary) openLater(summary.parentNode);
+    }, true);
+    document.addEventListener("toggle", function (e) { if (e.target.open) openLater(e.target); }, true);
+    $all("details[open]").forEach(openLater);
+    window.addEventListener("beforeprint", function () { $all("details").forEach(openLater); });
+  }
+
   /* ---------------------------------------------------------------- index search */
   function initSearch() {
     var input = $("#search");
@@ -307,6 +372,8 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    initOnOpen();
+    initWarnings();
     initTheme();
     initSoftBreaks();
     initDiagram();

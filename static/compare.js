@@ -53,14 +53,38 @@
   var view = document.getElementById("compare-view");
   if (!summaries || !view || !document.getElementById("compare-form")) return;
 
-  function rows(x, y) {
+  function rows(x, y, namesX, namesY) {
     var keys = Object.keys(x).concat(Object.keys(y).filter(function (k) { return !has(x, k); }));
     return keys.map(function (k) {
       var va = has(x, k) ? x[k] : null, vb = has(y, k) ? y[k] : null;
-      return { key: k, a: va, b: vb, differs: !same(va, vb) };
+      return { key: k, a: va, b: vb, differs: !same(va, vb),
+               own_a: namesX && has(namesX, k) ? namesX[k] : null, own_b: namesY && has(namesY, k) ? namesY[k] : null };
     });
   }
   function pairs(list) { var o = {}; list.forEach(function (p) { o[p[0]] = p[1]; }); return o; }
+  // Rows of [key, value, own name] aligned by key (atlas/render/compare.py's _named_rows).
+  function namedRows(x, y) {
+    function split(list) {
+      var values = {}, names = {};
+      list.forEach(function (r) { values[r[0]] = r[1]; if (r[2]) names[r[0]] = r[2]; });
+      return [values, names];
+    }
+    var sx = split(x), sy = split(y);
+    return rows(sx[0], sy[0], sx[1], sy[1]);
+  }
+  // A step with its sizes set aside (compare.py's normalized_step): the comparison only, never shown.
+  function normalized(tex) { return tex.replace(/\d+(?:\{,\}\d+)*(?:\.\d+)?/g, "n"); }
+  var WEIGHTS = { attention: 3, component: 2, routing: 2, positions: 2, mlp: 1, norm: 1, activation: 1, residual: 1 };
+  function nearness(a, b) {
+    var keyOf = function (t) { return t[0] + "\u0000" + t[1]; };
+    var inA = {}, inB = {}, shared = 0, union = 0;
+    a.forEach(function (t) { inA[keyOf(t)] = true; });
+    b.forEach(function (t) { inB[keyOf(t)] = true; });
+    a.forEach(function (t) { union += WEIGHTS[t[0]]; if (inB[keyOf(t)]) shared += WEIGHTS[t[0]]; });
+    b.forEach(function (t) { if (!inA[keyOf(t)]) union += WEIGHTS[t[0]]; });
+    var words = function (x, inY, want) { return x.filter(function (t) { return !!inY[keyOf(t)] === want; }).map(function (t) { return t[1]; }); };
+    return { score: union ? Math.round(100 * shared / union) : 0, shared: words(a, inB, true), only_a: words(a, inB, false), only_b: words(b, inA, false) };
+  }
 
   function diff(a, b) {
     var equations = [];
@@ -68,8 +92,9 @@
       var ea = a.equations[cid], eb = b.equations[cid];
       if (!ea || !eb) { equations.push({ id: cid, kind: (ea || eb).kind, only: eb ? "b" : "a", facts: [], steps_a: [], steps_b: [] }); return; }
       var facts = rows(ea.facts, eb.facts).filter(function (r) { return r.differs; });
-      var sa = ea.steps.filter(function (s) { return eb.steps.indexOf(s) < 0; });
-      var sb = eb.steps.filter(function (s) { return ea.steps.indexOf(s) < 0; });
+      var na = ea.steps.map(normalized), nb = eb.steps.map(normalized);
+      var sa = ea.steps.filter(function (s) { return nb.indexOf(normalized(s)) < 0; });
+      var sb = eb.steps.filter(function (s) { return na.indexOf(normalized(s)) < 0; });
       if (facts.length || sa.length || sb.length) equations.push({ id: cid, kind: ea.kind, only: null, facts: facts, steps_a: sa, steps_b: sb });
     });
     var support = Object.keys(a.support).concat(Object.keys(b.support).filter(function (k) { return !has(a.support, k); })).sort()
@@ -78,29 +103,37 @@
     var kinds = Object.keys(a.parameters.kinds).concat(Object.keys(b.parameters.kinds).filter(function (k) { return !has(a.parameters.kinds, k); }));
     return {
       a: a.name, b: b.name,
-      standardized: rows(a.standardized, b.standardized),
-      config: rows(a.config, b.config),
+      nearness: nearness(a.traits, b.traits),
+      standardized: rows(pairs(a.standardized), pairs(b.standardized)),
+      cost: rows(pairs(a.cost), pairs(b.cost)).map(function (r, i) {
+        r.note_a = a.cost[i] ? a.cost[i][2] : null; r.note_b = b.cost[i] ? b.cost[i][2] : null; return r;
+      }),
+      config: rows(a.config, b.config, a.config_names, b.config_names),
       kinds: [a.kinds, b.kinds], blocks: [a.blocks, b.blocks],
       parameters: {
         totals: rows({ "total": a.parameters.total, "active per token": a.parameters.active }, { "total": b.parameters.total, "active per token": b.parameters.active }),
-        rows: rows(pairs(a.parameters.rows), pairs(b.parameters.rows)),
-        kinds: kinds.map(function (k) { return { kind: k, rows: rows(pairs(a.parameters.kinds[k] || []), pairs(b.parameters.kinds[k] || [])) }; })
+        rows: namedRows(a.parameters.rows, b.parameters.rows),
+        kinds: kinds.map(function (k) { return { kind: k, rows: namedRows(a.parameters.kinds[k] || [], b.parameters.kinds[k] || []) }; })
       },
       support: support, equations: equations
     };
   }
 
-  function cell(x) {
-    if (x === null || x === undefined) return el("span", { "class": "absent", text: "not set" });
-    if (typeof x === "number") return document.createTextNode(grouped(x));
-    return el("code", { "class": "json", text: String(x) });
+  function cell(x, own, note) {
+    var parts = [];
+    if (x === null || x === undefined) parts.push(el("span", { "class": "absent", text: "not set" }));
+    else if (typeof x === "number") parts.push(document.createTextNode(grouped(x)));
+    else parts.push(el("code", { "class": "json", text: String(x) }));
+    if (own) parts.push(" ", el("span", { "class": "own" }, ["as ", el("code", { text: own })]));
+    if (note) parts.push(el("span", { "class": "note", text: note }));
+    return el("td", {}, parts);
   }
   function table(d, list, onlyDiff, head) {
     var body = el("tbody");
     list.forEach(function (r) {
       if (onlyDiff && !r.differs) return;
-      var key = el("td", {}, r.differs ? [el("span", { "class": "mark", title: "differs", text: "≠" }), " ", el("code", { text: r.key })] : [el("code", { text: r.key })]);
-      body.appendChild(el("tr", { "class": r.differs ? "differs" : "same", "data-key": r.key }, [key, el("td", {}, [cell(r.a)]), el("td", {}, [cell(r.b)])]));
+      var key = el("td", {}, r.differs ? [el("span", { "class": "mark", title: "differs", "aria-label": "differs", text: "≠" }), " ", el("code", { text: r.key })] : [el("code", { text: r.key })]);
+      body.appendChild(el("tr", { "class": r.differs ? "differs" : "same", "data-key": r.key }, [key, cell(r.a, r.own_a, r.note_a), cell(r.b, r.own_b, r.note_b)]));
     });
     return el("div", { "class": "scroll" }, [el("table", { "class": "compare" }, [
       el("thead", {}, [el("tr", {}, [el("th", { text: head || "key" }), el("th", { text: d.a }), el("th", { text: d.b })])]), body])]);
@@ -108,14 +141,37 @@
   function section(id, title, children) {
     return el("section", { id: id }, [el("h2", {}, [el("a", { href: "#" + id, text: title })])].concat(children));
   }
+  // One proven step as its family writes it, rendered by KaTeX where the page loaded it, else as TeX.
+  function step(tex) {
+    var li = el("li");
+    if (window.katex) {
+      try {
+        window.katex.render(tex, li, { displayMode: true, trust: true, strict: "ignore", output: "html" });
+        var k = li.querySelector(".katex");  // named by its TeX, as the build names its equations (atlas/render/math.py)
+        if (k) { k.setAttribute("role", "img"); k.setAttribute("aria-label", tex.replace(/\htmlClass\{[^{}]*\}/g, "").replace(/\s+/g, " ").trim()); }
+        return li;
+      } catch (e) { li.textContent = ""; }
+    }
+    li.appendChild(el("code", { text: tex }));
+    return li;
+  }
 
   function draw(d) {
     var parts = [];
-    parts.push(section("standardized", "Standardized config", [table(d, d.standardized)]));
-    var differing = d.config.filter(function (r) { return r.differs; }).length;
-    parts.push(section("config-diff", "config.json: the values that differ", [
-      el("p", { text: differing + " of " + d.config.length + " keys differ (a key one file lacks counts as differing)." }),
-      table(d, d.config, true)]));
+    var n = d.nearness;
+    var words = "Architecture traits in common: " + n.score + "% (weighted)" + (n.shared.length ? ": " + n.shared.join(", ") : "") + "."
+      + (n.only_a.length ? " Only " + d.a + ": " + n.only_a.join(", ") + "." : "") + (n.only_b.length ? " Only " + d.b + ": " + n.only_b.join(", ") + "." : "");
+    var groups = [["sizes", d.standardized, "sizes"], ["parameters", d.parameters.totals, "totals"], ["cost, from each family's cost section", d.cost, "cost-diff"]];
+    var glanceTable = el("table", { "class": "compare glance-table" }, [
+      el("thead", {}, [el("tr", {}, [el("th", { text: "figure" }), el("th", { text: d.a }), el("th", { text: d.b })])])].concat(groups.map(function (g) {
+        var body = table(d, g[1], false).querySelector("tbody");
+        body.id = g[2];
+        body.insertBefore(el("tr", { "class": "group" }, [el("th", { colspan: "3", scope: "rowgroup", text: g[0] })]), body.firstChild);
+        return body;
+      })));
+    var glance = section("standardized", "At a glance", [el("p", { "class": "nearness", text: words }), el("div", { "class": "scroll" }, [glanceTable])]);
+    glance.className = "glance";
+    parts.push(glance);
     var pattern = [];
     [0, 1].forEach(function (side) {
       var name = side ? d.b : d.a;
@@ -125,8 +181,13 @@
       })));
     });
     parts.push(section("pattern", "Block patterns", pattern));
-    var params = [table(d, d.parameters.totals), table(d, d.parameters.rows)];
-    d.parameters.kinds.forEach(function (k) { params.push(el("h3", { text: k.kind })); params.push(table(d, k.rows)); });
+    var differing = d.config.filter(function (r) { return r.differs; }).length;
+    parts.push(section("config-diff", "config.json: the values that differ", [
+      el("p", { text: differing + " of " + d.config.length + " keys differ (a key one file lacks counts as differing). A key a file names its own way is shown under the name the other families use, with its own name beside the value." }),
+      table(d, d.config, true)]));
+    var params = [el("p", { text: "Each module under the standard value it produces (support()), so that a module named otherwise in one family meets its counterpart; its own name stands beside its count." }),
+      table(d, d.parameters.rows, false, "module")];
+    d.parameters.kinds.forEach(function (k) { params.push(el("h3", { text: k.kind })); params.push(table(d, k.rows, false, "module")); });
     parts.push(section("parameters", "Parameters per component", params));
     var support = d.support.length ? [el("div", { "class": "scroll" }, [el("table", { "class": "compare" }, [
       el("thead", {}, [el("tr", {}, [el("th", { text: "value" }), el("th", { text: d.a }), el("th", { text: d.b })])]),
@@ -136,7 +197,7 @@
         })));
       }))])])] : [el("p", { text: "Both produce the same standard values under the same conditions." })];
     parts.push(section("support-diff", "support(): values one produces and the other does not, or under another condition", support));
-    var eqs = [el("p", { text: "Steps are compared with their sizes taken out (written n), so a row here computes something else, not merely at another width." })];
+    var eqs = [el("p", { text: "Steps are compared with their sizes set aside, so a step listed here computes something else, not merely at another width; each is shown as its family proves it, sizes and all." })];
     d.equations.forEach(function (e) {
       var box = el("div", { "class": "eq-diff", "data-component": e.id }, [el("h3", {}, [el("code", { text: e.id }), " ", el("span", { "class": "small", text: "(" + e.kind + ")" })])]);
       if (e.only) box.appendChild(el("p", { text: "Only in " + (e.only === "a" ? d.a : d.b) + "." }));
@@ -144,7 +205,7 @@
       [["steps_a", d.a], ["steps_b", d.b]].forEach(function (p) {
         if (!e[p[0]].length) return;
         box.appendChild(el("p", { text: "Steps only " + p[1] + " takes:" }));
-        box.appendChild(el("ul", {}, e[p[0]].map(function (s) { return el("li", {}, [el("code", { text: s })]); })));
+        box.appendChild(el("ul", { "class": "steps" }, e[p[0]].map(step)));
       });
       eqs.push(box);
     });
@@ -152,6 +213,20 @@
     parts.push(section("equations-diff", "Equations: the proven steps that differ", eqs));
     view.textContent = "";
     parts.forEach(function (p) { view.appendChild(p); });
+  }
+
+  // The first family's nearest relatives (compare/relatives.js, ranked at build by shared architecture).
+  function drawRelatives(name) {
+    var box = document.getElementById("relatives-list"), data = window.ATLAS_FAMILIES, near = window.ATLAS_RELATIVES;
+    if (!box || !data || !near || !has(near, name)) return;
+    var title = summaries[name].title;
+    box.textContent = "";
+    box.appendChild(el("p", { text: "The families nearest " + title + " by what the architectures share, with the traits they share (weighted share of all either has):" }));
+    box.appendChild(el("ol", { "class": "relatives-list" }, near[name].map(function (r) {
+      var page = staticPair(data.pairs, name, r.name);
+      var link = el("a", { href: page || "#" + name + "--" + r.name, text: r.title });
+      return el("li", {}, [link, " " + r.score + "% ", el("span", { "class": "shared", text: r.shared.join(" · ") })]);
+    })));
   }
 
   var selectA = document.getElementById("compare-a"), selectB = document.getElementById("compare-b");
@@ -167,11 +242,15 @@
       var other = Object.keys(summaries).filter(function (n) { return n !== selectA.value; })[0];
       if (other) selectB.value = other;
     }
+    show();
+  }
+  function show() {
     draw(diff(summaries[selectA.value], summaries[selectB.value]));
+    drawRelatives(selectA.value);
   }
   function pick() {
     history.replaceState(null, "", "#" + selectA.value + "--" + selectB.value);
-    draw(diff(summaries[selectA.value], summaries[selectB.value]));
+    show();
   }
   selectA.addEventListener("change", pick);
   selectB.addEventListener("change", pick);

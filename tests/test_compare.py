@@ -1,4 +1,5 @@
-"""Compare pages: the static page of Kimi K2 and DeepSeek-V3 against their two config.json files, and
+"""Compare pages: the static page of Kimi K2 and DeepSeek-V3 against their two config.json files, GPT-2
+beside Llama (keys and modules named otherwise, aligned), relatives ranked by shared architecture, and
 in Chromium the picker, the page that assembles any pair, and the cost section's context slider."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tests.conftest import CHROMIUM, build_families, released_config, served
 
 @pytest.fixture(scope="module")
 def pair_site(tmp_path_factory) -> Path:
-    return build_families(tmp_path_factory, "kimi_k2", "deepseek_v3")
+    return build_families(tmp_path_factory, "kimi_k2", "deepseek_v3", "gpt2", "llama")
 
 
 def differing_rows(page: str) -> dict[str, tuple[str, str]]:
@@ -25,7 +26,7 @@ def differing_rows(page: str) -> dict[str, tuple[str, str]]:
     section = page.split('id="config-diff"')[1].split("</section>")[0].split("<details>")[0]
     rows = {}
     for row in re.findall(r'<tr class="differs" data-key="([^"]+)">(.*?)</tr>', section, re.S):
-        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td>(.*?)</td>", row[1], re.S)]
+        cells = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[1], re.S)]
         rows[html.unescape(row[0])] = (cells[1], cells[2])
     return rows
 
@@ -33,10 +34,16 @@ def differing_rows(page: str) -> dict[str, tuple[str, str]]:
 def test_kimi_k2_and_deepseek_v3_list_every_differing_config_value(pair_site):
     page = (pair_site / "compare" / "kimi_k2--deepseek_v3.html").read_text()
     kimi, deepseek = released_config("kimi_k2"), released_config("deepseek_v3")
-    expected = {k for k in set(kimi) | set(deepseek) if kimi.get(k) != deepseek.get(k)}
+    # a key the configuration class also answers to under transformers' common name is shown under that
+    # name, its own beside the value (n_routed_experts is num_local_experts, as in Mixtral's files)
+    from transformers import DeepseekV3Config
+
+    common = {own: name for name, own in DeepseekV3Config.attribute_map.items()}
+    expected = {common.get(k, k) for k in set(kimi) | set(deepseek) if kimi.get(k) != deepseek.get(k)}
     shown = differing_rows(page)
     assert set(shown) == expected
-    for key in ("n_routed_experts", "num_attention_heads", "first_k_dense_replace", "routed_scaling_factor", "n_group", "topk_group"):
+    assert shown["num_local_experts"] == (f"{kimi['n_routed_experts']} as n_routed_experts", f"{deepseek['n_routed_experts']} as n_routed_experts")
+    for key in ("num_attention_heads", "first_k_dense_replace", "routed_scaling_factor", "n_group", "topk_group"):
         assert shown[key] == (str(kimi[key]), str(deepseek[key]))
     assert "both are built as DeepseekV3ForCausalLM" in page
 
@@ -60,7 +67,66 @@ def test_the_index_and_family_pages_reach_the_picker(pair_site):
     assert 'data-family="kimi_k2"' in family and 'href="../compare/index.html#kimi_k2"' in family
     families = (pair_site / "compare" / "families.js").read_text()
     data = json.loads(families.split("=", 1)[1].strip().rstrip(";"))
-    assert data["pairs"] == [["kimi_k2", "deepseek_v3"]]
+    assert ["kimi_k2", "deepseek_v3"] in data["pairs"]
+
+
+def script_data(site: Path, name: str) -> dict:
+    return json.loads((site / "compare" / name).read_text().split("=", 1)[1].strip().rstrip(";"))
+
+
+def test_relatives_are_ranked_by_shared_architecture_with_the_traits_named(pair_site):
+    relatives = script_data(pair_site, "relatives.js")
+    # the two latent-attention mixtures are each other's nearest; GPT-2 (learned positions, LayerNorm,
+    # a two-layer MLP) is Llama's nearest only among these four, and far less near
+    first = relatives["kimi_k2"][0]
+    assert first["name"] == "deepseek_v3" and first["score"] == 100
+    assert {"multi-head latent attention (MLA)", "a shared expert", "rotary position embedding (RoPE)"} <= set(first["shared"])
+    gpt2 = next(r for r in relatives["llama"] if r["name"] == "gpt2")
+    assert gpt2["score"] < 50 and "rotary position embedding (RoPE)" not in gpt2["shared"]
+    assert all(len(rows) <= 8 for rows in relatives.values())
+
+
+def cells(page: str, section: str, key: str) -> list[str]:
+    """The shown text of a row's two value cells in a section of a static compare page."""
+    part = page.split(f'id="{section}"')[1]
+    row = re.search(rf'data-key="{re.escape(key)}">(.*?)</tr>', part, re.S).group(1)
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row, re.S)][1:]
+
+
+def test_config_and_parameter_rows_are_aligned_by_standard_names(pair_site):
+    page = (pair_site / "compare" / "llama--gpt2.html").read_text()
+    gpt2, llama = released_config("gpt2"), released_config("llama")
+    a, b = ("gpt2", "llama") if page.index("<th>gpt2</th>") < page.index("<th>llama</th>") else ("llama", "gpt2")
+    own = {"gpt2": gpt2, "llama": llama}
+    # GPT-2's n_layer / n_embd / n_head sit in the rows of Llama's names, their own names beside them
+    for common, gpt2_key in (("num_hidden_layers", "n_layer"), ("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
+        shown = dict(zip((a, b), cells(page, "config-diff", common)))
+        assert shown["gpt2"] == f"{gpt2[gpt2_key]} as {gpt2_key}" and shown["llama"] == str(llama[common])
+        assert f'data-key="{gpt2_key}"' not in page
+    # wte and embed_tokens meet in the row of what they produce: vocabulary × width values each
+    shown = dict(zip((a, b), cells(page, "parameters", "token_embeddings")))
+    assert shown["gpt2"] == f"{gpt2['vocab_size'] * gpt2['n_embd']:,} as transformer.wte"
+    assert shown["llama"] == f"{llama['vocab_size'] * llama['hidden_size']:,} as model.embed_tokens"
+
+
+def test_every_compare_has_cost_rows_and_rendered_steps_with_sizes(pair_site):
+    page = (pair_site / "compare" / "kimi_k2--deepseek_v3.html").read_text()
+    # both cache one 512-wide latent and one 64-wide rotary key per block, 2 bytes each, in 61 blocks:
+    # the same bytes per token, though their heads differ (64 against 128)
+    for name in ("kimi_k2", "deepseek_v3"):
+        c = released_config(name)
+        assert c["num_hidden_layers"] * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * 2 == 70_272
+    assert [s.split(" ")[0] for s in cells(page, "cost-diff", "KV cache per token (BF16)")] == ["70,272", "70,272"]
+    for label in ("weights as stored", "FLOPs per token at 4,096 tokens", "KV cache at 4,096 tokens"):
+        assert len(cells(page, "cost-diff", label)) == 2
+    # the step only DeepSeek-V3 takes is rendered TeX with its own sizes, never TeX source with "n"
+    gate = page.split('data-component="MoE_block.mlp.gate"')[1].split('class="eq-diff"')[0]
+    steps = gate.split("Steps only deepseek_v3 takes")[1]
+    text = re.sub(r"<[^>]+>", "", steps)
+    assert 'class="katex' in steps and "\\" not in text  # no TeX source left on the page
+    deepseek = released_config("deepseek_v3")
+    assert str(deepseek["topk_group"]) in text and str(deepseek["n_group"]) in text
+    assert "\\operatorname" not in steps and "\\to" not in steps
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
@@ -117,5 +183,14 @@ def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
             keys = page.eval_on_selector_all("#config-diff tr.differs", "rows => rows.map(r => r.dataset.key)")
             static = differing_rows((pair_site / "compare" / "kimi_k2--deepseek_v3.html").read_text())
             assert set(keys) == set(static)
+            # the comparison comes first: its summary is the view's first section, and the view precedes
+            # the relatives, which name the first family's nearest with what they share
+            order = page.evaluate("""() => [...document.querySelectorAll('#compare-view > section, #relatives')].map(e => e.id)""")
+            assert order[0] == "standardized" and order[-1] == "relatives", order
+            assert page.evaluate("document.querySelector('#compare-view').getBoundingClientRect().top < 400")
+            first = page.text_content("#relatives-list li")
+            assert first.startswith("Kimi K2") and "multi-head latent attention (MLA)" in first
+            # steps drawn in the browser are rendered by KaTeX too, not shown as TeX source
+            assert page.eval_on_selector_all("#equations-diff ul.steps li", "ls => ls.every(l => l.querySelector('.katex'))")
             assert not errors, errors
             browser.close()

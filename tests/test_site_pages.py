@@ -100,11 +100,15 @@ def test_katex_is_one_version_from_the_lock_to_the_renderer():
     script = (
         "const katex = require(process.argv[1]); const tex = JSON.parse(process.argv[2]);"
         "process.stdout.write(JSON.stringify({version: katex.version, html: tex.map(t => katex.renderToString(t,"
-        " {displayMode: true, trust: true, strict: 'ignore', throwOnError: true}))}));"
+        " {displayMode: true, output: 'html', trust: true, strict: 'ignore', throwOnError: true}))}));"
     )
     node = json.loads(subprocess.run(["node", "-e", script, str(ROOT / "node_modules/katex"), json.dumps(tex)],
                                      capture_output=True, text=True, check=True, timeout=60).stdout)
     assert node["version"] == installed
+    # one rendering (HTML, no MathML copy), named for screen readers by its TeX without the color commands
+    labels = [r"{q_t}=W_q\,x_t", r"\operatorname{top}_{8}\,\sigma(z)\in\mathbb{R}^{384}", r"\frac{1}{\sqrt{d}}\sum_{j\le t}e^{s_{tj}}"]
+    node["html"] = [h.replace('<span class="katex">', f'<span class="katex" role="img" aria-label="{label}">', 1) for h, label in zip(node["html"], labels)]
+    assert all("<math" not in h for h in node["html"])
     assert [math.render(t, True) for t in tex] == node["html"]  # the build's own renderer, one equation at a time
     with math.deferred():  # as a family's pages are rendered: marks first, the equations together after
         pages = {"a.html": f"<p>{math.equation(tex[2])}</p><p>{math.equation(tex[0])}</p>", "b.html": math.equation(tex[1])}
@@ -196,3 +200,22 @@ def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
             for value in absent:
                 assert f"value.{value}.html" not in text and f'data-part="{value}"' not in text, (page, value)
     assert {"router_logits", "expert_weights", "routed_output"} <= absent_in["gpt2"]
+
+
+def test_a_page_preloads_the_fonts_its_shown_equations_use():
+    """The fonts a page preloads are those its equations are set in (KaTeX's stylesheet: \\mathbb in
+    KaTeX_AMS, a variable in KaTeX_Math italic, the rest in KaTeX_Main), a list rendered on opening left
+    to load its own when opened."""
+    from atlas.render import math
+
+    reals, later, inert = r"x\in\mathbb{R}", r"\mathbb{R}", '<template class="on-open">'
+    with math.deferred():
+        pages = {"plain.html": f"<head>{math.font_mark('../')}</head>{math.equation('x+1')}",
+                 "reals.html": f"<head>{math.font_mark('')}</head>{math.equation(reals)}",
+                 "later.html": f"<head>{math.font_mark('')}</head>{math.equation('x')}{inert}{math.equation(later)}</template>"}
+    filled = math.fill(pages)
+    fonts = {path: re.findall(r'fonts/([^" ]+)', re.search(r'name="atlas-math-fonts" content="([^"]*)"', text).group(1)) for path, text in filled.items()}
+    assert fonts["plain.html"] == ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert fonts["reals.html"] == ["KaTeX_AMS-Regular.woff2", "KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert fonts["later.html"] == ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert "../static/katex/fonts/KaTeX_Main-Regular.woff2" in filled["plain.html"] and "\ue002" not in filled["plain.html"]

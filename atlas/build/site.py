@@ -87,6 +87,8 @@ def _copy_static(staging: Path) -> None:
     # KaTeX's own stylesheet, byte for byte, and every font file it names: the woff2 that browsers load
     # and the woff and ttf fallbacks after it, so that no reference dangles.
     shutil.copyfile(katex / "katex.min.css", target / "katex" / "katex.min.css")
+    # the page that compares any pair renders the steps of the pair picked in the browser
+    shutil.copyfile(katex / "katex.min.js", target / "katex" / "katex.min.js")
     named = sorted(set(re.findall(r"url\((fonts/[^)]+)\)", (katex / "katex.min.css").read_text(encoding="utf-8"))))
     for ref in named:
         if not (katex / ref).is_file():

@@ -166,6 +166,8 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     raw = facts["config"]["raw"]
     facts["config"]["explained"] = config_words.explain_config(
         raw, facts["checkpoint"]["config_file"], config_words.unread_keys(raw, type(model), type(config)), facts["stack"]["transformers"])
+    # a key other families' files name another way -> that common name (GPT-2's n_layer: num_hidden_layers)
+    facts["config"]["standard_names"] = config_words.standard_names(raw, type(config))
     hosted = hosted_values(resolution)
     seen: set[str] = set()
     for line in facts["printout"]:

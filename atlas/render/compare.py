@@ -1,12 +1,13 @@
-"""Two families side by side: a static page for each pair of near relatives, and one page that
-assembles any pair in the browser from a compact summary of every family's facts.
+"""Two families side by side: a static page for each family and its nearest relatives, and one page
+that assembles any pair in the browser from a compact summary of every family's facts.
 
-Relatives are derived, never listed: two families are near relatives when they are built from the
-same transformers model class (Kimi K2 and DeepSeek-V3), or when one family's modeling code is written
-from the other's (transformers' modular file of the one imports the other's modeling module:
-Mistral's from Llama's). The page lists the config values that differ, the block patterns, the
-parameters per component, the standard values one produces and the other does not, and the proven
-equation steps one has and the other lacks or computes differently.
+Relatives are ranked by what the architectures share (atlas.render.relatives: the kinds of attention
+and of component, routing, positions, norms), not by whose modeling code transformers reuses. The
+page leads with the figures a reader compares first (the standardized sizes, parameters, cost), then
+the block patterns, config.json aligned by common key names (GPT-2's ``n_layer`` beside Llama's
+``num_hidden_layers``), the parameters per component aligned by the standard value each module
+produces (``wte`` beside ``embed_tokens``: both give token_embeddings), the standard values one
+produces and the other does not, and the proven equation steps one takes and the other does not.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from atlas.check import visible_text
+from atlas.cost import figures as cost_figures
 from atlas.facts import cache
+from atlas.numbers import binary_size, grouped
+from atlas.render import relatives as near
 from atlas.render.environment import environment
 
 SUMMARY_SCRIPT = "compare/data.js"  # every family's summary, for the page that assembles any pair
-FAMILIES_SCRIPT = "compare/families.js"  # the families and the static pairs, for the pickers
+FAMILIES_SCRIPT = "compare/families.js"  # the families and the static pairs, for the pickers on every family page
+RELATIVES_SCRIPT = "compare/relatives.js"  # each family's nearest, for the page that compares any pair
 
 
 # --- the summary of one family ------------------------------------------------------------------------
@@ -31,44 +36,95 @@ NUMBER = re.compile(r"\d+(?:\{,\}\d+)*(?:\.\d+)?")
 
 
 def normalized_step(tex: str) -> str:
-    """A step's TeX with its sizes taken out, so that two families' steps compare by what they compute."""
+    """A step's TeX with its sizes taken out, so that two families' steps compare by what they compute.
+    Only the comparison uses it: the page shows each family's own step, sizes and all."""
     return NUMBER.sub("n", tex)
 
 
 def _fact_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"  # 0.130861, not 0.13086079996295005: six figures tell two scalings apart
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def cost_rows(facts: dict[str, Any], context: int = cost_figures.DEFAULT_CONTEXT) -> list[list[Any]]:
+    """The cost figures every compare shows, [label, number, words], from the facts' cost section
+    through atlas.cost.figures, the module the family page's cost section reads too."""
+    cost = facts["cost"]
+    at = cost_figures.figures(cost, context)
+    stored = cost["weights"][0]
+    return [
+        ["KV cache per token (BF16)", at["per_token"], f"{binary_size(at['per_token'])}: {at['per_token_formula']}"],
+        [f"KV cache at {grouped(context)} tokens", at["cache"], binary_size(at["cache"])],
+        ["weights as stored", stored["bytes"], f"{binary_size(stored['bytes'])}, {stored['name']}"],
+        [f"FLOPs per token at {grouped(context)} tokens", at["flops"], at["flops_formula"]],
+    ]
+
+
+def module_roles(facts: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
+    """Module paths (block index as any number) -> the standard name of what the module produces
+    (support(): transformer.wte and model.embed_tokens both give token_embeddings)."""
+    found: dict[str, str] = {}
+    for h in facts["support"]["hosts"]:
+        for v in h["values"]:
+            if (v["read"] or {}).get("kind") == "output" and v["module"] and v["module"] != h["path"]:
+                found.setdefault(v["module"], v["name"].removesuffix("_output"))
+    for h in facts["support"]["hosts"]:
+        if "." in h["host"]:
+            found.setdefault(h["path"], h["host"].rsplit(".", 1)[1])
+    return [(re.compile(re.escape(path).replace(re.escape("{i}"), r"\d+") + "$"), role) for path, role in found.items()]
+
+
+def _role(roles: list[tuple[re.Pattern[str], str]], path: str, name: str) -> str:
+    return next((role for pattern, role in roles if pattern.match(path)), name)
+
+
+def _aligned(pairs: list[tuple[str, str, Any]]) -> list[list[Any]]:
+    """[key, value, own name or None], a key met twice keeping its own name to stay apart."""
+    seen: set[str] = set()
+    out = []
+    for key, own, value in pairs:
+        if key in seen:
+            key = own
+        seen.add(key)
+        out.append([key, value, own if own != key else None])
+    return out
+
+
+def _parameters(facts: dict[str, Any]) -> dict[str, Any]:
+    acc = facts["accounting"]
+    roles = module_roles(facts)
+    rows = _aligned([(_role(roles, r["path"], r["path"]), r["path"], r["parameters"] + r["stored_buffers"]) for r in acc["model"]["rows"]])
+    rows += [[f"{k['label']}s, all", k["total"], None] for k in acc["block_kinds"]]
+    rows += [[f"{k['label']}s, how many", k["instances"], None] for k in acc["block_kinds"]]
+    kinds = {k["label"]: _aligned([(_role(roles, c["path"], c["name"]), c["name"], c["parameters"] + c["stored_buffers"]) for c in k["tree"]["children"]]
+                                  + [(t["name"], t["name"], t["elements"]) for t in k["tree"]["tensors"]]) for k in acc["block_kinds"]}
+    return {"total": acc["model"]["total"], "active": acc["model"]["active"], "rows": rows, "kinds": kinds}
 
 
 def summary(facts: dict[str, Any]) -> dict[str, Any]:
     """What the compare view needs of one family's facts, compact."""
-    acc = facts["accounting"]
-    cost = facts["cost"]
+    renamed = facts["config"].get("standard_names", {})  # absent in facts collected before it was added
     return {
         "name": facts["family"]["name"],
         "title": facts["family"]["title"],
         "released": facts["family"]["released"],
         "class": facts["model"]["class"],
         "lineage": facts["lineage"],
-        "standardized": facts["config"]["standardized"],
-        "config": {k: _fact_value(v) for k, v in facts["config"]["raw"].items()},
+        "standardized": list(map(list, facts["config"]["standardized"].items())),  # pairs: data.js sorts an object's keys
+        "config": {renamed.get(k, k): _fact_value(v) for k, v in facts["config"]["raw"].items()},
+        "config_names": {renamed[k]: k for k in facts["config"]["raw"] if k in renamed},
         "kinds": [{"id": k["id"], "label": k["label"], "count": k["count"], "ranges": k["ranges"]} for k in facts["block_kinds"]],
         "blocks": [next(i for i, k in enumerate(facts["block_kinds"]) if k["id"] == b) for b in facts["blocks"]],
-        "parameters": {
-            "total": acc["model"]["total"],
-            "active": acc["model"]["active"],
-            "rows": [[r["path"], r["parameters"] + r["stored_buffers"]] for r in acc["model"]["rows"]]
-                    + [[f"{k['label']}s, all", k["total"]] for k in acc["block_kinds"]]
-                    + [[f"{k['label']}s, how many", k["instances"]] for k in acc["block_kinds"]],
-            "kinds": {k["label"]: [[c["name"], c["parameters"] + c["stored_buffers"]] for c in k["tree"]["children"]]
-                      + [[t["name"], t["elements"]] for t in k["tree"]["tensors"]] for k in acc["block_kinds"]},
-        },
+        "parameters": _parameters(facts),
+        "cost": cost_rows(facts),
+        "traits": near.traits(facts),
         "support": {f"{h['host']}.{v['name']}": v["condition"] or "" for h in facts["support"]["hosts"] for v in h["values"]
                     if v["read_at"] is not None and v["blocks"] != []},
         "equations": {cid: {"kind": c["facts"].get("kind", {}).get("value", ""),
                             "facts": {k: _fact_value(f["value"]) for k, f in c["facts"].items() if k != "kind"},
-                            "steps": [normalized_step(s["tex"]) for s in c["steps"]]}
+                            "steps": [s["tex"] for s in c["steps"]]}
                       for cid, c in facts["equations"]["components"].items()},
-        "cache_values_per_token": sum(k["count"] * k["values"] for k in cost["cache"]["kinds"]),
     }
 
 
@@ -76,7 +132,7 @@ def summary(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def relatives(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """Why two families are near relatives, in words; None when they are not."""
+    """How transformers relates the two families' code, in words; None when it does not."""
     if a["class"] == b["class"]:
         return f"both are built as {a['class']}"
     ta, tb = a["lineage"]["model_type"], b["lineage"]["model_type"]
@@ -88,7 +144,7 @@ def relatives(a: dict[str, Any], b: dict[str, Any]) -> str | None:
 
 
 def ordered(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The pair in page order: the family written from the other first; under one class, the later release."""
+    """The pair in page order: the family written from the other first; else the later release."""
     if a["lineage"]["model_type"] in b["lineage"]["written_from"]:
         return b, a
     if b["lineage"]["model_type"] in a["lineage"]["written_from"]:
@@ -100,42 +156,60 @@ def pair_file(a: dict[str, Any], b: dict[str, Any]) -> str:
     return f"{a['name']}--{b['name']}.html"
 
 
-def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """The compare view of two summaries. static/compare.js builds the same view in the browser."""
-    def rows(x: dict, y: dict) -> list[dict[str, Any]]:
-        keys = list(x) + [k for k in y if k not in x]
-        return [{"key": k, "a": x.get(k), "b": y.get(k), "differs": x.get(k) != y.get(k)} for k in keys]
+def _rows(x: dict, y: dict, names_x: dict | None = None, names_y: dict | None = None) -> list[dict[str, Any]]:
+    keys = list(x) + [k for k in y if k not in x]
+    return [{"key": k, "a": x.get(k), "b": y.get(k), "differs": x.get(k) != y.get(k),
+             "own_a": (names_x or {}).get(k), "own_b": (names_y or {}).get(k)} for k in keys]
 
-    support = sorted(set(a["support"]) | set(b["support"]))
-    equations = []
+
+def _named_rows(x: list[list[Any]], y: list[list[Any]]) -> list[dict[str, Any]]:
+    """Rows of [key, value, own name] aligned by key."""
+    return _rows({r[0]: r[1] for r in x}, {r[0]: r[1] for r in y}, {r[0]: r[2] for r in x if r[2]}, {r[0]: r[2] for r in y if r[2]})
+
+
+def _equations(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
     for cid in list(a["equations"]) + [c for c in b["equations"] if c not in a["equations"]]:
         ea, eb = a["equations"].get(cid), b["equations"].get(cid)
         if ea is None or eb is None:
-            equations.append({"id": cid, "kind": (ea or eb)["kind"], "only": "a" if eb is None else "b", "facts": [], "steps_a": [], "steps_b": []})
+            out.append({"id": cid, "kind": (ea or eb)["kind"], "only": "a" if eb is None else "b", "facts": [], "steps_a": [], "steps_b": []})
             continue
-        facts = [r for r in rows(ea["facts"], eb["facts"]) if r["differs"]]
-        steps_a = [s for s in ea["steps"] if s not in eb["steps"]]
-        steps_b = [s for s in eb["steps"] if s not in ea["steps"]]
+        facts = [r for r in _rows(ea["facts"], eb["facts"]) if r["differs"]]
+        na, nb = {normalized_step(s) for s in ea["steps"]}, {normalized_step(s) for s in eb["steps"]}
+        steps_a = [s for s in ea["steps"] if normalized_step(s) not in nb]
+        steps_b = [s for s in eb["steps"] if normalized_step(s) not in na]
         if facts or steps_a or steps_b:
-            equations.append({"id": cid, "kind": ea["kind"], "only": None, "facts": facts, "steps_a": steps_a, "steps_b": steps_b})
+            out.append({"id": cid, "kind": ea["kind"], "only": None, "facts": facts, "steps_a": steps_a, "steps_b": steps_b})
+    return out
+
+
+def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The compare view of two summaries. static/compare.js builds the same view in the browser."""
+    support = sorted(set(a["support"]) | set(b["support"]))
+    score, shared = near.nearness(a["traits"], b["traits"])
+    only = lambda x, y: [t[1] for t in x if t not in y]  # noqa: E731
     return {
         "a": a["name"], "b": b["name"],
         "title_a": a["title"], "title_b": b["title"],
         "relation": relatives(a, b),
-        "standardized": rows(a["standardized"], b["standardized"]),
-        "config": rows(a["config"], b["config"]),
+        "nearness": {"score": round(100 * score), "shared": [t[1] for t in shared],
+                     "only_a": only(a["traits"], b["traits"]), "only_b": only(b["traits"], a["traits"])},
+        "standardized": _rows(dict(a["standardized"]), dict(b["standardized"])),
+        "cost": [{**r, "note_a": wa, "note_b": wb} for r, wa, wb in zip(
+            _rows({c[0]: c[1] for c in a["cost"]}, {c[0]: c[1] for c in b["cost"]}), [c[2] for c in a["cost"]], [c[2] for c in b["cost"]])],
+        "config": _rows(a["config"], b["config"], a["config_names"], b["config_names"]),
         "kinds": [a["kinds"], b["kinds"]],
         "blocks": [a["blocks"], b["blocks"]],
         "parameters": {
-            "totals": rows({"total": a["parameters"]["total"], "active per token": a["parameters"]["active"]},
-                           {"total": b["parameters"]["total"], "active per token": b["parameters"]["active"]}),
-            "rows": rows(dict(a["parameters"]["rows"]), dict(b["parameters"]["rows"])),
-            "kinds": [{"kind": k, "rows": rows(dict(a["parameters"]["kinds"].get(k, [])), dict(b["parameters"]["kinds"].get(k, [])))}
+            "totals": _rows({"total": a["parameters"]["total"], "active per token": a["parameters"]["active"]},
+                            {"total": b["parameters"]["total"], "active per token": b["parameters"]["active"]}),
+            "rows": _named_rows(a["parameters"]["rows"], b["parameters"]["rows"]),
+            "kinds": [{"kind": k, "rows": _named_rows(a["parameters"]["kinds"].get(k, []), b["parameters"]["kinds"].get(k, []))}
                       for k in list(a["parameters"]["kinds"]) + [k for k in b["parameters"]["kinds"] if k not in a["parameters"]["kinds"]]],
         },
         "support": [{"key": k, "a": a["support"].get(k), "b": b["support"].get(k)} for k in support
                     if a["support"].get(k) != b["support"].get(k)],
-        "equations": equations,
+        "equations": _equations(a, b),
     }
 
 
@@ -144,22 +218,22 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def render(present: list[dict[str, Any]]) -> dict[str, str]:
     """The compare pages of the site's families (their ``summary``), by path relative to the site root:
-    one per pair of near relatives, the page that assembles any pair, and the scripts holding their data."""
+    one per family and each of its nearest relatives, the page that assembles any pair, and the scripts
+    holding their data."""
     summaries = sorted(present, key=lambda s: s["name"])
-    pairs = []
-    for i, x in enumerate(summaries):
-        for y in summaries[i + 1:]:
-            if relatives(x, y):
-                pairs.append(ordered(x, y))
+    nearest = near.ranked(summaries)
+    chosen = near.static_pairs(nearest)
+    pairs = [ordered(x, y) for i, x in enumerate(summaries) for y in summaries[i + 1:] if frozenset((x["name"], y["name"])) in chosen]
     env = environment()
     page = env.get_template("compare.html")
     files = {}
     for a, b in pairs:
         files[f"compare/{pair_file(a, b)}"] = page.render(d=diff(a, b), root="../", static=True)
     families = [{"name": s["name"], "title": s["title"]} for s in summaries]
-    files["compare/index.html"] = env.get_template("compare.html").render(d=None, root="../", static=False, families=families,
-                                                                          pairs=[[a["name"], b["name"], relatives(a, b)] for a, b in pairs])
+    files["compare/index.html"] = page.render(d=None, root="../", static=False, families=families,
+                                              pairs=[[a["name"], b["name"]] for a, b in pairs], per_family=near.STATIC)
     files[FAMILIES_SCRIPT] = _script("ATLAS_FAMILIES", {"families": families, "pairs": [[a["name"], b["name"]] for a, b in pairs]})
+    files[RELATIVES_SCRIPT] = _script("ATLAS_RELATIVES", nearest)
     files[SUMMARY_SCRIPT] = _script("ATLAS_COMPARE", {s["name"]: s for s in summaries})
     return files
 

@@ -13,7 +13,7 @@ import markupsafe
 from atlas.cost import figures as cost
 from atlas.facts import cache
 from atlas.numbers import binary_size, flops_scaled, grouped
-from atlas.render.math import equation
+from atlas.render.math import equation, font_mark
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
@@ -45,6 +45,7 @@ def _environment_with(cache_enabled: bool) -> jinja2.Environment:
     env.filters["excerpt_lines"] = excerpt_lines
     env.tests["is_heading"] = is_heading
     env.globals["page_href"] = page_href
+    env.globals["font_mark"] = lambda root: markupsafe.Markup(font_mark(root))
     env.globals.update(cost_figures=cost.figures, cost_checks=cost.check_words, contexts=cost.contexts)
     return env
 

@@ -1,5 +1,8 @@
 """KaTeX, rendered at build time: TeX in, HTML out, each distinct equation rendered once a process.
 
+One rendering per equation: KaTeX's HTML only (its MathML copy doubled a page's weight in equations),
+the HTML named by its TeX (``aria-label``) for assistive technology, since KaTeX hides it from them.
+
 The renderer is the KaTeX that package-lock.json pins and ``npm ci`` installs, the same package whose
 stylesheet and fonts the site copies, run by Node.js: one Node process per build process, started at
 the first equation. A family's pages are rendered with a mark in place of each equation, and the
@@ -13,6 +16,7 @@ equation named.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -33,7 +37,7 @@ const lines = require("readline").createInterface({input: process.stdin});
 lines.on("line", (line) => {
   const answers = JSON.parse(line).map(([tex, displayMode]) => {
     try {
-      return {html: katex.renderToString(tex, {displayMode, trust: true, strict: "ignore", throwOnError: true})};
+      return {html: katex.renderToString(tex, {displayMode, output: "html", trust: true, strict: "ignore", throwOnError: true})};
     } catch (e) {
       return {error: String(e && e.message || e)};
     }
@@ -82,9 +86,57 @@ def deferred() -> Iterator[None]:
 
 
 def fill(pages: dict[str, str]) -> dict[str, str]:
-    """The pages with each mark replaced by its equation's HTML (rendered when ``deferred`` ended)."""
+    """The pages with each mark replaced by its equation's HTML (rendered when ``deferred`` ended), and
+    each page's font mark (``font_mark``) by preloads of the KaTeX fonts its equations use."""
     put = lambda m: _html[_marked[int(m.group(1))]]  # noqa: E731
-    return {path: MARK.sub(put, text) if "\ue000" in text else text for path, text in pages.items()}
+    filled = {path: MARK.sub(put, text) if "\ue000" in text else text for path, text in pages.items()}
+    return {path: FONT_MARK.sub(lambda m: preloads(text, m.group(1)), text) if "\ue002" in text else text for path, text in filled.items()}
+
+
+# --- the fonts a page's equations use, fetched with its stylesheet ------------------------------------
+
+FONT_MARK = re.compile("\ue002([^\ue003]*)\ue003")  # the site root of the page, between private-use characters
+ON_OPEN = re.compile(r'<template class="on-open">.*?</template>', re.S)
+_RULE = re.compile(r"([^{}]+)\{([^{}]*font-family:(KaTeX_\w+)[^{}]*)\}")
+
+
+def font_mark(root: str) -> str:
+    """A mark in a page's head that ``fill`` replaces by preloads of the fonts its equations use."""
+    return f"\ue002{root}\ue003"
+
+
+@functools.cache
+def font_rules() -> tuple[tuple[frozenset[str], str], ...]:
+    """(the classes a rule of KaTeX's stylesheet selects, the font file it sets them in), read from the
+    stylesheet the site serves: which class needs which of the fonts is KaTeX's to say."""
+    css = (KATEX / "dist" / "katex.min.css").read_text(encoding="utf-8")
+    rules = []
+    for selectors, body, family in _RULE.findall(css):
+        if "@font-face" in selectors:
+            continue
+        bold, italic = "font-weight:700" in body or "font-weight:bold" in body, "font-style:italic" in body
+        face = "BoldItalic" if bold and italic else "Bold" if bold else "Italic" if italic else "Regular"
+        for selector in selectors.split(","):
+            rules.append((frozenset(re.findall(r"\.([\w-]+)", selector)) - {"katex"}, f"{family}-{face}.woff2"))
+    return tuple(rules)
+
+
+def fonts_used(page: str) -> list[str]:
+    """The woff2 files a page's equations need: KaTeX's upright face (its base), and each face a rule
+    sets for classes the page's markup holds."""
+    shown = ON_OPEN.sub("", page)  # a list rendered on opening loads its own fonts when it is opened
+    classes = {c for attr in re.findall(r'class="([^"]*)"', shown) for c in attr.split()}
+    found = {"KaTeX_Main-Regular.woff2"} if "katex" in classes else set()
+    found.update(font for selected, font in font_rules() if selected and selected <= classes)
+    return sorted(f for f in found if (KATEX / "dist" / "fonts" / f).is_file())
+
+
+def preloads(page: str, root: str) -> str:
+    """The fonts the page's shown equations use, listed for static/math-fonts.js, which fetches them early
+    where the page is served (a preload link of its own would be refused on a page opened from disk)."""
+    fonts = fonts_used(page)
+    listed = " ".join(f"{root}static/katex/fonts/{f}" for f in fonts)
+    return f'<meta name="atlas-math-fonts" content="{listed}"><script src="{root}static/math-fonts.js" async></script>' if fonts else ""
 
 
 def render_all(equations: list[Equation]) -> None:
@@ -96,7 +148,22 @@ def render_all(equations: list[Equation]) -> None:
     for (tex, _), answer in zip(new, answers):
         if "error" in answer:
             raise AtlasError("equation", tex, f"KaTeX cannot render it: {answer['error']}")
-    _html.update((key, answer["html"]) for key, answer in zip(new, answers))
+    _html.update((key, labelled(answer["html"], key[0])) for key, answer in zip(new, answers))
+
+
+HTML_CLASS = re.compile(r"\\htmlClass\{[^{}]*\}")
+
+
+def label(tex: str) -> str:
+    """What a screen reader is given for an equation: its TeX, without the stream colors' commands."""
+    return " ".join(HTML_CLASS.sub("", tex).split())
+
+
+def labelled(rendered: str, tex: str) -> str:
+    """KaTeX's HTML output (one rendering, no MathML copy beside it, and marked aria-hidden by KaTeX)
+    named for assistive technology by its TeX, as one image."""
+    name = label(tex).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return rendered.replace('<span class="katex">', f'<span class="katex" role="img" aria-label="{name}">', 1)
 
 
 class _Node:

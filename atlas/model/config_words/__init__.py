@@ -29,7 +29,7 @@ from atlas.model.config_words import (  # noqa: F401  (imported for the keys the
     tokens,
     wiring,
 )
-from atlas.model.config_words.registry import NO_WORDS, explain_config, settings_words
+from atlas.model.config_words.registry import NO_WORDS, explain_config, settings_words, standard_names
 from atlas.model.config_words.unread import unread_keys
 
-__all__ = ["NO_WORDS", "explain_config", "settings_words", "unread_keys"]
+__all__ = ["NO_WORDS", "explain_config", "settings_words", "standard_names", "unread_keys"]

@@ -253,3 +253,13 @@ def _entries(c: _Config, key: str, v: Any) -> dict:
 
 # The class whose words several topics hold for it alone (its attention, routing and positions).
 V4 = "DeepseekV4ForCausalLM"
+
+
+def standard_names(raw: Mapping[str, Any], config_class) -> dict[str, str]:
+    """The keys of a config.json that hold a setting other families' files name another way, each with
+    that common name: the configuration class's own ``attribute_map`` (GPT-2's ``n_layer`` is
+    transformers' ``num_hidden_layers``) and the second names the words above know (DBRX's ``n_heads``).
+    Keys already under the common name are left out."""
+    common = {own: standard for standard, own in (getattr(config_class, "attribute_map", None) or {}).items()}
+    common.update((key, target) for key, target in ALIASES.items() if key not in common)
+    return {key: common[key] for key in raw if key in common and common[key] != key and common[key] not in raw}
