@@ -117,8 +117,14 @@ def test_every_compare_has_cost_rows_and_rendered_steps_with_sizes(pair_site):
         c = released_config(name)
         assert c["num_hidden_layers"] * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * 2 == 70_272
     assert [s.split(" ")[0] for s in cells(page, "cost-diff", "KV cache per token (BF16)")] == ["70,272", "70,272"]
-    for label in ("weights as stored", "FLOPs per token at 4,096 tokens", "KV cache at 4,096 tokens"):
+    for label in ("weights as stored", "KV cache at 4,096 tokens", "FLOPs per token at 4,096 tokens, the model",
+                  "FLOPs per token at 4,096 tokens, the model with weight absorption",
+                  "FLOPs per token at 4,096 tokens, eager transformers code"):
         assert len(cells(page, "cost-diff", label)) == 2
+    # the model's figure leads: about 2 x 32 B active parameters plus attention, far under the eager one
+    model = [int(s.split(" ")[0].replace(",", "")) for s in cells(page, "cost-diff", "FLOPs per token at 4,096 tokens, the model")]
+    eager = [int(s.split(" ")[0].replace(",", "")) for s in cells(page, "cost-diff", "FLOPs per token at 4,096 tokens, eager transformers code")]
+    assert 0.05e12 < model[0] < 0.2e12 and all(m < e for m, e in zip(model, eager))
     # the step only DeepSeek-V3 takes is rendered TeX with its own sizes, never TeX source with "n"
     gate = page.split('data-component="MoE_block.mlp.gate"')[1].split('class="eq-diff"')[0]
     steps = gate.split("Steps only deepseek_v3 takes")[1]

@@ -57,7 +57,12 @@ def cost_rows(facts: dict[str, Any], context: int = cost_figures.DEFAULT_CONTEXT
         ["KV cache per token (BF16)", at["per_token"], f"{binary_size(at['per_token'])}: {at['per_token_formula']}"],
         [f"KV cache at {grouped(context)} tokens", at["cache"], binary_size(at["cache"])],
         ["weights as stored", stored["bytes"], f"{binary_size(stored['bytes'])}, {stored['name']}"],
-        [f"FLOPs per token at {grouped(context)} tokens", at["flops"], at["flops_formula"]],
+        [f"FLOPs per token at {grouped(context)} tokens, the model", at["model_flops"], at["model_flops_formula"]],
+        # every family has this row, so that the rows of two families line up one for one (compare.js)
+        [f"FLOPs per token at {grouped(context)} tokens, the model with weight absorption",
+         at.get("absorbed_flops", at["model_flops"]),
+         at["absorbed_flops_formula"] if "absorbed_flops" in at else "no latent attention to absorb: the model's figure"],
+        [f"FLOPs per token at {grouped(context)} tokens, eager transformers code", at["flops"], at["flops_formula"]],
     ]
 
 
