@@ -20,7 +20,8 @@ import math
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_dims, sub
+from atlas.proof import expr as E
+from atlas.proof.library import X, linear_call, linear_dims, norm_call, sub
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_parameters as _own  # noqa: F401 - the predicates are the model's; kinds asks them here
 
@@ -268,7 +269,7 @@ def indexer(part: Part) -> Chain:
         Step(r"(\cos,\sin)=\operatorname{Angles}(w\cdot m)", "cs", sub(part, "rotary_emb", x="c", pos="p_c")),
         Step(r"K^{I}_w=\operatorname{rot}(c_w)", "K", keys),
         Step(r"(\cos,\sin)=\operatorname{Angles}(t)\quad\text{at the query positions}", "cq_angles", sub(part, "rotary_emb", x="x", pos="pos")),
-        Step(rf"q^{{I}}=\operatorname{{rot}}(\hat c^Q W_{{QI}}^{{\top}}),\ {T.num(h)}\text{{ heads of }}{T.num(d)}", "qb", sub(part, "q_b_proj", x="cq")),
+        Step(expr=E.Let(E.Sym("qb", "q^{I}"), linear_call(part, "q_b_proj", E.Sym("cq", r"\hat c^Q"), "W_{QI}"), f"{h} heads of {d}")),
         Step(r"q^{I}\leftarrow\operatorname{rot}(q^{I})", "q", queries),
         Step(r"I=\operatorname{Score}(q^{I},K^{I},x)", "I", sub(part, "scorer", q="q", k="K", x="x"), summary=True),
         Step(rf"I_{{tw}}\leftarrow-\infty\ \text{{where }}w\ge\lfloor(t+1)/{T.num(rate)}\rfloor", "Im", masked),
@@ -321,16 +322,19 @@ def shared_kv_attention(part: Part) -> Chain:
         cos, sin = e["cs"]
         return turn_last(e["o"], cos[:, :, None], -sin[:, :, None])  # (B, S, H, D)
 
+    xs, ca, cq = E.Sym("x", "x"), E.Sym("ca", "c^Q"), E.Sym("cq", r"\hat c^Q")
+    kv0, kv = E.Sym("kv0", "c^{KV}"), E.Sym("kv", "k")
     steps = [
-        Step(rf"\hat c^Q=\operatorname{{RMSNorm}}(x W_{{QA}}^{{\top}}){T.maps(d, ql)}", "ca", sub(part, "q_a_proj")),
-        Step(r"\hat c^Q\leftarrow\operatorname{RMSNorm}(\hat c^Q)", "cq", sub(part, "q_a_norm", x="ca")),
+        # the projection and its norm, each its own expression: the page names each norm once, where it runs
+        Step(expr=E.Let(ca, linear_call(part, "q_a_proj", xs, "W_{QA}"), maps=(d, ql))),
+        Step(expr=E.Let(cq, norm_call(part, "q_a_norm", ca))),
         Step(rf"q=\hat c^Q W_{{QB}}^{{\top}}{T.maps(ql, T.times(H, D))}", "qb", sub(part, "q_b_proj", x="cq")),
         Step(rf"q_j=\text{{head }}j\text{{ of }}q,\ j=1..{T.num(H)}", "q", heads),
-        Step(r"q_j\leftarrow\operatorname{RMSNorm}(q_j)\quad\text{each head, no gain}", "q", sub(part, "q_b_norm", x="q")),
+        Step(expr=E.Let(E.Sym("q", "q_j"), norm_call(part, "q_b_norm", E.Sym("q", "q_j")), "each head, no gain")),
         Step(rf"(\cos,\sin)=R_{{\text{{{kind}}}}}\quad\text{{this block's angles}}", "cs", pick),
         Step(r"q\leftarrow\operatorname{rot}(q)\quad\text{the last dims of each head turned in pairs}", "q", turn_q, value="attention_queries"),
-        Step(rf"k=\operatorname{{RMSNorm}}(x W_{{KV}}^{{\top}}){T.maps(d, D)}\quad\text{{one head, key and value alike}}", "kv0", sub(part, "kv_proj")),
-        Step(r"k\leftarrow\operatorname{RMSNorm}(k)", "kv", sub(part, "kv_norm", x="kv0")),
+        Step(expr=E.Let(kv0, linear_call(part, "kv_proj", xs, "W_{KV}"), "one head, key and value alike", maps=(d, D))),
+        Step(expr=E.Let(kv, norm_call(part, "kv_norm", kv0))),
         Step(r"k\leftarrow\operatorname{rot}(k)", "K", turn_k, value=None if has_compressor else "attention_keys"),
     ]
     if has_compressor:
