@@ -194,11 +194,12 @@ def compressor(part: Part) -> Chain:
                 + (rf"\text{{slots: window }}w-1\text{{'s first series, window }}w\text{{'s second}}" if overlap
                    else rf"\text{{the {T.num(rate)} positions of window }}w"))
     steps = [
-        Step(rf"v=x W_v^{{\top}},\ g=x W_g^{{\top}}{T.maps(d_in, d_out)}" + (r"\quad\text{two series of " + T.num(full_width) + " each}" if overlap else ""),
-             "v", sub(part, "kv_proj")),
-        Step(r"g=x W_g^{\top}", "g", sub(part, "gate_proj")),
+        # each projection and the norm its own expression, printed from the child that runs
+        Step(expr=E.Let(E.Sym("v", "v"), linear_call(part, "kv_proj", E.Sym("x", "x"), "W_v"), f"two series of {full_width} each" if overlap else "",
+                        maps=(d_in, d_out))),
+        Step(expr=E.Let(E.Sym("g", "g"), linear_call(part, "gate_proj", E.Sym("x", "x"), "W_g"), maps=(d_in, d_out))),
         Step(pool_tex, ("c", "p_c"), pooled, summary=True),
-        Step(r"c_w\leftarrow\operatorname{RMSNorm}(c_w)", "c", sub(part, "kv_norm", x="c")),
+        Step(expr=E.Let(E.Sym("c", "c_w"), norm_call(part, "kv_norm", E.Sym("c", "c_w")))),
         Step(rf"(\cos,\sin)=\operatorname{{Angles}}(w\cdot{T.num(rate)})\quad\text{{each key at its window's first position}}", "cs",
              sub(part, "rotary_emb", x="c", pos="p_c")),
         Step(r"C_w=\operatorname{rot}(c_w)\quad\text{the last dims turned in pairs}", "C", rotated, summary=True),
@@ -261,11 +262,11 @@ def indexer(part: Part) -> Chain:
         return torch.where(P >= limit[..., None], torch.full_like(P, -1), P)
 
     steps = [
-        Step(rf"v=x W_v^{{\top}}\quad\text{{two series of {T.num(d)}}}", "v", sub(part, "kv_proj")),
-        Step(r"g=x W_g^{\top}", "g", sub(part, "gate_proj")),
+        Step(expr=E.Let(E.Sym("v", "v"), linear_call(part, "kv_proj", E.Sym("x", "x"), "W_v"), f"two series of {d}")),
+        Step(expr=E.Let(E.Sym("g", "g"), linear_call(part, "gate_proj", E.Sym("x", "x"), "W_g"))),
         Step(rf"c_w=\textstyle\sum_{{i=1}}^{{{T.num(2 * rate)}}}\operatorname{{softmax}}_i(g_i+B_i)\odot v_i\quad\text{{overlapping windows, as the attention's compressor}}",
              ("c", "p_c"), pooled),
-        Step(r"c_w\leftarrow\operatorname{RMSNorm}(c_w)", "c", sub(part, "kv_norm", x="c")),
+        Step(expr=E.Let(E.Sym("c", "c_w"), norm_call(part, "kv_norm", E.Sym("c", "c_w")))),
         Step(r"(\cos,\sin)=\operatorname{Angles}(w\cdot m)", "cs", sub(part, "rotary_emb", x="c", pos="p_c")),
         Step(r"K^{I}_w=\operatorname{rot}(c_w)", "K", keys),
         Step(r"(\cos,\sin)=\operatorname{Angles}(t)\quad\text{at the query positions}", "cq_angles", sub(part, "rotary_emb", x="x", pos="pos")),

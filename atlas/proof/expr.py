@@ -360,6 +360,8 @@ def _softmax(s, sinks=None):
 softmax = Function("softmax", lambda s: _softmax(s), lambda s: rf"\operatorname{{softmax}}\left({s}\right)")
 softmax_with_sinks = Function("softmax", _softmax, lambda s, sinks: rf"\operatorname{{softmax}}\left(\left[{s},\ {sinks}\right]\right)_{{:,\,1..T}}")
 topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, lambda s, k: rf"\operatorname{{top}}_{{{k}}}\left({s}\right)")
+# a table's rows at the given indices (an embedding's lookup)
+rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{table}_{{{ids},:}}")
 # a tensor laid out as another (rows, one per token, back to the input's shape): printed as the tensor itself
 shaped_like = Function("shaped like", lambda y, like: y.reshape(like.shape), lambda y, like: y)
 # products of two tensors of the chain: the scores (queries times keys, per head) and the heads' mix

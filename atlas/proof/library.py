@@ -228,27 +228,24 @@ def linear(part: Part, symbol: str = "W") -> Chain:
     bias = has_bias if declared is None else bool(declared)
     part.note("bias", bias, "declared by the family" if declared is not None else "the module holds a bias tensor" if has_bias else "the module holds no bias")
     part.note("stored", "in × out" if stored_in_out else "out × in", "the weight's shape")
-    b = "+b" if bias else ""
-    if stored_in_out:
-        tex = rf"y=x{symbol}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_in)}\times{T.num(n_out)}}}\ \text{{(stored in × out)}}"
-        fn = (lambda e: e["x"] @ e.w("weight") + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight"))
-    else:
-        tex = rf"y=x{symbol}^{{\top}}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_out)}\times{T.num(n_in)}}}"
-        fn = (lambda e: e["x"] @ e.w("weight").T + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight").T)
-    return Chain([Step(tex, "y", fn, summary=True)], [X], "y")
+    weight = E.Weight("weight", symbol, (n_in, n_out) if stored_in_out else (n_out, n_in))
+    product = E.MatMul(E.Sym("x", "x"), weight, stored_in_out)
+    expr = product + E.Weight("bias", "b") if bias else product
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), expr, "(stored in × out)" if stored_in_out else ""), summary=True)], [X], "y")
 
 
 def embedding(part: Part) -> Chain:
     vocab, width = part.full.weight.shape
     ids = Input("ids", "I", "input_ids", "the token ids (or positions) looked up")
 
+    table, looked_up, row = E.Weight("weight", "E", (vocab, width)), E.Sym("y", "x_t"), E.Sym("ids", "I_t")
+
     def plain() -> Chain:
-        return Chain([Step(rf"x_t=E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
-                           lambda e: e.w("weight")[e["ids"]], summary=True)], [ids], "y")
+        return Chain([Step(expr=E.Let(looked_up, E.rows(table, row)), summary=True)], [ids], "y")
 
     def scaled() -> Chain:
-        return Chain([Step(rf"x_t=\sqrt{{{T.num(width)}}}\,E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
-                           lambda e: e.w("weight")[e["ids"]] * math.sqrt(e.w("weight").shape[1]), summary=True)], [ids], "y")
+        root = E.Size(math.sqrt(width), math.sqrt(part.tiny.weight.shape[1]), rf"\sqrt{{{T.num(width)}}}")
+        return Chain([Step(expr=E.Let(looked_up, root * E.rows(table, row)), summary=True)], [ids], "y")
 
     variants = {"lookup": plain, "scaled_by_sqrt_width": scaled}
     if _scalar_buffer(part.tiny, "embed_scale") is not None:
@@ -293,7 +290,7 @@ def _embedding_scaled_by_buffer(part: Part, ids: Input, vocab: int, width: int) 
 
 def dropout(part: Part) -> Chain:
     part.note("dropout", "identity at inference", "the preview runs in eval mode")
-    return Chain([Step(r"y=x\quad\text{(dropout is off at inference)}", "y", lambda e: e["x"], summary=True)], [X], "y")
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), E.Sym("x", "x"), "(dropout is off at inference)"), summary=True)], [X], "y")
 
 
 # each activation once, its notation and its arithmetic together (atlas.proof.expr)
