@@ -261,7 +261,7 @@ class Call(Expr):
     def tex(self, index=None):
         if self.function.notation:
             return self.function.notation(*(a.tex(index) for a in self.args), **self.settings)
-        return rf"\operatorname{{{self.function.name}}}\left({','.join(a.tex(index) for a in self.args)}\right)"
+        return rf"\operatorname{{{self.function.name}}}({','.join(a.tex(index) for a in self.args)})"
 
     def defined(self) -> str:
         """``f(x) = its definition``: the function's name applied, then the operators that compute it."""
@@ -307,22 +307,22 @@ class Mean(Expr):
 
 exp = Function("exp", lambda a: _torch().exp(a), lambda a: f"e^{{{a}}}")
 sqrt = Function("sqrt", lambda a: a.sqrt() if hasattr(a, "sqrt") else math.sqrt(a), lambda a: rf"\sqrt{{{a}}}")
-tanh = Function("tanh", lambda a: a.tanh(), lambda a: rf"\tanh\left({a}\right)")
+tanh = Function("tanh", lambda a: a.tanh(), lambda a: rf"\tanh({a})")
 erf = Function("erf", lambda a: _torch().erf(a))
-sigmoid = Function("σ", lambda a: a.sigmoid(), lambda a: rf"\sigma\left({a}\right)")
-log = Function("log", lambda a: a.log(), lambda a: rf"\log\left({a}\right)")
-relu = Function("ReLU", None, definition=lambda a: Function("max", lambda a: a.clamp(min=0), lambda a: rf"\max\left({a},0\right)")(a))
+sigmoid = Function("σ", lambda a: a.sigmoid(), lambda a: rf"\sigma({a})")
+log = Function("log", lambda a: a.log(), lambda a: rf"\log({a})")
+relu = Function("ReLU", None, definition=lambda a: Function("max", lambda a: a.clamp(min=0), lambda a: rf"\max({a},0)")(a))
 softplus = Function("softplus", lambda a: _torch().nn.functional.softplus(a), definition=None)
-clamp_max = Function("min", lambda a, bound: a.clamp(max=bound), lambda a, bound: rf"\min\left({a},{bound}\right)")
-clamp = Function("clamp", lambda a, bound: a.clamp(-bound, bound), lambda a, bound: rf"\operatorname{{clamp}}\left({a},-{bound},{bound}\right)")
+clamp_max = Function("min", lambda a, bound: a.clamp(max=bound), lambda a, bound: rf"\min({a},{bound})")
+clamp = Function("clamp", lambda a, bound: a.clamp(-bound, bound), lambda a, bound: rf"\operatorname{{clamp}}({a},-{bound},{bound})")
 
 # the activations, each by its definition (the arithmetic is the definition's)
 silu = Function("SiLU", None, definition=lambda g: g / (1 + exp(-g)))
 gelu = Function("GELU", None, definition=lambda g: Size(0.5, 0.5, r"\tfrac12") * g * (1 + erf(g / sqrt(2))))
-gelu_tanh = Function("GELU_tanh", None, lambda g: rf"\operatorname{{GELU}}_{{\tanh}}\left({g}\right)", definition=lambda g: Size(0.5, 0.5, r"\tfrac12") * g * (
+gelu_tanh = Function("GELU_tanh", None, lambda g: rf"\operatorname{{GELU}}_{{\tanh}}({g})", definition=lambda g: Size(0.5, 0.5, r"\tfrac12") * g * (
     1 + tanh(Size(math.sqrt(2 / math.pi), math.sqrt(2 / math.pi), r"\sqrt{2/\pi}") * (g + Size(0.044715, 0.044715, "0.044715") * g ** 3))))
-relu2 = Function("ReLU^2", None, lambda g: rf"\operatorname{{ReLU}}^2\left({g}\right)", definition=lambda g: relu(g) ** 2)
-sqrtsoftplus = Function("sqrtsoftplus", lambda g: _torch().nn.functional.softplus(g).sqrt(), lambda g: rf"\sqrt{{\operatorname{{softplus}}\left({g}\right)}}", definition=lambda g: sqrt(log(1 + exp(g))))
+relu2 = Function("ReLU^2", None, lambda g: rf"\operatorname{{ReLU}}^2({g})", definition=lambda g: relu(g) ** 2)
+sqrtsoftplus = Function("sqrtsoftplus", lambda g: _torch().nn.functional.softplus(g).sqrt(), lambda g: rf"\sqrt{{\operatorname{{softplus}}({g})}}", definition=lambda g: sqrt(log(1 + exp(g))))
 
 
 def rms_norm_of(x: Expr, eps: Size, width: Any = None) -> Expr:
@@ -335,9 +335,9 @@ def _rms(x, eps):
 
 
 rmsnorm = Function("RMSNorm", lambda x, eps=None: _rms(x, eps.tiny),
-                   lambda x, eps=None: rf"\operatorname{{RMSNorm}}\left({x}\right)")
+                   lambda x, eps=None: rf"\operatorname{{RMSNorm}}({x})")
 layernorm = Function("LayerNorm", lambda x, eps=None: _rms(x - x.mean(-1, keepdim=True), eps.tiny),
-                     lambda x, eps=None: rf"\operatorname{{LayerNorm}}\left({x}\right)")
+                     lambda x, eps=None: rf"\operatorname{{LayerNorm}}({x})")
 
 
 def _rot(x, cos, sin):
@@ -346,7 +346,7 @@ def _rot(x, cos, sin):
     return x * cos + turned * sin
 
 
-rot = Function("rot", _rot, lambda x, cos, sin: rf"\operatorname{{rot}}\left({x}\right)")
+rot = Function("rot", _rot, lambda x, cos, sin: rf"\operatorname{{rot}}({x})")
 
 
 def _softmax(s, sinks=None):
@@ -357,9 +357,9 @@ def _softmax(s, sinks=None):
     return torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
 
 
-softmax = Function("softmax", lambda s: _softmax(s), lambda s: rf"\operatorname{{softmax}}\left({s}\right)")
-softmax_with_sinks = Function("softmax", _softmax, lambda s, sinks: rf"\operatorname{{softmax}}\left(\left[{s},\ {sinks}\right]\right)_{{:,\,1..T}}")
-topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, lambda s, k: rf"\operatorname{{top}}_{{{k}}}\left({s}\right)")
+softmax = Function("softmax", lambda s: _softmax(s), lambda s: rf"\operatorname{{softmax}}({s})")
+softmax_with_sinks = Function("softmax", _softmax, lambda s, sinks: rf"\operatorname{{softmax}}(\left[{s},\ {sinks}\right])_{{:,\,1..T}}")
+topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, lambda s, k: rf"\operatorname{{top}}_{{{k}}}({s})")
 # a table's rows at the given indices (an embedding's lookup)
 rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{table}_{{{ids},:}}")
 # a tensor laid out as another (rows, one per token, back to the input's shape): printed as the tensor itself
@@ -458,8 +458,8 @@ class Let:
             text += r",\quad " + r",\ ".join(wheres)
         if self.maps:
             text += T.maps(*self.maps)
-        if self.note:
-            text += rf"\quad\text{{{self.note}}}"
+        if self.note:  # words: TeX's special characters written as text
+            text += r"\quad\text{" + self.note.replace("_", r"\_") + "}"
         return text
 
     def run(self, env):

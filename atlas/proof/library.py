@@ -86,7 +86,7 @@ def norm_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     """Child ``name``, a norm, applied to ``x``: printed by the norm its own chain measured, so a page
     cannot name a norm that does not run (nor run one it does not name)."""
     measured = _child_facts(part, name)["norm"]["value"]
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"\operatorname{{{NORM_NAMES[measured]}}}\left({a}\right)")
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"\operatorname{{{NORM_NAMES[measured]}}}({a})")
 
 
 def child_output(part: Part, name: str, **inputs: str):
@@ -329,7 +329,7 @@ def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     measured = activation_name(part.child(name))
     if measured in ACTIVATION_FUNCTIONS:
         return E.Child(_run_child(part, name, x), (x,), lambda a: ACTIVATION_FUNCTIONS[measured](E.Sym("_", a)).tex())
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}\left({a}\right)")
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}({a})")
 
 
 def activation_name(part: Part) -> str:
@@ -398,7 +398,7 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         steps += [Step(expr=E.Let(a, activation_call(part, act_child, f)), value="mlp_activation", summary=True),
                   Step(expr=E.Let(y, linear_call(part, down, a, "W_2"), maps=(inner, d)), value="mlp_output", summary=True)]
         if "dropout" in names:
-            steps.append(Step(expr=E.Let(y, E.Child(sub(part, "dropout", x="y"), (y,), lambda v: rf"\operatorname{{Dropout}}\left({v}\right)"),
+            steps.append(Step(expr=E.Let(y, E.Child(sub(part, "dropout", x="y"), (y,), lambda v: rf"\operatorname{{Dropout}}({v})"),
                                          "(the identity at inference)")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
         return add_handed_residual(part, Chain(steps, [X], "y"), out)

@@ -126,10 +126,6 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         # the run recorded what each step reads: the summary takes in what it reads, and must then cut nothing
-        import os
-        if os.environ.get("ATLAS_SUMMARY_REPORT"):  # TEMP measuring
-            with open(os.environ["ATLAS_SUMMARY_REPORT"], "a") as fh:
-                fh.write("".join(f"{family.name}\t{pid}\t{c}\n" for c in summaries.dropped(chain)))
         summaries.close(chain)
         cut = summaries.dropped(chain)
         if cut:
