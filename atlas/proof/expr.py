@@ -29,7 +29,7 @@ SUM, PRODUCT, POWER, ATOM = 1, 2, 3, 4
 
 def _wrap(node: "Expr", above: int, index: str | None = None) -> str:
     text = node.tex(index)
-    return rf"\left({text}\right)" if node.prec < above else text
+    return f"({text})" if node.prec < above else text
 
 
 class Expr:
