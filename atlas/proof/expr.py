@@ -445,7 +445,9 @@ class Let:
     def tex(self, fold: dict[str, "Expr"] | None = None) -> str:
         """The step's TeX; ``fold`` prints the names it maps as the expressions that computed them (a
         summary that folds a step into its use)."""
-        updates = self.target.name in self.expr.reads() and self.target.name not in (fold or {})
+        # an update (←) where the step reads the name it writes under the same symbol; a new symbol (ĉ = Norm(c)) is "="
+        updates = self.target.name not in (fold or {}) and any(
+            isinstance(n, Sym) and n.name == self.target.name and n.symbol == self.target.symbol for n in self.expr.nodes())
         token = _FOLD.set(fold or {})
         try:
             body = self.expr.defined() if self.define and isinstance(self.expr, Call) else self.expr.tex()
