@@ -335,7 +335,7 @@ def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
 def activation_name(part: Part) -> str:
     """The activation a child act_fn computes (measured by its own chain)."""
     chain_of(part)
-    return part.facts["activation"]["value"]
+    return part.ctx.parts.get(part.id, part).facts["activation"]["value"]  # the part its chain was built for holds the facts
 
 
 ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}",
