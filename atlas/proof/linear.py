@@ -44,30 +44,24 @@ def _eps(module) -> float:
     return next(getattr(module, a) for a in ("variance_epsilon", "eps", "epsilon") if isinstance(getattr(module, a, None), float))
 
 
-GATE_ACTIVATIONS = {
-    "silu": (r"\operatorname{SiLU}(z)", lambda z: z * z.sigmoid()),
-    "sigmoid": (r"\sigma(z)", lambda z: z.sigmoid()),
-}
+GATE_ACTIVATIONS = {"silu": E.silu, "sigmoid": E.sigmoid}  # the gate's activation, each defined once in atlas.proof.expr
 
 
 def gated_norm(part: Part) -> Chain:
     """RMS-normalize each head's vector, scale by the gain, multiply by an activation of the gate."""
     width = part.full.weight.shape[-1]
-    eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    eps = E.Size(_eps(part.full), _eps(part.tiny))
     gate_name = [p for p in inspect.signature(part.tiny.forward).parameters][1]
     inputs = [X, Input("z", "z", gate_name, "the gate, one value per channel")]
-    part.note("eps", eps, "the module's epsilon")
+    part.note("eps", eps.full, "the module's epsilon")
+    x, rho, xhat, z, g = E.Sym("x", "x"), E.Sym("rho", r"\rho", False), E.Sym("xhat", r"\hat x"), E.Sym("z", "z"), E.Weight("weight", "g", (width,))
 
     def variant(act: str, offset: bool):
-        act_tex, f = GATE_ACTIVATIONS[act]
-        gain = "(1+g)" if offset else "g"
-
         def build() -> Chain:
             return Chain([
-                Step(rf"\rho=\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_j x_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
-                Step(rf"\hat x=x/\sqrt{{\rho+{T.num(eps)}}}", "xhat", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt()),
-                Step(rf"y={gain}\odot\hat x\odot {act_tex},\quad g\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
-                     lambda e: ((1 + e.w("weight")) if offset else e.w("weight")) * e["xhat"] * f(e["z"]), summary=True),
+                Step(expr=E.Let(rho, E.Mean(x ** 2, width))),
+                Step(expr=E.Let(xhat, x / E.sqrt(rho + eps))),
+                Step(expr=E.Let(E.Sym("y", "y"), ((1 + g) if offset else g) * xhat * GATE_ACTIVATIONS[act](z)), summary=True),
             ], inputs, "y")
 
         return build
