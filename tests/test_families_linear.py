@@ -254,7 +254,7 @@ def test_gated_delta_net_with_separate_projections_reproduces_its_module():
     result = reproduce(part, chain)
     assert result["reproduced"], result
     # the decay step swapped for one without the decay: the proof no longer reproduces the module
-    at = next(i for i, s in enumerate(chain.steps) if s.out == ("g", "beta"))
-    wrong = Step(chain.steps[at].tex, ("g", "beta"), lambda e: (torch.zeros_like(e["b"]), e["b"].sigmoid()))
+    at = next(i for i, s in enumerate(chain.steps) if s.out == "g")
+    wrong = Step(chain.steps[at].tex, "g", lambda e: torch.zeros_like(e["b"]))
     broken = type(chain)(chain.steps[:at] + [wrong] + chain.steps[at + 1:], chain.inputs, chain.output)
     assert not reproduce(part, broken)["reproduced"]

@@ -10,9 +10,10 @@ projection, which every attention shares, ``atlas.proof.scores``'.
 
 from __future__ import annotations
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, _attr, add_handed_residual, linear_dims, sub
+from atlas.proof.library import X, _attr, add_handed_residual, linear_call, linear_dims, norm_call, sub
 from atlas.proof.positions import (PAIRS_TEX, ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
                                    _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_interleaved,
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
@@ -173,11 +174,12 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     if {"q_proj", "k_proj", "v_proj"} <= names or keys_as_values:
         projections = ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K")) + (() if keys_as_values else ((V, "v_proj", kv, "V"),))
         for sym, name, heads, stream in projections:
-            b = "+b" if getattr(getattr(part.tiny, name), "bias", None) is not None else ""
+            # each projection printed from its child (its bias as the child's chain found it)
+            projected = linear_call(part, name, E.Sym("x", "x"), f"W_{stream}")
             if gated and name == "q_proj":
-                steps.append(Step(rf"[{Q};G]=x W_Q^{{\top}}{b}{T.maps(width, T.times(heads, 2 * d))}", stream, sub(part, name), summary=False))
+                steps.append(Step(expr=E.Let(E.Sym(stream, f"[{Q};G]"), projected, maps=(width, T.times(heads, 2 * d)))))
                 continue
-            steps.append(Step(rf"{sym}=x W_{stream}^{{\top}}{b}{T.maps(width, T.times(heads, d))}", stream, sub(part, name), summary=False))
+            steps.append(Step(expr=E.Let(E.Sym(stream, sym), projected, maps=(width, T.times(heads, d)))))
         if keys_as_values:  # no value projection: the values are the keys' projection, before its norm and rotation
             part.note("values", "the key projection's output", "the module has no value projection")
             steps.append(Step(rf"{V}={K}\quad\text{{(no value projection: the key projection's output serves as values)}}", "V", lambda e: e["K"], summary=True))
@@ -327,8 +329,8 @@ def latent_attention(part: Part) -> Chain:
         if "q_a_proj" in names:
             rq = cfg.q_lora_rank
             steps += [
-                Step(rf"{cq}=x W_{{DQ}}^{{\top}}{T.maps(width, rq)}", "cq", sub(part, "q_a_proj")),
-                Step(rf"{cq_hat}=\operatorname{{Norm}}({cq})", "cq", sub(part, "q_a_layernorm", x="cq")),
+                Step(expr=E.Let(E.Sym("cq", cq), linear_call(part, "q_a_proj", E.Sym("x", "x"), "W_{DQ}"), maps=(width, rq))),
+                Step(expr=E.Let(E.Sym("cq", cq_hat), norm_call(part, "q_a_layernorm", E.Sym("cq", cq)))),
                 Step(rf"[{qC};\,{qR}]={cq_hat}W_{{UQ}}^{{\top}}{T.maps(rq, T.times(h, f'({T.num(nope)}+{T.num(rope)})'))}", "q", sub(part, "q_b_proj", x="cq"), summary=True),
             ]
         else:
@@ -348,7 +350,7 @@ def latent_attention(part: Part) -> Chain:
             Step(rf"[{ckv};\,{kR}]=x W_{{DKV}}^{{\top}}{T.maps(width, f'{T.num(rkv)}+{T.num(rope)}')}", "ckv", sub(part, "kv_a_proj_with_mqa"), summary=True),
             Step(rf"{ckv},\ {kR}\ \text{{the first }}{T.num(rkv)}\text{{ and last }}{T.num(rope)}\text{{ columns}}", ("ckv", "kR"),
                  lambda e: (e["ckv"][..., :tkv], e["ckv"][..., tkv:].unsqueeze(1))),
-            Step(rf"{ckv_hat}=\operatorname{{Norm}}({ckv})", "ckv", sub(part, "kv_a_layernorm", x="ckv")),
+            Step(expr=E.Let(E.Sym("ckv", ckv_hat), norm_call(part, "kv_a_layernorm", E.Sym("ckv", ckv)))),
         ]
         if lora_scales:
             steps.append(Step(rf"{ckv_hat}\leftarrow{T.num(skv)}\,{ckv_hat}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(rkv)}}}\text{{, the width over the key-value latent's)}}",

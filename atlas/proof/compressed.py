@@ -20,7 +20,8 @@ import math
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_dims, sub
+from atlas.proof import expr as E
+from atlas.proof.library import X, linear_call, linear_dims, norm_call, sub
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_parameters as _own  # noqa: F401 - the predicates are the model's; kinds asks them here
 
@@ -193,11 +194,12 @@ def compressor(part: Part) -> Chain:
                 + (rf"\text{{slots: window }}w-1\text{{'s first series, window }}w\text{{'s second}}" if overlap
                    else rf"\text{{the {T.num(rate)} positions of window }}w"))
     steps = [
-        Step(rf"v=x W_v^{{\top}},\ g=x W_g^{{\top}}{T.maps(d_in, d_out)}" + (r"\quad\text{two series of " + T.num(full_width) + " each}" if overlap else ""),
-             "v", sub(part, "kv_proj")),
-        Step(r"g=x W_g^{\top}", "g", sub(part, "gate_proj")),
+        # each projection and the norm its own expression, printed from the child that runs
+        Step(expr=E.Let(E.Sym("v", "v"), linear_call(part, "kv_proj", E.Sym("x", "x"), "W_v"), f"two series of {full_width} each" if overlap else "",
+                        maps=(d_in, d_out))),
+        Step(expr=E.Let(E.Sym("g", "g"), linear_call(part, "gate_proj", E.Sym("x", "x"), "W_g"), maps=(d_in, d_out))),
         Step(pool_tex, ("c", "p_c"), pooled, summary=True),
-        Step(r"c_w\leftarrow\operatorname{RMSNorm}(c_w)", "c", sub(part, "kv_norm", x="c")),
+        Step(expr=E.Let(E.Sym("c", "c_w"), norm_call(part, "kv_norm", E.Sym("c", "c_w")))),
         Step(rf"(\cos,\sin)=\operatorname{{Angles}}(w\cdot{T.num(rate)})\quad\text{{each key at its window's first position}}", "cs",
              sub(part, "rotary_emb", x="c", pos="p_c")),
         Step(r"C_w=\operatorname{rot}(c_w)\quad\text{the last dims turned in pairs}", "C", rotated, summary=True),
@@ -260,15 +262,15 @@ def indexer(part: Part) -> Chain:
         return torch.where(P >= limit[..., None], torch.full_like(P, -1), P)
 
     steps = [
-        Step(rf"v=x W_v^{{\top}}\quad\text{{two series of {T.num(d)}}}", "v", sub(part, "kv_proj")),
-        Step(r"g=x W_g^{\top}", "g", sub(part, "gate_proj")),
+        Step(expr=E.Let(E.Sym("v", "v"), linear_call(part, "kv_proj", E.Sym("x", "x"), "W_v"), f"two series of {d}")),
+        Step(expr=E.Let(E.Sym("g", "g"), linear_call(part, "gate_proj", E.Sym("x", "x"), "W_g"))),
         Step(rf"c_w=\textstyle\sum_{{i=1}}^{{{T.num(2 * rate)}}}\operatorname{{softmax}}_i(g_i+B_i)\odot v_i\quad\text{{overlapping windows, as the attention's compressor}}",
              ("c", "p_c"), pooled),
-        Step(r"c_w\leftarrow\operatorname{RMSNorm}(c_w)", "c", sub(part, "kv_norm", x="c")),
+        Step(expr=E.Let(E.Sym("c", "c_w"), norm_call(part, "kv_norm", E.Sym("c", "c_w")))),
         Step(r"(\cos,\sin)=\operatorname{Angles}(w\cdot m)", "cs", sub(part, "rotary_emb", x="c", pos="p_c")),
         Step(r"K^{I}_w=\operatorname{rot}(c_w)", "K", keys),
         Step(r"(\cos,\sin)=\operatorname{Angles}(t)\quad\text{at the query positions}", "cq_angles", sub(part, "rotary_emb", x="x", pos="pos")),
-        Step(rf"q^{{I}}=\operatorname{{rot}}(\hat c^Q W_{{QI}}^{{\top}}),\ {T.num(h)}\text{{ heads of }}{T.num(d)}", "qb", sub(part, "q_b_proj", x="cq")),
+        Step(expr=E.Let(E.Sym("qb", "q^{I}"), linear_call(part, "q_b_proj", E.Sym("cq", r"\hat c^Q"), "W_{QI}"), f"{h} heads of {d}")),
         Step(r"q^{I}\leftarrow\operatorname{rot}(q^{I})", "q", queries),
         Step(r"I=\operatorname{Score}(q^{I},K^{I},x)", "I", sub(part, "scorer", q="q", k="K", x="x"), summary=True),
         Step(rf"I_{{tw}}\leftarrow-\infty\ \text{{where }}w\ge\lfloor(t+1)/{T.num(rate)}\rfloor", "Im", masked),
@@ -321,16 +323,19 @@ def shared_kv_attention(part: Part) -> Chain:
         cos, sin = e["cs"]
         return turn_last(e["o"], cos[:, :, None], -sin[:, :, None])  # (B, S, H, D)
 
+    xs, ca, cq = E.Sym("x", "x"), E.Sym("ca", "c^Q"), E.Sym("cq", r"\hat c^Q")
+    kv0, kv = E.Sym("kv0", "c^{KV}"), E.Sym("kv", "k")
     steps = [
-        Step(rf"\hat c^Q=\operatorname{{RMSNorm}}(x W_{{QA}}^{{\top}}){T.maps(d, ql)}", "ca", sub(part, "q_a_proj")),
-        Step(r"\hat c^Q\leftarrow\operatorname{RMSNorm}(\hat c^Q)", "cq", sub(part, "q_a_norm", x="ca")),
+        # the projection and its norm, each its own expression: the page names each norm once, where it runs
+        Step(expr=E.Let(ca, linear_call(part, "q_a_proj", xs, "W_{QA}"), maps=(d, ql))),
+        Step(expr=E.Let(cq, norm_call(part, "q_a_norm", ca))),
         Step(rf"q=\hat c^Q W_{{QB}}^{{\top}}{T.maps(ql, T.times(H, D))}", "qb", sub(part, "q_b_proj", x="cq")),
         Step(rf"q_j=\text{{head }}j\text{{ of }}q,\ j=1..{T.num(H)}", "q", heads),
-        Step(r"q_j\leftarrow\operatorname{RMSNorm}(q_j)\quad\text{each head, no gain}", "q", sub(part, "q_b_norm", x="q")),
+        Step(expr=E.Let(E.Sym("q", "q_j"), norm_call(part, "q_b_norm", E.Sym("q", "q_j")), "each head, no gain")),
         Step(rf"(\cos,\sin)=R_{{\text{{{kind}}}}}\quad\text{{this block's angles}}", "cs", pick),
         Step(r"q\leftarrow\operatorname{rot}(q)\quad\text{the last dims of each head turned in pairs}", "q", turn_q, value="attention_queries"),
-        Step(rf"k=\operatorname{{RMSNorm}}(x W_{{KV}}^{{\top}}){T.maps(d, D)}\quad\text{{one head, key and value alike}}", "kv0", sub(part, "kv_proj")),
-        Step(r"k\leftarrow\operatorname{RMSNorm}(k)", "kv", sub(part, "kv_norm", x="kv0")),
+        Step(expr=E.Let(kv0, linear_call(part, "kv_proj", xs, "W_{KV}"), "one head, key and value alike", maps=(d, D))),
+        Step(expr=E.Let(kv, norm_call(part, "kv_norm", kv0))),
         Step(r"k\leftarrow\operatorname{rot}(k)", "K", turn_k, value=None if has_compressor else "attention_keys"),
     ]
     if has_compressor:

@@ -11,7 +11,8 @@ import dataclasses
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import ACT_NAMES, activation_name, sub, swiglu_limit
+from atlas.proof import expr as E
+from atlas.proof.library import activation_call, sub, swiglu_limit
 from atlas.proof.router import TOKENS
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.sizes import routed_experts
@@ -26,7 +27,6 @@ def dense_experts(part: Part) -> Chain:
     stored_in_out = gate_up.shape[1] == d and part.full.down_proj.shape[2] == d
     inner = (gate_up.shape[2] if stored_in_out else gate_up.shape[1]) // 2
     has_act = "act_fn" in dict(part.tiny.named_children())
-    act = ACT_NAMES[activation_name(part.child("act_fn"))] if has_act else r"\operatorname{SiLU}"
     Wt, Wd = ("W_{gu,e}", "W_{d,e}") if stored_in_out else (r"W_{gu,e}^{\top}", r"W_{d,e}^{\top}")
     rows = Input("x", "X", "hidden_states", "every expert's rows, one block of all the tokens per expert, expert by expert")
 
@@ -50,7 +50,7 @@ def dense_experts(part: Part) -> Chain:
             Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
         ]
         if has_act:
-            steps.append(Step(rf"a={act}(g)", "a", sub(part, "act_fn", x="g")))
+            steps.append(Step(expr=E.Let(E.Sym("a", "a"), activation_call(part, "act_fn", E.Sym("g", "g")))))
         steps.append(Step(rf"Y_e=(a\odot u)\,{Wd}{T.maps(inner, d)}\quad\text{{the rows come back expert by expert}}", "y", down, summary=True))
         return Chain(steps, [rows], "y")
 
@@ -77,7 +77,6 @@ def experts(part: Part) -> Chain:
     inputs = [TOKENS, Input("E", r"\mathcal{E}", "top_k_index", "the experts each token's routing slots chose"),
               Input("G", "G", "top_k_weights", "each slot's weight")]
     has_act = "act_fn" in dict(part.tiny.named_children())
-    act = ACT_NAMES[activation_name(part.child("act_fn"))] if has_act else None
 
     def project(e):
         w = e.w("gate_up_proj")[e["E"]]  # (N, k, ·, ·): each slot's expert
@@ -105,10 +104,16 @@ def experts(part: Part) -> Chain:
     ]
     Wd = "W_{d,i}" if stored_in_out else r"W_{d,i}^{\top}"
 
+    g, u, a = E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a")
+
+    def clamps(bound) -> list[Step]:
+        """The gate clamped from above and the up projection on both sides, each its own expression."""
+        return [Step(expr=E.Let(g, E.clamp_max(g, bound)), summary=True), Step(expr=E.Let(u, E.clamp(u, bound)), summary=True)]
+
     def halves() -> Chain:
         steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1))]
         if has_act:
-            steps.append(Step(rf"a={act}(g)", "a", sub(part, "act_fn", x="g")))
+            steps.append(Step(expr=E.Let(a, activation_call(part, "act_fn", g))))
         steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
         return Chain(steps, inputs, "y")
 
@@ -118,9 +123,8 @@ def experts(part: Part) -> Chain:
         steps = [
             first,
             Step(r"g=[g;u]_{\text{even columns}},\quad u=[g;u]_{\text{odd columns}}", ("g", "u"), lambda e: (e["gu"][..., ::2], e["gu"][..., 1::2])),
-            Step(rf"g\leftarrow\min(g,{T.num(limit)}),\quad u\leftarrow\operatorname{{clamp}}(u,-{T.num(limit)},{T.num(limit)})", ("g", "u"),
-                 lambda e: (e["g"].clamp(max=tiny_limit), e["u"].clamp(-tiny_limit, tiny_limit))),
-            Step(rf"a=g\,\sigma({T.num(alpha)}\,g)", "a", lambda e: e["g"] * (e["g"] * tiny_alpha).sigmoid(), summary=True),
+            *clamps(E.Size(limit, tiny_limit)),
+            Step(expr=E.Let(a, g * E.sigmoid(E.Size(alpha, tiny_alpha) * g)), summary=True),
             Step(rf"E_i(x)=\big((u+1)\odot a\big)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down((e["u"] + 1) * e["a"], e), summary=True),
             *weigh,
         ]
@@ -129,10 +133,9 @@ def experts(part: Part) -> Chain:
     def clamped_halves() -> Chain:
         limit, tiny_limit = swiglu_limit(part.full), swiglu_limit(part.tiny)
         steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
-                 Step(rf"g\leftarrow\min(g,{T.num(limit)}),\quad u\leftarrow\operatorname{{clamp}}(u,-{T.num(limit)},{T.num(limit)})", ("g", "u"),
-                      lambda e: (e["g"].clamp(max=tiny_limit), e["u"].clamp(-tiny_limit, tiny_limit)), summary=True)]
+                 *clamps(E.Size(limit, tiny_limit))]
         if has_act:
-            steps.append(Step(rf"a={act}(g)", "a", sub(part, "act_fn", x="g")))
+            steps.append(Step(expr=E.Let(a, activation_call(part, "act_fn", g))))
         steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
         part.note("clamp", limit, "the module's limit")
         return Chain(steps, inputs, "y")
@@ -211,15 +214,13 @@ def expert_glu(part: Part) -> Chain:
     handed = params[1:4]  # the three slices, in the order the forward takes them
     inputs = [Input("x", "x", params[0], "the tokens routed to this expert, one row each")] + [Input(sym, s, arg, f"the slice of {name} for the expert the tokens were routed to ({T.num(inner)} rows)")
                     for sym, s, arg, name in zip(("A", "B", "C"), ("W_1", "V_1", "W_2"), handed, names)]
-    act = ACT_NAMES[activation_name(part.child(act_name))]
-
     def chain(gate_first: bool) -> Chain:
         first, second = ("A", "B") if gate_first else ("B", "A")
         gs, us = ("W_1", "V_1") if gate_first else ("V_1", "W_1")
         return Chain([
             Step(rf"g=x\,{gs}^{{\top}}{T.maps(d, inner)}", "g", lambda e: (e[first] @ e["x"][..., None]).squeeze(-1)),
             Step(rf"u=x\,{us}^{{\top}}{T.maps(d, inner)}", "u", lambda e: (e[second] @ e["x"][..., None]).squeeze(-1)),
-            Step(rf"a={act}(g)", "a", sub(part, act_name, x="g")),
+            Step(expr=E.Let(E.Sym("a", "a"), activation_call(part, act_name, E.Sym("g", "g")))),
             Step(rf"y=(a\odot u)\,W_2,\quad W_2\in\mathbb{{R}}^{{{T.num(inner)}\times{T.num(d)}}}", "y",
                  lambda e: ((e["a"] * e["u"])[..., None, :] @ e["C"]).squeeze(-2), summary=True),
         ], inputs, "y")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
@@ -57,6 +58,37 @@ def sub(part: Part, name: str, **inputs: str):
     return fn
 
 
+def _child_facts(part: Part, name: str) -> dict:
+    """The facts child ``name``'s own chain measured (its norm, its bias, its activation)."""
+    child = part.child(name)
+    chain_of(child)
+    return part.ctx.parts.get(child.id, child).facts
+
+
+def _run_child(part: Part, name: str, x: "E.Sym"):
+    return sub(part, name, x=x.name) if x.name != "x" else sub(part, name)
+
+
+def linear_call(part: Part, name: str, x: "E.Sym", symbol: str) -> "E.Child":
+    """Child ``name``, a linear map, applied to ``x``: printed x W^⊤ (+ b where the child's own chain has
+    a bias), computed by the child's chain."""
+    stored_in_out = linear_dims(part.full.get_submodule(name))[2]
+    bias = bool(_child_facts(part, name).get("bias", {}).get("value"))
+    top = "" if stored_in_out else r"^{\top}"
+    b = ("+b_" + symbol[2:] if symbol.startswith("W_") else "+b") if bias else ""
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{a}\,{symbol}{top}{b}")
+
+
+NORM_NAMES = {"rms": "RMSNorm", "rms_offset": "RMSNorm", "layer": "LayerNorm", "l2": "L2Norm"}
+
+
+def norm_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
+    """Child ``name``, a norm, applied to ``x``: printed by the norm its own chain measured, so a page
+    cannot name a norm that does not run (nor run one it does not name)."""
+    measured = _child_facts(part, name)["norm"]["value"]
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"\operatorname{{{NORM_NAMES[measured]}}}({a})")
+
+
 def child_output(part: Part, name: str, **inputs: str):
     """``sub`` for a child whose output is a tuple: its first element (the tensor the parent uses)."""
     fn = sub(part, name, **inputs)
@@ -100,34 +132,28 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     if getattr(part.tiny, "weight", None) is None and not dict(part.tiny.named_parameters()):
         return weightless_norm(part, x, y)  # no gain at all: nothing but its epsilon
     width = part.full.weight.shape[-1]
-    eps = _eps(part.full)
-    tiny_eps = _eps(part.tiny)
+    eps = E.Size(_eps(part.full), _eps(part.tiny))
+    xs, rho, xhat, mu, var, out = (E.Sym("x", x), E.Sym("rho", r"\rho", False), E.Sym("xhat", rf"\hat {x}"),
+                                   E.Sym("mu", r"\mu", False), E.Sym("var", r"\sigma^2", False), E.Sym("y", y))
+    g, b = E.Weight("weight", "g", (width,)), E.Weight("bias", "b", (width,))
 
     def rms(offset: bool) -> Chain:
-        gain = "(1+g)" if offset else "g"
         return Chain([
-            Step(rf"\rho=\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
-            Step(rf"\hat {x}={x}/\sqrt{{\rho+{T.num(eps)}}}", "xhat", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
-            Step(rf"{y}={gain}\odot\hat {x},\quad g\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
-                 (lambda e: (1 + e.w("weight")) * e["xhat"]) if offset else (lambda e: e.w("weight") * e["xhat"]), summary=True),
+            Step(expr=E.Let(rho, E.Mean(xs ** 2, width)), out="rho"),
+            Step(expr=E.Let(xhat, xs / E.sqrt(rho + eps)), out="xhat", summary=True),
+            Step(expr=E.Let(out, ((1 + g) if offset else g) * xhat), out="y", summary=True),
         ], [X], "y")
 
     def layer() -> Chain:
-        if "bias" not in dict(part.tiny.named_parameters()):  # mean-centred, a gain and no bias (Cohere)
-            return Chain([
-                Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
-                Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
-                Step(rf"{y}=\frac{{{x}-\mu}}{{\sqrt{{\sigma^2+{T.num(eps)}}}}}\odot g,\quad g\in\mathbb{{R}}^{{{T.num(width)}}}\ \text{{(no bias)}}", "y",
-                     lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt() * e.w("weight"), summary=True),
-            ], [X], "y")
-        return Chain([
-            Step(rf"\mu=\operatorname{{mean}}_j\,{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
-            Step(rf"\sigma^2=\operatorname{{mean}}_j\,({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
-            Step(rf"{y}=\frac{{{x}-\mu}}{{\sqrt{{\sigma^2+{T.num(eps)}}}}}\odot g+b,\quad g,b\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
-                 lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt() * e.w("weight") + e.w("bias"), summary=True),
+        centred = (xs - mu) / E.sqrt(var + eps) * g
+        with_bias = "bias" in dict(part.tiny.named_parameters())
+        return Chain([  # mean-centred, a gain, and a bias where the module holds one (Cohere's has none)
+            Step(expr=E.Let(mu, E.Mean(xs)), out="mu"),
+            Step(expr=E.Let(var, E.Mean((xs - mu) ** 2)), out="var"),
+            Step(expr=E.Let(out, centred + b if with_bias else centred, "" if with_bias else "(no bias)"), out="y", summary=True),
         ], [X], "y")
 
-    part.note("eps", eps, "the module's epsilon")
+    part.note("eps", eps.full, "the module's epsilon")
     variants = {"rms": lambda: rms(False), "rms_offset": lambda: rms(True)}
     if "bias" in dict(part.tiny.named_parameters()):
         variants = {"layer": layer, **variants}
@@ -139,7 +165,7 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
 def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     """x divided by its root mean square, by its length, or centred and divided by its deviation, over
     the last axis, which one measured; no gain, no bias."""
-    eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    eps = E.Size(_eps(part.full), _eps(part.tiny))
     from atlas.inputs.layers import global_value, heterogeneous
 
     given = part.argument("x", 0)
@@ -151,28 +177,27 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
         width = None
     elif width is not None and global_value(tiny_cfg, "head_dim") == width and global_value(cfg, "head_dim"):
         width = global_value(cfg, "head_dim")
-    mean = rf"\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_{{j}}" if width else r"\operatorname{mean}_j\,"
-    part.note("eps", eps, "the module's epsilon")
+    part.note("eps", eps.full, "the module's epsilon")
     part.note("gain", "none", "the module holds no tensor")
+    xs, rho, mu, var, out = E.Sym("x", x), E.Sym("rho", r"\rho", False), E.Sym("mu", r"\mu", False), E.Sym("var", r"\sigma^2", False), E.Sym("y", y)
 
     def rms() -> Chain:
         return Chain([
-            Step(rf"\rho={mean}{x}_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
-            Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+            Step(expr=E.Let(rho, E.Mean(xs ** 2, width)), out="rho"),
+            Step(expr=E.Let(out, xs / E.sqrt(rho + eps), "(no gain)"), out="y", summary=True),
         ], [X], "y")
 
     def l2() -> Chain:
         return Chain([
-            Step(rf"\rho=\textstyle\sum_{{j}} {x}_j^2", "rho", lambda e: (e["x"] ** 2).sum(-1, keepdim=True)),
-            Step(rf"{y}={x}/\sqrt{{\rho+{T.num(eps)}}}\quad\text{{(no gain)}}", "y", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt(), summary=True),
+            Step(expr=E.Let(rho, E.Mean(xs ** 2, total=True)), out="rho"),
+            Step(expr=E.Let(out, xs / E.sqrt(rho + eps), "(no gain)"), out="y", summary=True),
         ], [X], "y")
 
     def layer() -> Chain:
         return Chain([
-            Step(rf"\mu={mean}{x}_j", "mu", lambda e: e["x"].mean(-1, keepdim=True)),
-            Step(rf"\sigma^2={mean}({x}_j-\mu)^2", "var", lambda e: ((e["x"] - e["mu"]) ** 2).mean(-1, keepdim=True)),
-            Step(rf"{y}=({x}-\mu)/\sqrt{{\sigma^2+{T.num(eps)}}}\quad\text{{(no gain, no bias)}}", "y",
-                 lambda e: (e["x"] - e["mu"]) / (e["var"] + tiny_eps).sqrt(), summary=True),
+            Step(expr=E.Let(mu, E.Mean(xs, width)), out="mu"),
+            Step(expr=E.Let(var, E.Mean((xs - mu) ** 2, width)), out="var"),
+            Step(expr=E.Let(out, (xs - mu) / E.sqrt(var + eps), "(no gain, no bias)"), out="y", summary=True),
         ], [X], "y")
 
     return part.choose("norm", {"rms": rms, "l2": l2, "layer": layer})
@@ -203,27 +228,24 @@ def linear(part: Part, symbol: str = "W") -> Chain:
     bias = has_bias if declared is None else bool(declared)
     part.note("bias", bias, "declared by the family" if declared is not None else "the module holds a bias tensor" if has_bias else "the module holds no bias")
     part.note("stored", "in × out" if stored_in_out else "out × in", "the weight's shape")
-    b = "+b" if bias else ""
-    if stored_in_out:
-        tex = rf"y=x{symbol}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_in)}\times{T.num(n_out)}}}\ \text{{(stored in × out)}}"
-        fn = (lambda e: e["x"] @ e.w("weight") + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight"))
-    else:
-        tex = rf"y=x{symbol}^{{\top}}{b},\quad {symbol}\in\mathbb{{R}}^{{{T.num(n_out)}\times{T.num(n_in)}}}"
-        fn = (lambda e: e["x"] @ e.w("weight").T + e.w("bias")) if bias else (lambda e: e["x"] @ e.w("weight").T)
-    return Chain([Step(tex, "y", fn, summary=True)], [X], "y")
+    weight = E.Weight("weight", symbol, (n_in, n_out) if stored_in_out else (n_out, n_in))
+    product = E.MatMul(E.Sym("x", "x"), weight, stored_in_out)
+    expr = product + E.Weight("bias", "b") if bias else product
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), expr, "(stored in × out)" if stored_in_out else ""), summary=True)], [X], "y")
 
 
 def embedding(part: Part) -> Chain:
     vocab, width = part.full.weight.shape
     ids = Input("ids", "I", "input_ids", "the token ids (or positions) looked up")
 
+    table, looked_up, row = E.Weight("weight", "E", (vocab, width)), E.Sym("y", "x_t"), E.Sym("ids", "I_t")
+
     def plain() -> Chain:
-        return Chain([Step(rf"x_t=E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
-                           lambda e: e.w("weight")[e["ids"]], summary=True)], [ids], "y")
+        return Chain([Step(expr=E.Let(looked_up, E.rows(table, row)), summary=True)], [ids], "y")
 
     def scaled() -> Chain:
-        return Chain([Step(rf"x_t=\sqrt{{{T.num(width)}}}\,E_{{I_t,:}},\quad E\in\mathbb{{R}}^{{{T.num(vocab)}\times{T.num(width)}}}", "y",
-                           lambda e: e.w("weight")[e["ids"]] * math.sqrt(e.w("weight").shape[1]), summary=True)], [ids], "y")
+        root = E.Size(math.sqrt(width), math.sqrt(part.tiny.weight.shape[1]), rf"\sqrt{{{T.num(width)}}}")
+        return Chain([Step(expr=E.Let(looked_up, root * E.rows(table, row)), summary=True)], [ids], "y")
 
     variants = {"lookup": plain, "scaled_by_sqrt_width": scaled}
     if _scalar_buffer(part.tiny, "embed_scale") is not None:
@@ -268,34 +290,23 @@ def _embedding_scaled_by_buffer(part: Part, ids: Input, vocab: int, width: int) 
 
 def dropout(part: Part) -> Chain:
     part.note("dropout", "identity at inference", "the preview runs in eval mode")
-    return Chain([Step(r"y=x\quad\text{(dropout is off at inference)}", "y", lambda e: e["x"], summary=True)], [X], "y")
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), E.Sym("x", "x"), "(dropout is off at inference)"), summary=True)], [X], "y")
 
 
-def _gelu_tanh(g):
-    return 0.5 * g * (1 + ((2 / math.pi) ** 0.5 * (g + 0.044715 * g**3)).tanh())
+# each activation once, its notation and its arithmetic together (atlas.proof.expr)
+ACTIVATION_FUNCTIONS = {"silu": E.silu, "gelu_tanh": E.gelu_tanh, "gelu": E.gelu, "relu": E.relu, "relu2": E.relu2,
+                        # a router's score (DeepSeek-V4's scoring_func sqrtsoftplus): the square root of softplus
+                        "sqrtsoftplus": E.sqrtsoftplus}
 
 
-def _softplus(g):
-    from torch.nn.functional import softplus
-
-    return softplus(g)
-
-
-def _gelu_erf(g):
-    import torch
-
-    return 0.5 * g * (1 + torch.erf(g / math.sqrt(2)))
+def _activation_pair(name: str):
+    function = ACTIVATION_FUNCTIONS[name]
+    g = E.Sym("g", "g")
+    return E.Let(E.Sym("a", "a"), function(g), define=True).tex(), lambda t: function(g).run({"g": t})
 
 
-ACTIVATIONS = {
-    "silu": (r"a=\operatorname{SiLU}(g)=\frac{g}{1+e^{-g}}", lambda g: g * g.sigmoid()),
-    "gelu_tanh": (r"a=\tfrac12 g\big(1+\tanh\big(\sqrt{2/\pi}\,(g+0.044715\,g^3)\big)\big)", _gelu_tanh),
-    "gelu": (r"a=g\,\Phi(g)=\tfrac12 g\big(1+\operatorname{erf}(g/\sqrt2)\big)", _gelu_erf),
-    "relu": (r"a=\max(g,0)", lambda g: g.clamp(min=0)),
-    "relu2": (r"a=\max(g,0)^2", lambda g: g.clamp(min=0) ** 2),
-    # a router's score (DeepSeek-V4's scoring_func sqrtsoftplus): the square root of softplus
-    "sqrtsoftplus": (r"a=\sqrt{\log(1+e^{g})}", lambda g: _softplus(g).sqrt()),
-}
+# (TeX of "a = f(g) = its definition", the function on a tensor), both from the one expression
+ACTIVATIONS = {name: _activation_pair(name) for name in ACTIVATION_FUNCTIONS}
 
 
 def activation_tex(part: Part) -> str:
@@ -308,16 +319,23 @@ def activation(part: Part) -> Chain:
     g = Input("x", "g", "input", "the pre-activation")
 
     def variant(name):
-        tex_, f = ACTIVATIONS[name]
-        return lambda: Chain([Step(tex_, "a", lambda e: f(e["x"]), summary=True)], [g], "a")
+        return lambda: Chain([Step(expr=E.Let(E.Sym("a", "a"), ACTIVATION_FUNCTIONS[name](E.Sym("x", "g")), define=True), summary=True)], [g], "a")
 
     return part.choose("activation", {name: variant(name) for name in ACTIVATIONS})
+
+
+def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
+    """Child ``name``, an activation, applied to ``x``: printed by the activation its own chain measured."""
+    measured = activation_name(part.child(name))
+    if measured in ACTIVATION_FUNCTIONS:
+        return E.Child(_run_child(part, name, x), (x,), lambda a: ACTIVATION_FUNCTIONS[measured](E.Sym("_", a)).tex())
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}({a})")
 
 
 def activation_name(part: Part) -> str:
     """The activation a child act_fn computes (measured by its own chain)."""
     chain_of(part)
-    return part.facts["activation"]["value"]
+    return part.ctx.parts.get(part.id, part).facts["activation"]["value"]  # the part its chain was built for holds the facts
 
 
 ACT_NAMES = {"silu": r"\operatorname{SiLU}", "gelu_tanh": r"\operatorname{GELU}_{\tanh}", "gelu": r"\operatorname{GELU}", "relu": r"\operatorname{ReLU}",
@@ -353,20 +371,20 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     act_child = next((n for n in ("act_fn", "act", "activation_fn", "activation", "gelu_impl") if n in names), None)
     if {"w1", "w2", "w3"} <= names and act_child is None:
         return _gated_w123(part, d, out)
-    act = ACT_NAMES[activation_name(part.child(act_child))] if act_child else r"\operatorname{act}"
+    xs, g, u, a, hs, y = E.Sym("x", "x"), E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a"), E.Sym("h", "h"), E.Sym("y", out)
     steps: list[Step] = []
     if {"gate_proj", "up_proj", "down_proj"} <= names:
         inner = linear_dims(part.full.gate_proj)[1]
         steps += [
-            Step(rf"g=x W_g^{{\top}}{T.maps(d, inner)}", "g", sub(part, "gate_proj")),
-            Step(rf"u=x W_u^{{\top}}{T.maps(d, inner)}", "u", sub(part, "up_proj")),
+            Step(expr=E.Let(g, linear_call(part, "gate_proj", xs, "W_g"), maps=(d, inner))),
+            Step(expr=E.Let(u, linear_call(part, "up_proj", xs, "W_u"), maps=(d, inner))),
         ]
         down = "down_proj"
     elif {"gate_up_proj", "down_proj"} <= names or {"input_linear", "output_linear"} <= names:
         fused = "gate_up_proj" if "gate_up_proj" in names else "input_linear"  # Granite names the fused pair input_linear
         inner = linear_dims(getattr(part.full, fused))[1] // 2
         steps += [
-            Step(rf"[g;\,u]=x W_{{gu}}^{{\top}}{T.maps(d, T.times(2, inner))}", "gu", sub(part, fused)),
+            Step(expr=E.Let(E.Sym("gu", r"[g;\,u]"), linear_call(part, fused, xs, "W_{gu}"), maps=(d, T.times(2, inner)))),
             Step(rf"g=[g;\,u]_{{:,\,1..{T.num(inner)}}},\quad u=[g;\,u]_{{:,\,{T.num(inner)}+1..2\cdot{T.num(inner)}}}", ("g", "u"),
                  lambda e: e["gu"].chunk(2, dim=-1)),
         ]
@@ -375,36 +393,34 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
         down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
         inner = linear_dims(getattr(part.full, up))[1]
-        b1 = "+b_1" if getattr(getattr(part.tiny, up), "bias", None) is not None else ""
-        b2 = "+b_2" if getattr(getattr(part.tiny, down), "bias", None) is not None else ""
-        steps += [Step(rf"f=\operatorname{{Lin}}_1(x)=x W_1{b1}{T.maps(d, inner)}", "f", sub(part, up))]
-        steps += [Step(rf"a={act}(f)", "a", sub(part, act_child, x="f"), value="mlp_activation", summary=True),
-                  Step(rf"{out}=\operatorname{{Lin}}_2(a)=a W_2{b2}{T.maps(inner, d)}", "y", sub(part, down, x="a"), value="mlp_output", summary=True)]
+        f = E.Sym("f", "f")
+        steps += [Step(expr=E.Let(f, linear_call(part, up, xs, "W_1"), maps=(d, inner)))]
+        steps += [Step(expr=E.Let(a, activation_call(part, act_child, f)), value="mlp_activation", summary=True),
+                  Step(expr=E.Let(y, linear_call(part, down, a, "W_2"), maps=(inner, d)), value="mlp_output", summary=True)]
         if "dropout" in names:
-            steps.append(Step(rf"{out}\leftarrow\operatorname{{Dropout}}({out})=\,{out}\quad\text{{(at inference)}}", "y", sub(part, "dropout", x="y")))
+            steps.append(Step(expr=E.Let(y, E.Child(sub(part, "dropout", x="y"), (y,), lambda v: rf"\operatorname{{Dropout}}({v})"),
+                                         "(the identity at inference)")))
         part.note("mlp", "two-layer", "the module's children: an up and a down projection, no gate")
         return add_handed_residual(part, Chain(steps, [X], "y"), out)
     limit = swiglu_limit(part.full)
     if limit is not None:  # the gate clamped from above, the up projection on both sides (DeepSeek-V4's swiglu_limit)
-        tiny_limit = swiglu_limit(part.tiny)
-        steps.append(Step(rf"g\leftarrow\min(g,{T.num(limit)}),\quad u\leftarrow\operatorname{{clamp}}(u,-{T.num(limit)},{T.num(limit)})", ("g", "u"),
-                          lambda e: (e["g"].clamp(max=tiny_limit), e["u"].clamp(-tiny_limit, tiny_limit)), summary=True))
+        bound = E.Size(limit, swiglu_limit(part.tiny))
+        steps += [Step(expr=E.Let(g, E.clamp_max(g, bound)), summary=True), Step(expr=E.Let(u, E.clamp(u, bound)), summary=True)]
         part.note("clamp", limit, "the module's limit")
     gate_scale, down_scale = _mlp_multipliers(part)
     if gate_scale:  # the gate's pre-activation times a constant the module holds (Falcon-H1's mlp_multipliers[0])
-        steps.append(Step(rf"g\leftarrow{T.num(gate_scale[0])}\,g\quad\text{{(the module's gate\_multiplier)}}", "g",
-                          lambda e, m=gate_scale[1]: m * e["g"], summary=True))
+        steps.append(Step(expr=E.Let(g, E.Size(*gate_scale) * g, "(the module's gate_multiplier)"), summary=True))
+    if act_child:
+        steps.append(Step(expr=E.Let(a, activation_call(part, act_child, g)), value="mlp_activation", summary=True))
     steps += [
-        Step(rf"a={act}(g)", "a", sub(part, act_child, x="g") if act_child else None, value="mlp_activation", summary=True),
-        Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
-        Step(rf"{out}=h W_d^{{\top}}{T.maps(inner, d)}", "y", sub(part, down, x="h"), value=None if down_scale else "mlp_output", summary=True),
+        Step(expr=E.Let(hs, a * u), value="mlp_neurons", summary=True),
+        Step(expr=E.Let(y, linear_call(part, down, hs, "W_d"), maps=(inner, d)), value=None if down_scale else "mlp_output", summary=True),
     ]
     if down_scale:  # the down projection's output times a constant the module holds (Falcon-H1's mlp_multipliers[1])
-        steps.append(Step(rf"{out}\leftarrow{T.num(down_scale[0])}\,{out}\quad\text{{(the module's down\_multiplier)}}", "y",
-                          lambda e, m=down_scale[1]: m * e["y"], value="mlp_output", summary=True))
+        steps.append(Step(expr=E.Let(y, E.Size(*down_scale) * y, "(the module's down_multiplier)"), value="mlp_output", summary=True))
         part.note("multipliers", {"gate": gate_scale[0] if gate_scale else 1.0, "down": down_scale[0]}, "the module's gate_multiplier and down_multiplier")
     part.note("mlp", "gated", "the module's children: gate and up projections (or one fused), a down projection")
-    return Chain([s for s in steps if s.fn is not None], [X], "y")
+    return Chain(steps, [X], "y")
 
 
 def swiglu_limit(module) -> float | None:
@@ -430,16 +446,15 @@ def _gated_w123(part: Part, d: int, out: str) -> Chain:
     """A gated MLP named w1 (gate), w3 (up), w2 (down) whose forward applies the activation as a function
     (LFM2's): which activation is measured, as for an activation module."""
     inner = linear_dims(part.full.w1)[1]
+    xs, g, u, a, hs, y = E.Sym("x", "x"), E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a"), E.Sym("h", "h"), E.Sym("y", out)
 
     def build(name: str):
-        tex_, f = ACTIVATIONS[name]
-        act = ACT_NAMES.get(name, name)
         return lambda: Chain([
-            Step(rf"g=x W_1^{{\top}}{T.maps(d, inner)}", "g", sub(part, "w1")),
-            Step(rf"u=x W_3^{{\top}}{T.maps(d, inner)}", "u", sub(part, "w3")),
-            Step(rf"a={act}(g)", "a", lambda e: f(e["g"]), value="mlp_activation", summary=True),
-            Step(r"h=a\odot u", "h", lambda e: e["a"] * e["u"], value="mlp_neurons", summary=True),
-            Step(rf"{out}=h W_2^{{\top}}{T.maps(inner, d)}", "y", sub(part, "w2", x="h"), value="mlp_output", summary=True),
+            Step(expr=E.Let(g, linear_call(part, "w1", xs, "W_1"), maps=(d, inner))),
+            Step(expr=E.Let(u, linear_call(part, "w3", xs, "W_3"), maps=(d, inner))),
+            Step(expr=E.Let(a, ACTIVATION_FUNCTIONS[name](g)), value="mlp_activation", summary=True),
+            Step(expr=E.Let(hs, a * u), value="mlp_neurons", summary=True),
+            Step(expr=E.Let(y, linear_call(part, "w2", hs, "W_2"), maps=(inner, d)), value="mlp_output", summary=True),
         ], [X], "y")
 
     part.note("mlp", "gated", "the module's children: w1 (gate), w3 (up), w2 (down)")

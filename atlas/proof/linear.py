@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, linear_dims, sub
@@ -43,30 +44,24 @@ def _eps(module) -> float:
     return next(getattr(module, a) for a in ("variance_epsilon", "eps", "epsilon") if isinstance(getattr(module, a, None), float))
 
 
-GATE_ACTIVATIONS = {
-    "silu": (r"\operatorname{SiLU}(z)", lambda z: z * z.sigmoid()),
-    "sigmoid": (r"\sigma(z)", lambda z: z.sigmoid()),
-}
+GATE_ACTIVATIONS = {"silu": E.silu, "sigmoid": E.sigmoid}  # the gate's activation, each defined once in atlas.proof.expr
 
 
 def gated_norm(part: Part) -> Chain:
     """RMS-normalize each head's vector, scale by the gain, multiply by an activation of the gate."""
     width = part.full.weight.shape[-1]
-    eps, tiny_eps = _eps(part.full), _eps(part.tiny)
+    eps = E.Size(_eps(part.full), _eps(part.tiny))
     gate_name = [p for p in inspect.signature(part.tiny.forward).parameters][1]
     inputs = [X, Input("z", "z", gate_name, "the gate, one value per channel")]
-    part.note("eps", eps, "the module's epsilon")
+    part.note("eps", eps.full, "the module's epsilon")
+    x, rho, xhat, z, g = E.Sym("x", "x"), E.Sym("rho", r"\rho", False), E.Sym("xhat", r"\hat x"), E.Sym("z", "z"), E.Weight("weight", "g", (width,))
 
     def variant(act: str, offset: bool):
-        act_tex, f = GATE_ACTIVATIONS[act]
-        gain = "(1+g)" if offset else "g"
-
         def build() -> Chain:
             return Chain([
-                Step(rf"\rho=\tfrac{{1}}{{{T.num(width)}}}\textstyle\sum_j x_j^2", "rho", lambda e: (e["x"] ** 2).mean(-1, keepdim=True)),
-                Step(rf"\hat x=x/\sqrt{{\rho+{T.num(eps)}}}", "xhat", lambda e: e["x"] / (e["rho"] + tiny_eps).sqrt()),
-                Step(rf"y={gain}\odot\hat x\odot {act_tex},\quad g\in\mathbb{{R}}^{{{T.num(width)}}}", "y",
-                     lambda e: ((1 + e.w("weight")) if offset else e.w("weight")) * e["xhat"] * f(e["z"]), summary=True),
+                Step(expr=E.Let(rho, E.Mean(x ** 2, width))),
+                Step(expr=E.Let(xhat, x / E.sqrt(rho + eps))),
+                Step(expr=E.Let(E.Sym("y", "y"), ((1 + g) if offset else g) * xhat * GATE_ACTIVATIONS[act](z)), summary=True),
             ], inputs, "y")
 
         return build
@@ -149,8 +144,6 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
     """``grouped``: one fused projection laid out key head by key head, [q; k; v; z] in each, and one
     for [b; a] likewise (Qwen3-Next); otherwise separate projections, q, k and v side by side in one
     (Qwen3.5)."""
-    import torch
-    import torch.nn.functional as F
 
     m, tm = part.full, part.tiny
     hk, hv, dk, dv = _sizes(m)
@@ -177,11 +170,6 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
         B, T_ = c.shape[:2]
         q, k, v = c.split([thk * tdk, thk * tdk, thv * tdv], dim=-1)
         return q.view(B, T_, thk, tdk), k.view(B, T_, thk, tdk), v.view(B, T_, thv, tdv)
-
-    def gates(e):
-        beta = e["b"].sigmoid()
-        g = -e.w("A_log").exp() * F.softplus(e["a"] + e.w("dt_bias"))
-        return g, beta
 
     def prepare(e):
         q, k = l2_normalized(e["Qc"]), l2_normalized(e["Kc"])
@@ -214,8 +202,10 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
         Step(rf"[{Q};{Kk};{V}]_t\leftarrow\operatorname{{SiLU}}\big(\textstyle\sum_{{j=0}}^{{{K - 1}}} w_j\odot[{Q};{Kk};{V}]_{{t-{K - 1}+j}}\big)"
              rf"\quad\text{{a causal depthwise convolution, {K} positions, one filter per channel}}", ("Qc", "Kc", "Vc"), conv,
              value=("linear_attention_queries", "linear_attention_keys", "linear_attention_values"), summary=True),
-        Step(r"g_{t,h}=-e^{A_h}\operatorname{softplus}(a_{t,h}+\delta_h),\quad \beta_{t,h}=\sigma(b_{t,h})", ("g", "beta"), gates,
-             value=("linear_attention_decay", "linear_attention_beta"), summary=True),
+        # the decay and the write strength, each printed from the expression that computes it
+        Step(expr=E.Let(E.Sym("g", "g"), -E.exp(E.Weight("A_log", r"A_{\log}")) * E.softplus(E.Sym("a", "a") + E.Weight("dt_bias", r"\delta")),
+                        "per token and value head"), value="linear_attention_decay", summary=True),
+        Step(expr=E.Let(E.Sym("beta", r"\beta"), E.sigmoid(E.Sym("b", "b"))), value="linear_attention_beta", summary=True),
         Step(rf"\hat{{{Q}}}=\frac{{{Q}}}{{\lVert {Q}\rVert\sqrt{{{T.num(dk)}}}}},\ \hat{{{Kk}}}=\frac{{{Kk}}}{{\lVert {Kk}\rVert}}"
              rf"\quad\text{{each key head serves {r} value heads}}", ("qh", "kh"), prepare),
         Step(rf"S_t=e^{{g_t}}S_{{t-1}},\ \ S_t\leftarrow S_t+\hat{{{Kk}}}_t\big(\beta_t({V}_t-S_t^{{\top}}\hat{{{Kk}}}_t)\big)^{{\top}},\ \ o_t=S_t^{{\top}}\hat{{{Q}}}_t,"

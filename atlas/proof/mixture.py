@@ -7,9 +7,10 @@ returns alone (DBRX), measured on the run.
 
 from __future__ import annotations
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, sub
+from atlas.proof.library import X, linear_call, sub
 from atlas.proof.router import _router_rows, _setting
 from atlas.proof.steps import Chain, Input, Step
 
@@ -96,10 +97,6 @@ def _shared_gate(part: Part, route: str) -> str | None:
     return next((n for n, m in part.tiny.named_children() if n != route and isinstance(m, torch.nn.Linear) and m.out_features == 1), None)
 
 
-def _has_bias(part: Part, child: str) -> bool:
-    return getattr(part.tiny.get_submodule(child), "bias", None) is not None
-
-
 def dense_mixture(part: Part, route: str, shared: str | None) -> Chain:
     """Dense dispatch (Llama 4): the router scores every expert (0 for those not chosen); each expert gets
     every token, scaled by that score, and the experts' outputs are summed; a shared expert is added."""
@@ -158,18 +155,18 @@ def mixture(part: Part) -> Chain:
     gate = _shared_gate(part, route) if shared else None
     if shared:
         steps.append(Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True))
+    yr, ys, delta = E.Sym("yr", r"y^{\mathrm{routed}}"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("y", r"\Delta")
     if gate:
         # a one-output linear beside the shared expert scales its output per token by a sigmoid (Qwen2-MoE)
-        d = part.ctx.full_config.hidden_size
+        sg = E.Sym("sg", "s")
         steps += [
-            Step(rf"s=\sigma(x\,w_{{s}}^{{\top}}),\quad w_s\in\mathbb{{R}}^{{{T.num(d)}}}\quad\text{{one gate per token}}", "sg",
-                 lambda e: (e["x"] @ e.w(f"{gate}.weight").T + (e.w(f"{gate}.bias") if _has_bias(part, gate) else 0)).sigmoid(), summary=True),
-            Step(r"y^{\mathrm{shared}}\leftarrow s\,y^{\mathrm{shared}}", "ys", lambda e: e["sg"] * e["ys"]),
+            Step(expr=E.Let(sg, E.sigmoid(linear_call(part, gate, E.Sym("x", "x"), "w_s")), "one gate per token",
+                            maps=(part.ctx.full_config.hidden_size, 1)), summary=True),
+            Step(expr=E.Let(ys, sg * ys)),
         ]
-    if shared:
-        steps.append(Step(r"\Delta=y^{\mathrm{routed}}+y^{\mathrm{shared}}", "y", lambda e: e["yr"].reshape(e["x"].shape) + e["ys"], value="mlp_output", summary=True))
-    else:
-        steps.append(Step(r"\Delta=y^{\mathrm{routed}}", "y", lambda e: e["yr"].reshape(e["x"].shape), value="mlp_output", summary=True))
+    # the routed rows back in the input's shape, the shared expert's output added (its gate folded in, where it has one)
+    routed = E.shaped_like(yr, E.Sym("x", "x"))
+    steps.append(Step(expr=E.Let(delta, routed + ys if shared else routed), value="mlp_output", summary=True))
     part.note("shared_expert", bool(shared), "the mixture's children")
     if gate:
         part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")

@@ -7,6 +7,7 @@ from typing import Any
 
 from atlas.errors import AtlasError
 from atlas.proof import stack as stacks
+from atlas.proof import summaries
 from atlas.proof import whole_model
 from atlas.proof.core import Call, Context, Part, proven_run
 from atlas.proof.kinds import chain_of, kind_of
@@ -124,6 +125,12 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
+        # the run recorded what each step reads: the summary takes in what it reads, and must then cut nothing
+        summaries.close(chain)
+        cut = summaries.dropped(chain)
+        if cut:
+            raise AtlasError(where, f"component {pid}", f"its summary drops a step it reads: {cut[0]}")
+        folded = summaries.summary_tex(chain)
         components[pid] = {
             "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given,
                         "position": _position(part, i.argument, n), "from": feeds.get(pid, {}).get(i.name)} for n, i in enumerate(chain.inputs)],
@@ -132,7 +139,9 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             # the paths (relative to the module) of the children its steps run, in order
             "runs": list(dict.fromkeys(step.fn.child_name for step in chain.steps if getattr(step.fn, "child_name", None))),
             "steps": [{"tex": s.tex, "sub": s.sub if s.sub in proven else None, "summary": s.summary,
-                       "values": list(s.value) if isinstance(s.value, tuple) else ([s.value] if s.value else [])} for s in chain.steps if s.fn is not None],
+                       "summary_tex": folded.get(n), "expression": s.expression_built,
+                       "values": list(s.value) if isinstance(s.value, tuple) else ([s.value] if s.value else [])}
+                      for n, s in enumerate(st for st in chain.steps if st.fn is not None)],
             "facts": facts_of,
             "used_as": used_as.get(pid),
             "proof": {"error": float(f"{result['error']:.3g}"), "tolerance": float(f"{result['tolerance']:.3g}"), "compared": result["compared"],

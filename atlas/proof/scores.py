@@ -7,6 +7,7 @@ setting is read from the module (and its block's config) at both sizes, and the 
 
 from __future__ import annotations
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import _attr, linear_dims, sub
@@ -59,12 +60,10 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
     ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
     indexer kept, -inf elsewhere), added with the causal mask."""
-    import torch
-
+    Q, K, V, S, P = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_h")), E.Sym("V", T.v("V_h")), E.Sym("S", "S_h"), E.Sym("P", "P_h")
     if prescaled:
         part.note("scaling", _attr(part.full, "scaling"), "the module's scaling, applied to the queries before the scores")
-        steps.append(Step(rf"S_h={T.q('Q_h')}{T.k('K_h')}^{{\top}}\quad\text{{(the queries carry the scale)}}", "S",
-                          lambda e: e["Q"] @ e["K"].transpose(-1, -2), summary=True))
+        steps.append(Step(expr=E.Let(S, E.scores(Q, K), "(the queries carry the scale)"), summary=True))
     scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
     if prescaled:
         pass
@@ -74,12 +73,12 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     else:
         part.note("scaling", scale, "the module's scaling")
     if not prescaled:
-        steps.append(Step(rf"S_h={T.num(scale)}\,{T.q('Q_h')}{T.k('K_h')}^{{\top}}", "S", lambda e: tiny_scale * e["Q"] @ e["K"].transpose(-1, -2), summary=True))
+        steps.append(Step(expr=E.Let(S, E.Size(scale, tiny_scale) * E.scores(Q, K)), summary=True))
     cap = _attr(part.full, "attn_logit_softcapping") or getattr(part.ctx.full_config, "attn_logit_softcapping", None)
     if cap:
         tiny_cap = _attr(part.tiny, "attn_logit_softcapping") or part.ctx.tiny_config.attn_logit_softcapping
         part.note("softcap", cap, "the module's setting")
-        steps.append(Step(rf"S_h\leftarrow{T.num(cap)}\tanh(S_h/{T.num(cap)})", "S", lambda e: tiny_cap * (e["S"] / tiny_cap).tanh()))
+        steps.append(Step(expr=E.Let(S, E.Size(cap, tiny_cap) * E.tanh(S / E.Size(cap, tiny_cap)))))
     if alibi:  # a bias linear in the key's position, at a slope of each head's own (ALiBi)
         tiny_slopes = alibi_slopes(_heads(part, tiny=True)[0])
         part.note("alibi_slopes", alibi_slopes(h), "ALiBi's geometric sequence at the checkpoint's head count, checked on the preview run's")
@@ -104,21 +103,17 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         steps.append(Step(rf"S_h\leftarrow S_h+{M}+{M}^{{I}},\quad {rule};\ {M}^{{I}}_{{ts}}=0\ \text{{if}}\ s\in P_t,\ -\infty\ \text{{otherwise}}", "S",
                           lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window) + e[selected][:, None], value="attention_scores", summary=True))
     elif not chunk:
-        steps.append(Step(rf"S_h\leftarrow S_h+{M},\quad {rule}", "S", lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window), value="attention_scores"))
+        mask = E.Mask(M, rule, lambda width: _mask(width, tiny_window), S)
+        steps.append(Step(expr=E.Let(S, S + mask), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         part.note("sinks", True, "the module holds one sink logit per head")
 
-        def with_sink(e):
-            S = e["S"]
-            sink = e.w("sinks").view(1, -1, 1, 1).expand(S.shape[0], -1, S.shape[2], 1)
-            return torch.cat((S, sink), dim=-1).softmax(-1)[..., :-1]
-
-        steps.append(Step(r"P_h=\operatorname{softmax}\big([S_h,\ \sigma_h]\big)_{:,\,1..T}\quad\sigma_h\ \text{a learned sink logit per head, dropped after the softmax}",
-                          "P", with_sink, value="attention_probabilities", summary=True))
+        steps.append(Step(expr=E.Let(P, E.softmax_with_sinks(S, E.Weight("sinks", r"\sigma_h")), "a learned sink logit per head, dropped after the softmax"),
+                          value="attention_probabilities", summary=True))
     else:
-        steps.append(Step(r"P_h=\operatorname{softmax}(S_h)\ \text{over keys}", "P", lambda e: e["S"].softmax(-1), value="attention_probabilities", summary=True))
+        steps.append(Step(expr=E.Let(P, E.softmax(S), "over keys"), value="attention_probabilities", summary=True))
     steps += [
-        Step(rf"{T.v('O_h')}=P_h{T.v('V_h')}", "O", lambda e: (e["P"] @ e["V"]).transpose(1, 2), value="attention_head_outputs"),
+        Step(expr=E.Let(E.Sym("O", T.v("O_h")), E.mix(P, V)), value="attention_head_outputs"),
         Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
              value=None if gated else "attention_premix"),
     ]

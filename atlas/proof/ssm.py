@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, sub
@@ -102,9 +103,9 @@ def mamba2(part: Part) -> Chain:
              "c", lambda e: (lambda v: v * v.sigmoid())(convolve(e)), summary=True),
         Step(rf"[x;\,B;\,C]=c,\quad x\in\mathbb{{R}}^{{{T.num(H)}\times{T.num(P)}}},\ B,C\in\mathbb{{R}}^{{{T.num(G)}\times{T.num(N)}}}\ \text{{(one pair per group of {T.num(H // G)} heads)}}",
              ("xs", "B", "C"), split_conv),
-        Step(rf"\Delta=\operatorname{{softplus}}(\delta+b_\Delta){clamp},\quad A=-e^{{A_{{\log}}}}\in\mathbb{{R}}^{{{T.num(H)}}}", ("dt", "A"),
-             lambda e: (torch.nn.functional.softplus(e["delta"] + e.w("dt_bias")).clamp(min=tiny_low, max=tiny_high), -torch.exp(e.w("A_log"))),
-             summary=True),
+        Step(rf"\Delta=\operatorname{{softplus}}(\delta+b_\Delta){clamp}", "dt",
+             lambda e: torch.nn.functional.softplus(e["delta"] + e.w("dt_bias")).clamp(min=tiny_low, max=tiny_high), summary=True),
+        Step(expr=E.Let(E.Sym("A", "A"), -E.exp(E.Weight("A_log", r"A_{\log}", (H,))), "one decay rate per head"), summary=True),
         Step(rf"S^{{h}}_t=e^{{\Delta^{{h}}_t A^{{h}}}}S^{{h}}_{{t-1}}+\Delta^{{h}}_t\,x^{{h}}_t\,(B^{{g(h)}}_t)^{{\top}},\quad "
              rf"y^{{h}}_t=S^{{h}}_t\,C^{{g(h)}}_t+D^{{h}}x^{{h}}_t,\quad S^{{h}}\in\mathbb{{R}}^{{{T.num(P)}\times{T.num(N)}}},\ S^{{h}}_{{-1}}=0",
              "y", scan, value="ssm_scan_output", summary=True),
@@ -294,9 +295,9 @@ def mamba1(part: Part) -> Chain:
                           sub=f"{part.id}.{norms[0]}"))
     plus_bias = r"+b_\Delta" if dt_bias else ""
     steps += [
-        Step(rf"\Delta=\operatorname{{softplus}}(\delta\,W_\Delta^{{\top}}{plus_bias}){T.maps(R, inner)},\quad A=-e^{{A_{{\log}}}}\in\mathbb{{R}}^{{{T.num(inner)}\times{T.num(N)}}}",
-             ("dt", "A"), lambda e: (torch.nn.functional.softplus(e["q_dt"] @ e.w("dt_proj.weight").T + (e.w("dt_proj.bias") if dt_bias else 0)),
-                                    -torch.exp(e.w("A_log"))), summary=True),
+        Step(rf"\Delta=\operatorname{{softplus}}(\delta\,W_\Delta^{{\top}}{plus_bias}){T.maps(R, inner)}",
+             "dt", lambda e: torch.nn.functional.softplus(e["q_dt"] @ e.w("dt_proj.weight").T + (e.w("dt_proj.bias") if dt_bias else 0)), summary=True),
+        Step(expr=E.Let(E.Sym("A", "A"), -E.exp(E.Weight("A_log", r"A_{\log}", (inner, N)))), summary=True),
         Step(rf"S^{{j}}_t=e^{{\Delta^{{j}}_t A^{{j}}}}\odot S^{{j}}_{{t-1}}+\Delta^{{j}}_t c^{{j}}_t B_t,\quad y^{{j}}_t=S^{{j}}_t\cdot C_t+D^{{j}}c^{{j}}_t,"
              rf"\quad S^{{j}}\in\mathbb{{R}}^{{{T.num(N)}}},\ j=1..{T.num(inner)},\ S_{{-1}}=0", "y", scan, summary=True),
         Step(r"\hat y=y\odot\operatorname{SiLU}(z)", "yg", lambda e: e["y"] * (e["z"] * e["z"].sigmoid()), summary=True),

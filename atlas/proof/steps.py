@@ -23,21 +23,47 @@ Fn = Callable[["Env"], Any]
 
 @dataclass
 class Step:
-    tex: str  # the step at the checkpoint's sizes
+    tex: str = ""  # the step at the checkpoint's sizes (printed from ``expr`` where the step has one)
     out: str | tuple[str, ...] | None = None  # the name(s) it defines in the environment (None: a heading)
     fn: Fn | None = None
     value: str | tuple | None = None  # standard value(s) the result must equal where the run captured them
     summary: bool = False  # shown in the component's summary as well as in all steps
     sub: str | None = None  # the page id of the child component whose own chain this step runs
     compare: str = "allclose"  # "allclose" | "expert_slots" (slots compared by expert, in any order)
+    # an atlas.proof.expr.Let: the step's TeX and its function both come from it, so neither can be
+    # edited without the other; ``tex`` and ``fn`` must then be left unset
+    expr: Any = None
+    reads: frozenset = frozenset()  # the environment names its function read on the run (run_chain records them)
 
     def __post_init__(self):
+        if self.expr is not None:
+            if self.tex or self.fn is not None:
+                raise ValueError("a step built from an expression takes its TeX and function from it, not beside it")
+            run = self.expr.run
+
+            def fn(env):
+                return run(env)
+
+            child = next((n.fn for n in self.expr.expr.nodes() if getattr(getattr(n, "fn", None), "child_id", None)), None)
+            if child is not None:  # the step runs a child's chain: the page links to it, its feeds are known
+                fn.child_id, fn.child_name, fn.child_inputs = child.child_id, child.child_name, child.child_inputs
+            self.tex, self.fn = self.expr.tex(), fn
+            self.out = self.out or self.expr.target.name
         # a step made by atlas.proof.library.sub runs a child's chain: the page links to that child
         self.sub = self.sub or getattr(self.fn, "child_id", None)
 
     @property
     def heading(self) -> bool:
         return self.fn is None
+
+    @property
+    def expression_built(self) -> bool:
+        """Whether the step's TeX and function are one expression (the page prints what ran)."""
+        return self.expr is not None
+
+    @property
+    def outs(self) -> tuple[str, ...]:
+        return self.out if isinstance(self.out, tuple) else (self.out,)
 
 
 @dataclass
@@ -69,8 +95,11 @@ class Env:
     def __init__(self, weights: Callable[[str], Any], values: dict[str, Any] | None = None):
         self._weights = weights
         self.values: dict[str, Any] = dict(values or {})
+        self.read: set[str] | None = None  # while a step runs: the names it reads (run_chain sets it)
 
     def __getitem__(self, name: str):
+        if self.read is not None:
+            self.read.add(name)
         return self.values[name]
 
     def __contains__(self, name: str) -> bool:
@@ -96,7 +125,12 @@ def run_chain(chain: Chain, env: Env, trail: list | None = None) -> Any:
     for step in chain.steps:
         if step.fn is None:
             continue
-        result = step.fn(env)
+        env.read = set()
+        try:
+            result = step.fn(env)
+        finally:
+            # what the step read, over every run (a step's reads do not depend on the values)
+            step.reads, env.read = step.reads | frozenset(env.read), None
         if isinstance(step.out, tuple):  # a step that defines several names at once
             env.values.update(zip(step.out, result))
         else:

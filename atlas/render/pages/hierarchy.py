@@ -35,7 +35,9 @@ def proven(facts: dict[str, Any], nid: str) -> dict[str, Any] | None:
     if eq is None:
         why = facts["equations"]["not_called"].get(nid)
         return {"not_called": why} if why else None
-    return {**eq, "summary": [st for st in eq["steps"] if st["summary"]] or eq["steps"]}
+    # a summary step that folds a step it leaves out prints the folded expression (atlas.proof.summaries)
+    summary = [{**st, "tex": st.get("summary_tex") or st["tex"]} for st in eq["steps"] if st["summary"]]
+    return {**eq, "summary": summary or eq["steps"]}
 
 
 def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:

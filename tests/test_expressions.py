@@ -1,0 +1,160 @@
+"""Steps printed from the expression that runs (atlas.proof.expr), and summaries that are the chain folded,
+never cut (atlas.proof.summaries)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from atlas.proof import expr as E
+from atlas.proof import summaries
+from atlas.proof.steps import Chain, Env, Input, Step, run_chain
+
+
+def env_of(**values) -> Env:
+    weights = {k: v for k, v in values.items() if k.startswith("w_")}
+    return Env(lambda name: weights[name], {k: v for k, v in values.items() if not k.startswith("w_")})
+
+
+# --- one source per step --------------------------------------------------------------------------
+
+
+def test_a_step_built_from_an_expression_takes_no_tex_or_function_beside_it():
+    decay = E.Let(E.Sym("A", "A"), -E.exp(E.Weight("w_log", r"A_{\log}")))
+    with pytest.raises(ValueError):
+        Step(r"A=+e^{A_{\log}}", expr=decay)
+    with pytest.raises(ValueError):
+        Step(expr=decay, fn=lambda e: torch.exp(e.w("w_log")))
+    step = Step(expr=decay)
+    assert step.tex == r"A=-e^{A_{\log}}" and step.out == "A" and step.expression_built
+
+
+def test_flipping_an_operator_changes_the_tex_and_the_arithmetic_together():
+    a_log = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+    right = Step(expr=E.Let(E.Sym("A", "A"), -E.exp(E.Weight("w_log", r"A_{\log}"))))
+    flipped = Step(expr=E.Let(E.Sym("A", "A"), E.exp(E.Weight("w_log", r"A_{\log}"))))
+    assert right.tex != flipped.tex and right.tex.replace("-", "") == flipped.tex
+    expected = -torch.exp(a_log)  # Mamba-2's decay, written out here by hand
+    assert torch.equal(right.fn(env_of(w_log=a_log)), expected)
+    assert not torch.allclose(flipped.fn(env_of(w_log=a_log)), expected)
+
+
+def test_an_operator_flipped_at_its_one_definition_fails_the_proof(monkeypatch):
+    """Neg is defined once, TeX and arithmetic: dropping its sign changes every step that uses it, in print
+    and in the run, so the preview run no longer reproduces the module (Mamba-2's A = -e^{A_log})."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+
+    monkeypatch.setattr(E.Neg, "tex", lambda self, index=None: self.a.tex(index))
+    monkeypatch.setattr(E.Neg, "run", lambda self, env: self.a.run(env))
+    with pytest.raises(AtlasError, match="does not reproduce"):
+        collect("nemotron_h")
+
+
+def test_named_functions_compute_what_torch_computes():
+    g = torch.linspace(-6, 6, 49, dtype=torch.float64)
+    x = E.Sym("g", "g")
+    references = {
+        E.silu: torch.nn.functional.silu(g),
+        E.gelu: torch.nn.functional.gelu(g),
+        E.gelu_tanh: torch.nn.functional.gelu(g, approximate="tanh"),
+        E.relu: torch.relu(g),
+        E.relu2: torch.relu(g) ** 2,
+        E.sqrtsoftplus: torch.nn.functional.softplus(g).sqrt(),
+    }
+    for function, reference in references.items():
+        assert torch.allclose(function(x).run(env_of(g=g)), reference, rtol=1e-12, atol=1e-12), function.name
+
+
+def test_sizes_print_the_checkpoint_and_compute_the_tiny_run():
+    x = torch.ones(2, 4, dtype=torch.float64)
+    mean = E.Let(E.Sym("rho", r"\rho", False), E.Mean(E.Sym("x", "x") ** 2, 4096) + E.Size(1e-6, 0.5))
+    assert mean.tex() == r"\rho=\tfrac{1}{4{,}096}\textstyle\sum_{j}x_{j}^{2}+10^{-6}"
+    assert torch.equal(mean.run(env_of(x=x)), torch.full((2, 1), 1.5, dtype=torch.float64))
+
+
+# --- the chains converted -------------------------------------------------------------------------
+
+# the kinds of component whose every step is printed from its expression (measurable progress: widen it)
+CONVERTED_KINDS = {"norm", "weightless_norm", "linear", "activation", "dense_mlp", "embedding", "dropout"}
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "gemma2", "deepseek_v4", "nemotron_h", "qwen3_next"])
+def test_every_step_of_the_converted_kinds_is_expression_built(collected, name):
+    eq = collected(name).facts["equations"]
+    converted = [pid for pid, c in eq["components"].items() if all(s["expression"] for s in c["steps"])]
+    for pid, c in eq["components"].items():
+        if eq["kinds"].get(pid) in CONVERTED_KINDS:
+            assert pid in converted, (pid, [s["tex"] for s in c["steps"] if not s["expression"]])
+    steps = [s for c in eq["components"].values() for s in c["steps"]]
+    # the count the report names: steps printed from what ran, of all steps
+    print(f"{name}: {sum(s['expression'] for s in steps)} of {len(steps)} steps, {len(converted)} of {len(eq['components'])} chains")
+    assert converted
+
+
+def test_deepseek_v4_names_each_norm_and_rotation_once(collected):
+    eq = collected("deepseek_v4").facts["equations"]
+    attentions = [pid for pid, kind in eq["kinds"].items() if kind == "shared_kv_attention"]
+    assert attentions
+    for pid in attentions + [p for p, kind in eq["kinds"].items() if kind in ("window_compressor", "compressed_indexer")]:
+        steps = eq["components"][pid]["steps"]
+        for step in steps:
+            # a step names a norm exactly where it runs a norm child (the double norm had the projection's step name one)
+            names_norm = "Norm" in step["tex"]
+            runs_norm = eq["kinds"].get(step["sub"]) in ("norm", "weightless_norm")
+            assert names_norm == runs_norm, (pid, step["tex"])
+        # the indexer's query turned once: its projection's step names no rotation
+        turned = [s["tex"] for s in steps if "rot" in s["tex"] and s["tex"].startswith("q^{I}")]
+        assert len(turned) <= 1, (pid, turned)
+    summary = "".join(s["summary_tex"] or s["tex"] for s in eq["components"][attentions[0]]["steps"] if s["summary"])
+    assert summary.count(r"\operatorname{RMSNorm}(x") == 2  # the query latent's and the key's, each once
+
+
+# --- summaries folded, not cut --------------------------------------------------------------------
+
+
+def gated_shared_chain(marked_gate: bool) -> Chain:
+    """A hand-made mixture's tail: the shared expert's output gated, then added; the gate step is left
+    out of the summary unless ``marked_gate``."""
+    X = Input("x", "x", "hidden_states", "the input")
+    return Chain([
+        Step(r"y^{\mathrm{shared}}=2x", "ys", lambda e: 2 * e["x"], summary=True),
+        Step(r"y^{\mathrm{shared}}\leftarrow s\,y^{\mathrm{shared}}", "ys", lambda e: 0.5 * e["ys"], summary=marked_gate),
+        Step(r"\Delta=x+y^{\mathrm{shared}}", "y", lambda e: e["x"] + e["ys"], summary=True),
+    ], [X], "y")
+
+
+def test_a_summary_that_drops_a_step_it_reads_is_refused():
+    chain = gated_shared_chain(marked_gate=False)
+    run_chain(chain, env_of(x=torch.ones(2)))  # the run records what each step reads
+    cut = summaries.dropped(chain)
+    assert len(cut) == 1 and "ys" in cut[0] and r"s\,y^{\mathrm{shared}}" in cut[0]
+    chain = gated_shared_chain(marked_gate=True)
+    run_chain(chain, env_of(x=torch.ones(2)))
+    assert summaries.dropped(chain) == []
+
+
+def test_closing_a_summary_brings_in_what_it_reads_and_folds_expression_steps():
+    chain = gated_shared_chain(marked_gate=False)
+    run_chain(chain, env_of(x=torch.ones(2)))
+    assert summaries.close(chain) == 1 and chain.steps[1].summary and summaries.dropped(chain) == []
+    x, ys, s = E.Sym("x", "x"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("s", "s")
+    folded = Chain([
+        Step(expr=E.Let(s, E.sigmoid(x)), summary=True),
+        Step(expr=E.Let(ys, E.Size(2, 2) * x), summary=True),
+        Step(expr=E.Let(ys, s * ys)),
+        Step(expr=E.Let(E.Sym("y", r"\Delta"), x + ys), summary=True),
+    ], [Input("x", "x", "hidden_states", "the input")], "y")
+    run_chain(folded, env_of(x=torch.ones(2)))
+    assert summaries.dropped(folded) == [] and summaries.close(folded) == 0
+    assert summaries.summary_tex(folded) == {3: r"\Delta=x+s\odot y^{\mathrm{shared}}"}
+
+
+def test_qwen3_next_moe_summary_applies_the_shared_gate(collected):
+    eq = collected("qwen3_next").facts["equations"]
+    mixtures = [pid for pid, kind in eq["kinds"].items() if kind == "mixture"]
+    assert mixtures
+    for pid in mixtures:
+        summary = [s["summary_tex"] or s["tex"] for s in eq["components"][pid]["steps"] if s["summary"]]
+        assert any(t.startswith(r"s=\sigma") for t in summary), summary  # the gate is defined in the summary
+        assert r"\Delta=y^{\mathrm{routed}}+s\odot y^{\mathrm{shared}}" in summary, summary  # and applied where it is read
