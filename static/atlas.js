@@ -286,8 +286,12 @@
         if (ok) shown++;
         var names = $(".names", card);
         names.innerHTML = "";
-        // Each standard value carries the page it leads to; the build checked that every one exists.
-        var entries = JSON.parse(card.getAttribute("data-names") || "[]");
+        // The card lists its standard values by name; each has its page at <family>/c/value.<name>.html
+        // (atlas/render/search.py), and the build checked that every one exists.
+        var family = card.getAttribute("data-family");
+        var entries = (card.getAttribute("data-names") || "").split(" ").filter(Boolean).map(function (term) {
+          return { term: term, target: family + "/c/value." + term + ".html" };
+        });
         var matches = words.length ? entries.filter(function (n) {
           return words.some(function (w) { return n.term.indexOf(w) >= 0; });
         }) : [];

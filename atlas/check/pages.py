@@ -1,8 +1,10 @@
 """The checks made while a family's pages are rendered: every link leads to a page, every drawn part names
-a value the family produces, and every evidence item holds what it is cited for."""
+a value the family produces, and every evidence item holds what it is cited for; and one made on every
+page the site publishes: none is too heavy to read."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from atlas.errors import AtlasError
@@ -73,3 +75,25 @@ def check_evidence(nodes: dict[str, Any], family: str) -> None:
             for text in ev["contains"]:
                 if not excerpt_text.lines_containing(ev, text):
                     raise AtlasError(f"family {family}", nid, f"the evidence {name} does not contain `{text}`")
+
+
+# A page past this many bytes is one nobody scrolls to the end of, and slow on a phone: the repeats that
+# make a page that heavy (a printout of every block) are folded, never the facts dropped.
+MAX_PAGE_BYTES = 300_000
+
+
+def check_page_size(page: str, text: str) -> None:
+    """One page's HTML, as UTF-8, under MAX_PAGE_BYTES; the error names the page and its size."""
+    _weigh(page, len(text.encode("utf-8")))
+
+
+def check_page_sizes(site: Path) -> None:
+    """Every HTML page under ``site`` (the staged site, the families kept from an earlier build included),
+    by its size on disk, in path order; the first too heavy is the error."""
+    for path in sorted(site.rglob("*.html")):
+        _weigh(path.relative_to(site).as_posix(), path.stat().st_size)
+
+
+def _weigh(page: str, size: int) -> None:
+    if size > MAX_PAGE_BYTES:
+        raise AtlasError(f"page {page}", None, f"{grouped(size)} bytes, over the {grouped(MAX_PAGE_BYTES)} a page may weigh")

@@ -139,6 +139,7 @@ def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
         "model": {"num_blocks": facts["model"]["num_blocks"]},
         "accounting": {"model": {k: facts["accounting"]["model"][k] for k in ("total", "active")}},
         **({"features": facts["features"]} if "features" in facts else {}),
+        "sheet": facts["sheet"],
     }
     return {"card": {"f": shown, "v": {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}},
             "compare": compare.summary(facts)}
