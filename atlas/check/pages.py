@@ -52,6 +52,23 @@ def check_pages(view: dict[str, Any], family: str) -> None:
             raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
 
 
+def check_sheet(sheet: dict[str, Any], nodes: dict[str, Any], family: str) -> None:
+    """Every figure of the fact sheet links to a page of the family (or an anchor of its page)."""
+    for where, href in sheet_links(sheet):
+        if href.startswith("c/") and href[2:-len(".html")] not in nodes:
+            raise AtlasError(f"family {family}", f"fact sheet {where}", f"links to {href}, which is not a page of the family")
+
+
+def sheet_links(sheet: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every link of the fact sheet, by the figure it leads from: each must reach where it is derived."""
+    links = []
+    for key, figure in sheet.items():
+        for item in figure if isinstance(figure, list) else [figure]:
+            if isinstance(item, dict):
+                links += [(key, item[k]) for k in ("href", "active_href") if k in item]
+    return links
+
+
 def _more_links(node: dict[str, Any]) -> list[dict[str, Any]]:
     """The links of a page beyond its crumbs, children, tensors and table: its inputs' pages, what feeds
     an input, what produces a value and where it is handed over."""

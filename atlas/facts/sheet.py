@@ -37,7 +37,7 @@ def sheet(facts: dict[str, Any], rope: Any, no_rotary: list[int]) -> dict[str, A
         "width": {"value": sizes.get("hidden_size"), "href": "#config-sizes"},
         "heads": {**_heads(sizes), "elsewhere": _other_heads(facts), "href": softmax or "#config-sizes"},
         "attention": _attention_kinds(facts, attention_pages),
-        "positions": _positions(facts, rope, no_rotary, first_attention),
+        "positions": _positions(facts, rope, no_rotary, softmax),
         "context": {"value": facts["cost"]["context"]["max"], "href": "#cost"},
         "vocabulary": {"value": sizes.get("vocab_size"), "href": "#config-sizes"},
         "kv_cache": _kv_cache(facts["cost"]),
@@ -171,7 +171,8 @@ def _positions(facts: dict[str, Any], rope: Any, no_rotary: list[int], attention
         words = "RoPE, " + _rope_words(rope)
         if no_rotary:
             words += f"; none in {len(no_rotary)} of {facts['model']['num_blocks']} blocks ({index_ranges(no_rotary)})"
-        return {"words": words, "href": f"c/{rotary.split('.')[-1]}.html"}
+        # the rotary module has no page of its own: the attention's proven steps turn queries and keys
+        return {"words": words, "href": attention_page or "#blocks"}
     if table:
         rows = outside[table]["tensors"][0]["shape"][0] if outside[table].get("tensors") else None
         return {"words": "learned absolute" + (f", a table of {grouped(rows)} positions" if rows else ""), "href": f"c/{table.split('.')[-1]}.html"}

@@ -11,7 +11,7 @@ import math
 from typing import Any, Callable
 
 from atlas.check import visible_text
-from atlas.check.pages import check_pages
+from atlas.check.pages import check_pages, check_sheet
 from atlas.model.sizes import routed_experts
 from atlas.render import compare, pages, search
 from atlas.render.environment import environment, page_href
@@ -81,6 +81,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     env = environment()
     view = _view(facts)
     check_pages(view, name)
+    check_sheet(facts["sheet"], view["nodes"], name)
     with deferred():  # the pages' equations are rendered together, after the pages
         files = {
             f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
