@@ -280,7 +280,8 @@
       var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
       var shown = 0;
       cards.forEach(function (card) {
-        var hay = (card.getAttribute("data-search") + " " + card.textContent).toLowerCase();
+        // found by its family words (data-search), its standard values' names (data-names) and its text
+        var hay = (card.getAttribute("data-search") + " " + card.getAttribute("data-names") + " " + card.textContent).toLowerCase();
         var ok = words.every(function (w) { return hay.indexOf(w) >= 0; });
         card.hidden = !ok;
         if (ok) shown++;

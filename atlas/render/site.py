@@ -142,7 +142,17 @@ def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
         **({"features": facts["features"]} if "features" in facts else {}),
         "sheet": facts["sheet"],
     }
-    return {"card": {"f": shown, "v": {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}},
+    return {"card": {"f": shown, "v": {"kinds": view["kinds"], "runs": block_runs(view["blocks"]), "search": view["search"]}},
             "compare": compare.summary(facts)}
 
 
+def block_runs(blocks: list[int]) -> list[list[int]]:
+    """[0, 1, 1, 1, 0] -> [[0, 1], [1, 3], [0, 1]]: the card's strip draws each run of one kind as one bar,
+    its blocks marked off by the stylesheet, so that a deep stack costs the index a few elements."""
+    runs: list[list[int]] = []
+    for kind in blocks:
+        if runs and runs[-1][0] == kind:
+            runs[-1][1] += 1
+        else:
+            runs.append([kind, 1])
+    return runs
