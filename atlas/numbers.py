@@ -49,3 +49,20 @@ def flops_scaled(n: int) -> str:
         unit += 1
         hundredths = (n * 100 * 2 + 1000 ** unit) // (2 * 1000 ** unit)
     return f"{hundredths // 100}.{hundredths % 100:02d} {DECIMAL_UNITS[unit]}FLOPs"
+
+
+COUNT_UNITS = ((10 ** 12, "T"), (10 ** 9, "B"), (10 ** 6, "M"), (10 ** 3, "K"))
+
+
+def short_count(n: int) -> str:
+    """A count to three significant digits in the largest decimal unit it reaches, as parameter counts are
+    quoted: 1026408232448 -> '1.03 T', 32861500928 -> '32.9 B'; under 1,000 the count itself."""
+    for size, unit in COUNT_UNITS:
+        if n >= size:
+            value = n / size
+            digits = 2 if value < 10 else 1 if value < 100 else 0
+            text = f"{value:.{digits}f}"
+            if float(text) >= 1000 and unit != "T":  # 999.96 B rounds up to the next unit
+                return short_count(size * 1000)
+            return f"{text} {unit}"
+    return grouped(n)

@@ -345,14 +345,19 @@
       var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
       var shown = 0;
       cards.forEach(function (card) {
-        var hay = (card.getAttribute("data-search") + " " + card.textContent).toLowerCase();
+        // found by its family words (data-search), its standard values' names (data-names) and its text
+        var hay = (card.getAttribute("data-search") + " " + card.getAttribute("data-names") + " " + card.textContent).toLowerCase();
         var ok = words.every(function (w) { return hay.indexOf(w) >= 0; });
         card.hidden = !ok;
         if (ok) shown++;
         var names = $(".names", card);
         names.innerHTML = "";
-        // Each standard value carries the page it leads to; the build checked that every one exists.
-        var entries = JSON.parse(card.getAttribute("data-names") || "[]");
+        // The card lists its standard values by name; each has its page at <family>/c/value.<name>.html
+        // (atlas/render/search.py), and the build checked that every one exists.
+        var family = card.getAttribute("data-family");
+        var entries = (card.getAttribute("data-names") || "").split(" ").filter(Boolean).map(function (term) {
+          return { term: term, target: family + "/c/value." + term + ".html" };
+        });
         var matches = words.length ? entries.filter(function (n) {
           return words.some(function (w) { return n.term.indexOf(w) >= 0; });
         }) : [];

@@ -12,6 +12,7 @@ from typing import Any
 
 from atlas.build import publish
 from atlas.check import visible_text
+from atlas.check.pages import check_page_sizes
 from atlas.errors import AtlasError
 from atlas.facts import cache
 from atlas.facts.schema import read_site_facts
@@ -57,6 +58,7 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                 visible_text.check_page("index.html", index)
                 publish.fresh(staging / "index.html").write_text(index, encoding="utf-8")
                 compare.write_pages(staging, [e["compare"] for e in present])  # compare/: pairs of near relatives, and any pair in the browser
+                check_page_sizes(staging)  # every page the site will publish, kept families' included
                 publish.pause("written")
                 publish.replace(staging, out)
             finally:

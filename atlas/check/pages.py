@@ -1,8 +1,10 @@
 """The checks made while a family's pages are rendered: every link leads to a page, every drawn part names
-a value the family produces, and every evidence item holds what it is cited for."""
+a value the family produces, and every evidence item holds what it is cited for; and one made on every
+page the site publishes: none is too heavy to read."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from atlas.errors import AtlasError
@@ -50,6 +52,23 @@ def check_pages(view: dict[str, Any], family: str) -> None:
             raise AtlasError(f"family {family}", where, f"a part names {p['part']!r}, a value the family does not produce")
 
 
+def check_sheet(sheet: dict[str, Any], nodes: dict[str, Any], family: str) -> None:
+    """Every figure of the fact sheet links to a page of the family (or an anchor of its page)."""
+    for where, href in sheet_links(sheet):
+        if href.startswith("c/") and href[2:-len(".html")] not in nodes:
+            raise AtlasError(f"family {family}", f"fact sheet {where}", f"links to {href}, which is not a page of the family")
+
+
+def sheet_links(sheet: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every link of the fact sheet, by the figure it leads from: each must reach where it is derived."""
+    links = []
+    for key, figure in sheet.items():
+        for item in figure if isinstance(figure, list) else [figure]:
+            if isinstance(item, dict):
+                links += [(key, item[k]) for k in ("href", "active_href") if k in item]
+    return links
+
+
 def _more_links(node: dict[str, Any]) -> list[dict[str, Any]]:
     """The links of a page beyond its crumbs, children, tensors and table: its inputs' pages, what feeds
     an input, what produces a value and where it is handed over."""
@@ -73,3 +92,25 @@ def check_evidence(nodes: dict[str, Any], family: str) -> None:
             for text in ev["contains"]:
                 if not excerpt_text.lines_containing(ev, text):
                     raise AtlasError(f"family {family}", nid, f"the evidence {name} does not contain `{text}`")
+
+
+# A page past this many bytes is one nobody scrolls to the end of, and slow on a phone: the repeats that
+# make a page that heavy (a printout of every block) are folded, never the facts dropped.
+MAX_PAGE_BYTES = 300_000
+
+
+def check_page_size(page: str, text: str) -> None:
+    """One page's HTML, as UTF-8, under MAX_PAGE_BYTES; the error names the page and its size."""
+    _weigh(page, len(text.encode("utf-8")))
+
+
+def check_page_sizes(site: Path) -> None:
+    """Every HTML page under ``site`` (the staged site, the families kept from an earlier build included),
+    by its size on disk, in path order; the first too heavy is the error."""
+    for path in sorted(site.rglob("*.html")):
+        _weigh(path.relative_to(site).as_posix(), path.stat().st_size)
+
+
+def _weigh(page: str, size: int) -> None:
+    if size > MAX_PAGE_BYTES:
+        raise AtlasError(f"page {page}", None, f"{grouped(size)} bytes, over the {grouped(MAX_PAGE_BYTES)} a page may weigh")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas.facts.lineage import lineage
+from atlas.facts.sheet import sheet
 from atlas.facts import sources
 from atlas.cost import figures as cost
 from atlas.model import architecture, config_words, features, files, introspect
@@ -33,7 +34,7 @@ from atlas.inputs.family import StoredTensor
 from atlas.model.checkpoint_layout import LayoutPredictor, StoredRules, cut_unstored, expand_stored_buffers, layout_summary
 from atlas.inputs.safetensors_headers import read_checkpoint
 
-SCHEMA = 4  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides)
+SCHEMA = 5  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides; 5: the fact sheet)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
@@ -137,6 +138,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     describe_values(facts["support"], architecture.profile(facts))
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = lineage(model)
+    facts["sheet"] = sheet(facts, getattr(config, "rope_parameters", None), blocks_without_rotary(config))
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)

@@ -106,18 +106,17 @@ def printout(model) -> list[dict[str, Any]]:
     return _print_lines(model, "", "", 0)
 
 
-def _head(module, name: str, repeat: str | None) -> str:
+def _head(module, name: str, repeat: tuple[str, int] | None) -> str:
     extra = module.extra_repr()
-    label = f"({repeat}): {_count_prefix(repeat)}" if repeat else (f"({name}): " if name else "")
+    if repeat:
+        label, count = repeat
+        label = f"({label}): {count} x " if count > 1 else f"({label}): "
+    else:
+        label = f"({name}): " if name else ""
     return f"{label}{type(module).__name__}({extra}"
 
 
-def _count_prefix(repeat: str) -> str:
-    first, _, last = repeat.partition("-")
-    return f"{int(last) - int(first) + 1} x " if last else ""
-
-
-def _print_lines(module, path: str, name: str, depth: int, repeat: str | None = None) -> list[dict]:
+def _print_lines(module, path: str, name: str, depth: int, repeat: tuple[str, int] | None = None) -> list[dict]:
     import torch
 
     head = _head(module, name, repeat)
@@ -134,9 +133,8 @@ def _print_lines(module, path: str, name: str, depth: int, repeat: str | None = 
     lines = [{"depth": depth, "text": head, "path": path}]
     lines += [{"depth": depth + 1, "text": text, "path": path} for text in shown]
     if isinstance(module, torch.nn.ModuleList):
-        for first, last, child in _runs(children):
-            label = f"{first}-{last}" if last != first else str(first)
-            lines += _print_lines(child, f"{path}.{first}", str(first), depth + 1, label)
+        for indices, child in _alike(children):
+            lines += _print_lines(child, f"{path}.{indices[0]}", str(indices[0]), depth + 1, (_spans(indices), len(indices)))
     else:
         for child_name, child in children:
             child_path = f"{path}.{child_name}" if path else child_name
@@ -145,13 +143,22 @@ def _print_lines(module, path: str, name: str, depth: int, repeat: str | None = 
     return lines
 
 
-def _runs(children):
-    """Consecutive identical children of a ModuleList, as (first, last, representative)."""
-    runs = []
+def _alike(children) -> list[tuple[list[int], Any]]:
+    """The children of a ModuleList grouped by what they print, each group once, in the order of its first
+    member, as (indices, representative). print(model) folds only neighbours; a hybrid's alternating
+    blocks (three linear-attention blocks, then a global one) are folded here too, so that every distinct
+    block is printed once and the page stays readable."""
+    groups: dict[str, tuple[list[int], Any]] = {}
     for name, child in children:
-        index = int(name)
-        if runs and repr(runs[-1][2]) == repr(child):
-            runs[-1][1] = index
-        else:
-            runs.append([index, index, child])
-    return runs
+        groups.setdefault(repr(child), ([], child))[0].append(int(name))
+    return list(groups.values())
+
+
+def _spans(indices: list[int]) -> str:
+    """[0, 1, 2, 4, 5, 6] -> '0-2, 4-6', as print(model) writes one run ('0-2')."""
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, indices[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(spans)

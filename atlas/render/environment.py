@@ -12,7 +12,7 @@ import markupsafe
 
 from atlas.cost import figures as cost
 from atlas.facts import cache
-from atlas.numbers import binary_size, flops_scaled, grouped
+from atlas.numbers import binary_size, flops_scaled, grouped, short_count
 from atlas.render.math import equation, font_mark
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -38,6 +38,7 @@ def _environment_with(cache_enabled: bool) -> jinja2.Environment:
     env.filters["grouped"] = grouped
     env.filters["binary_size"] = binary_size
     env.filters["flops_scaled"] = flops_scaled
+    env.filters["short"] = short_count
     env.filters["month"] = _month
     env.filters["tex"] = lambda tex: markupsafe.Markup(equation(tex, True))
     env.filters["texi"] = lambda tex: markupsafe.Markup(equation(tex, False))

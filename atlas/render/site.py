@@ -11,7 +11,7 @@ import math
 from typing import Any, Callable
 
 from atlas.check import prose, visible_text
-from atlas.check.pages import check_pages
+from atlas.check.pages import check_pages, check_sheet
 from atlas.model.sizes import routed_experts
 from atlas.render import compare, pages, search
 from atlas.render.environment import environment, page_href
@@ -81,6 +81,7 @@ def render_family(facts: dict[str, Any]) -> dict[str, str]:
     env = environment()
     view = _view(facts)
     check_pages(view, name)
+    check_sheet(facts["sheet"], view["nodes"], name)
     with deferred():  # the pages' equations are rendered together, after the pages
         files = {
             f"{name}/index.html": env.get_template("family.html").render(f=facts, v=view, root="../", data=page_data(view)),
@@ -143,8 +144,19 @@ def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
         "model": {"num_blocks": facts["model"]["num_blocks"]},
         "accounting": {"model": {k: facts["accounting"]["model"][k] for k in ("total", "active")}},
         **({"features": facts["features"]} if "features" in facts else {}),
+        "sheet": facts["sheet"],
     }
-    return {"card": {"f": shown, "v": {"kinds": view["kinds"], "blocks": view["blocks"], "search": view["search"]}},
+    return {"card": {"f": shown, "v": {"kinds": view["kinds"], "runs": block_runs(view["blocks"]), "search": view["search"]}},
             "compare": compare.summary(facts)}
 
 
+def block_runs(blocks: list[int]) -> list[list[int]]:
+    """[0, 1, 1, 1, 0] -> [[0, 1], [1, 3], [0, 1]]: the card's strip draws each run of one kind as one bar,
+    its blocks marked off by the stylesheet, so that a deep stack costs the index a few elements."""
+    runs: list[list[int]] = []
+    for kind in blocks:
+        if runs and runs[-1][0] == kind:
+            runs[-1][1] += 1
+        else:
+            runs.append([kind, 1])
+    return runs
