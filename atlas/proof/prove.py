@@ -18,11 +18,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
-def capture_calls(model, ids) -> dict[str, Call]:
-    """Every module's first call on one forward pass of the prompt: its arguments and its output."""
+def capture_calls(model, ids, every: dict[str, list[Call]] | None = None) -> dict[str, Call]:
+    """Every module's first call on one forward pass of the prompt: its arguments and its output; and in
+    ``every``, each call of a module that holds no parameters (a rotary module called once per kind of block)."""
     import torch
 
     calls: dict[str, Call] = {}
+    light = {id(m) for m in model.modules() if not any(True for _ in m.parameters())}
     paths = {id(m): p for p, m in model.named_modules()}
 
     def keep(value):
@@ -36,6 +38,9 @@ def capture_calls(model, ids) -> dict[str, Call]:
         path = paths[id(module)]
         if path not in calls:
             calls[path] = Call(keep(args), {k: keep(v) for k, v in kwargs.items()}, keep(output))
+        if every is not None and id(module) in light:
+            every.setdefault(path, []).append(calls[path] if len(every.get(path, ())) == 0 else
+                                              Call(keep(args), {k: keep(v) for k, v in kwargs.items()}, keep(output)))
 
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
@@ -60,8 +65,9 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     from atlas.model.roles import find_roles
 
     tiny, tiny_config = run.model, run.config
-    ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,
-                  declared={k: dict(v) for k, v in family.equations.items()})
+    every: dict[str, list[Call]] = {}
+    ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids, every), run.eager, run.eager.resolution,
+                  declared={k: dict(v) for k, v in family.equations.items()}, every_call=every)
     block_path = facts["model"]["block_path"]
     _, full_blocks = introspect.find_block_list(full_model, introspect.num_blocks(full_config))
     _, tiny_blocks = introspect.find_block_list(tiny, introspect.num_blocks(tiny_config))
@@ -116,6 +122,8 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                 used_as[step.sub] = {"by": pid, "by_kind": by_kind, "as": out, "step": step.tex}
     feeds = _feeds(proven, ctx.block_ids)
     components = {}
+    # the angles are the model's own steps where its chain computes them: no block is handed them as given
+    rotary_proven = any(k.startswith("rotary") and str(f.get("how", "")).startswith("computed") for k, f in proven["model"][0].facts.items())
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
         result, weights_read = proven_run(part, chain)
@@ -123,9 +131,11 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
         if not result["reproduced"]:
             declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
+            # a choice none of whose variants reproduces: where each one first diverged
+            said += "".join(f"; {k}: {f['how']}" for k, f in facts_of.items() if f["how"].startswith("no variant reproduces"))
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         components[pid] = {
-            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given,
+            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given and not (rotary_proven and i.argument == "position_embeddings"),
                         "position": _position(part, i.argument, n), "from": feeds.get(pid, {}).get(i.name)} for n, i in enumerate(chain.inputs)],
             # the module's own attributes the steps use: the tensors they read and the children they run
             "reads": _attributes(weights_read, chain),
