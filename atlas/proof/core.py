@@ -129,7 +129,8 @@ class Part:
                 reproducing[name] = chain
                 runs[name] = (result, reads)
             else:
-                failed[name] = (result.get("at", 0), result["step"], result["why"])
+                # how far it got: the values that agreed before its first divergence, then how small that divergence is
+                failed[name] = ((result.get("agreed", 0), -result.get("relative", float("inf"))), result["step"], result["why"])
         if reproducing:
             name, chain = next(iter(reproducing.items()))
             self.ctx.chosen_runs[id(chain)] = (chain, _form(chain), self.path, self.block, self.call, *runs[name])
@@ -316,9 +317,29 @@ def _first_divergence(checks: list) -> tuple[Step, float, float] | None:
     return None
 
 
-def _index(chain: Chain, step: Step | None) -> int:
-    """How far into the chain ``step`` stands (how much of the chain ran before it diverged)."""
-    return next((k for k, s in enumerate(chain.steps) if s is step), len(chain.steps))
+def _unchecked_before(chain: Chain, trail: list, checks: list, failing: Step) -> list[Step]:
+    """The steps that ran after the last step whose value agreed with the run and before ``failing``:
+    none of them had a value of the run to compare, so the divergence lies in one of them or in
+    ``failing`` itself."""
+    agreed = {id(s) for s, _, _ in checks}
+    ran = [s for s, _ in trail]
+    end = next((k for k, s in enumerate(ran) if s is failing), len(ran))
+    start = max((k for k in range(end) if id(ran[k]) in agreed), default=-1)
+    return [s for s in ran[start + 1:end] if s.fn is not None and not s.heading]
+
+
+def _where(chain: Chain, trail: list, checks: list, failing: Step) -> str:
+    """Words that name the steps a divergence first seen at ``failing`` may lie in, where it is not only there."""
+    unchecked = _unchecked_before(chain, trail, checks, failing)
+    if not unchecked:
+        return ""
+    named = "; ".join(f"`{s.tex}`" for s in unchecked)
+    return f"; no value of the run is compared between the last step that agreed and this one, so the first divergence is this step or one of: {named}"
+
+
+def _agreed(checks: list, failing: Step) -> int:
+    """How many compared values agreed with the run before ``failing``'s: how far the chain got."""
+    return next((k for k, (s, _, _) in enumerate(checks) if s is failing), len(checks))
 
 
 def _order(trail: list, step: Step) -> int:
@@ -367,19 +388,21 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
         step = next((s for s in chain.steps if s.fn is not None and id(s) not in done), None)
         why = f"it cannot run: {type(e).__name__}: {e}"
         # an earlier step that already diverged is the one to name: the crash follows from it
-        earlier = _first_divergence(_step_checks(part, trail))
+        ran = _step_checks(part, trail)
+        earlier = _first_divergence(ran)
         if earlier is not None:
             diverged, err, tol = earlier
             return {"reproduced": False, "error": err, "tolerance": tol, "compared": 0, "step": diverged.tex,
-                    "at": _index(chain, diverged), "why": f"largest error {err:.3g} > tolerance {tol:.3g}; a later step then {why}"}
+                    "agreed": _agreed(ran, diverged), "relative": err / max(tol, 1e-300),
+                    "why": f"largest error {err:.3g} > tolerance {tol:.3g}{_where(chain, trail, ran, diverged)}; a later step then {why}"}
         return {"reproduced": False, "error": None, "tolerance": None, "compared": 0,
-                "step": step.tex if step else "", "at": _index(chain, step), "why": why}
+                "step": step.tex if step else "", "agreed": len(ran), "relative": float("inf"), "why": why}
     checks = _step_checks(part, trail)
     final = next(s for s in reversed(chain.steps) if s.fn is not None)
     reference = part.call.output
     if isinstance(chain.output, tuple) and isinstance(reference, tuple) and len(reference) < len(chain.output):
         # the module returns fewer tensors than the chain (another router's rule): it cannot be this chain
-        return {"reproduced": False, "error": None, "tolerance": None, "compared": 0, "step": final.tex, "at": _index(chain, final),
+        return {"reproduced": False, "error": None, "tolerance": None, "compared": 0, "step": final.tex, "agreed": 0, "relative": float("inf"),
                 "why": f"the chain gives {len(chain.output)} outputs, the module returned {len(reference)}"}
     if isinstance(chain.output, tuple):
         mine, refs = [as64(x) for x in result], [as64(reference[j]) for j in range(len(chain.output))]
@@ -387,14 +410,16 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
         checks += [(final, m, r) for m, r in zip(mine, refs)]
     else:
         checks.append((final, result, output_of(part, chain)))
-    worst, scale_tol, failure = 0.0, 0.0, None
+    worst, scale_tol, failure, agreed = 0.0, 0.0, None, 0
     for step, mine, ref in checks:
         err, tol = difference(mine, ref, step.compare), tolerance(ref, step.compare)
         worst, scale_tol = max(worst, err), max(scale_tol, tol)
         if err > tol and failure is None:
             failure = (step, err, tol)
+        agreed += failure is None
     if failure:
         step, err, tol = failure
         return {"reproduced": False, "error": err, "tolerance": tol, "compared": len(checks), "step": step.tex,
-                "at": _index(chain, step), "why": f"largest error {err:.3g} > tolerance {tol:.3g}"}
+                "agreed": agreed, "relative": err / max(tol, 1e-300),
+                "why": f"largest error {err:.3g} > tolerance {tol:.3g}{_where(chain, trail, checks, step)}"}
     return {"reproduced": True, "error": worst, "tolerance": scale_tol, "compared": len(checks)}

@@ -134,6 +134,11 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             # a choice none of whose variants reproduces: where each one first diverged
             said += "".join(f"; {k}: {f['how']}" for k, f in facts_of.items() if f["how"].startswith("no variant reproduces"))
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
+        unexercised = _not_exercised(part, chain)
+        if unexercised:
+            facts_of["not_exercised"] = {"value": ", ".join(f"step {k}" for k in unexercised),
+                                         "how": "not exercised by the preview run: the module is reproduced with each of these steps left out, "
+                                                "so the run does not show that it acts"}
         components[pid] = {
             "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given and not (rotary_proven and i.argument == "position_embeddings"),
                         "position": _position(part, i.argument, n), "from": feeds.get(pid, {}).get(i.name)} for n, i in enumerate(chain.inputs)],
@@ -160,6 +165,28 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                   "largest_error": max(c["proof"]["error"] for c in components.values())},
     }
 
+
+
+def _not_exercised(part: Part, chain: Chain) -> list[int]:
+    """The number (from 1, as the page lists them) of each step that updates a value in place (a clamp, a cap, a mask, a scale: its results
+    are names the chain already had) and that the chain still reproduces the module without: a feature
+    the preview run does not make act."""
+    import dataclasses
+
+    from atlas.proof.core import reproduce
+
+    defined = {i.name for i in chain.inputs}
+    found = []
+    shown = [s for s in chain.steps if s.fn is not None]  # the page numbers the steps it shows from 1
+    for step in shown:
+        outs = _outs(step)
+        # an update (written x <- f(x)) of names the chain already had; dropout at inference is one by definition
+        if all(o in defined for o in outs) and r"\leftarrow" in step.tex and "Dropout" not in step.tex:
+            without = dataclasses.replace(chain, steps=[s for s in chain.steps if s is not step])
+            if reproduce(part, without)["reproduced"]:
+                found.append(shown.index(step) + 1)
+        defined.update(outs)
+    return found
 
 
 def _outs(step) -> tuple[str, ...]:
