@@ -129,7 +129,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
         result, weights_read = proven_run(part, chain)
         facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
         if not result["reproduced"]:
-            declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
+            declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"].startswith("declared by the family")]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
             # a choice none of whose variants reproduces: where each one first diverged
             said += "".join(f"; {k}: {f['how']}" for k, f in facts_of.items() if f["how"].startswith("no variant reproduces"))
