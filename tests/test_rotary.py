@@ -48,7 +48,7 @@ def test_a_scaled_rope_is_proven_with_its_parameters(collected, name, kind):
             assert fact[key] == rope[key], key
     tex = next(s["tex"] for s in model_proof(collected, name)["steps"] if s["tex"].startswith(("f_j", "g_j")))
     assert f"{int(fact['rope_theta']):,}".replace(",", "{,}") in tex  # the checkpoint's base, written out
-    assert f"{fact['rotated_dims']} rotated dims" in tex
+    assert f"^{{-2j/{fact['rotated_dims']}}}" in tex and f"j=0..{fact['pairs'] - 1}" in tex  # over the rotated dims
 
 
 def test_two_bases_are_each_proven(collected):

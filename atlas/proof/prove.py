@@ -20,11 +20,11 @@ def slug(text: str) -> str:
 
 def capture_calls(model, ids, every: dict[str, list[Call]] | None = None) -> dict[str, Call]:
     """Every module's first call on one forward pass of the prompt: its arguments and its output; and in
-    ``every``, each call of a module that holds no parameters (a rotary module called once per kind of block)."""
+    ``every``, each call of a module shaped as a rotary one (called once per kind of block: Gemma 3's)."""
     import torch
 
     calls: dict[str, Call] = {}
-    light = {id(m) for m in model.modules() if not any(True for _ in m.parameters())}
+    light = {id(m) for m in model.modules() if _holds_frequencies(m)}
     paths = {id(m): p for p, m in model.named_modules()}
 
     def keep(value):
@@ -50,6 +50,16 @@ def capture_calls(model, ids, every: dict[str, list[Call]] | None = None) -> dic
         for h in handles:
             h.remove()
     return calls
+
+
+def _holds_frequencies(module) -> bool:
+    """A module shaped as a rotary one: no parameters or children, only 1-D float buffers (its calls
+    are all kept: Gemma 3's is called once per kind of block)."""
+    import torch
+
+    buffers = [b for _, b in module.named_buffers(recurse=False)]
+    return (not list(module.children()) and not list(module.parameters(recurse=False)) and bool(buffers)
+            and all(b.dim() == 1 and torch.is_floating_point(b) for b in buffers))
 
 
 def _descendants(part: Part) -> list[Part]:

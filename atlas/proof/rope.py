@@ -187,7 +187,7 @@ def frequency_tex(rope: Rope, sym: str = "f") -> str:
         return (rf"g_j={plain},\ \rho_j=\operatorname{{clamp}}\!\big(\tfrac{{j-{_n(low)}}}{{{_n(high)}-{_n(low)}}},0,1\big),"
                 rf"\ {sym}_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{s},\quad j=0..{last}\quad\text{{(YaRN, original length {_n(p['original_max_position_embeddings'])})}}")
     if rope.kind == "longrope":
-        return rf"{sym}_j={plain}/e_j,\quad e=\text{{short\_factor }}({_factors_tex(p['short_factor'])})\ \text{{while }}T\le{_n(p['original_max_position_embeddings'])}\quad\text{{(LongRoPE)}}"
+        return rf"{sym}_j={plain}/e_j,\ j=0..{last},\quad e=\text{{short\_factor }}({_factors_tex(p['short_factor'])})\ \text{{while }}T\le{_n(p['original_max_position_embeddings'])}\quad\text{{(LongRoPE)}}"
     return rf"{sym}_j={plain},\quad j=0..{last}"
 
 
@@ -316,7 +316,7 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     full_a = frequencies(full, full.max_positions or 0)[1]
     scaled = full_a != 1.0 or frequencies(tiny, 1)[1] != 1.0  # an amplitude other than 1: a step of its own
     shown, words = LAYOUTS[layout]
-    out = [Step(frequency_tex(full, "f" + up) + rf"\quad\text{{(rope\_theta }}{_n(full.base)}\text{{, {_n(full.rotated)} rotated dims)}}", f_name, freqs)]
+    out = [Step(frequency_tex(full, "f" + up), f_name, freqs)]  # the base, the rotated dims and the factors at the checkpoint's values
     if scaled:
         out.append(Step(amplitude_tex(full, full_a), a_name, amplitude, summary=True))
     out.append(Step(rf"\theta{up}_t=p_t\,f{up}\quad\text{{(}}p_t=t\text{{, the token's position)}}", th_name, angles))
