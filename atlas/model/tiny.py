@@ -183,6 +183,10 @@ def tiny_per_layer(config, values: dict[str, Any]) -> dict[str, Any]:
             base, tiny_base = getattr(whole, key, None), values.get(key)
             if key == "head_dim" and _integer_ratio(value, base, tiny_base):
                 own[key] = tiny_base * value // base
+            elif key == "num_key_value_heads" and isinstance(value, int):
+                # a block with fewer key-value heads than the others (Gemma 4's global blocks) keeps fewer on the
+                # preview: the plain share of the tiny heads, not the two the generic rule keeps at least
+                own[key] = max(1, TINY["num_attention_heads"] * value // config.num_attention_heads)
             else:
                 own[key] = shrunk.get(key, value)
         tiny[index] = own
