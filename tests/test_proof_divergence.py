@@ -46,6 +46,10 @@ def test_a_dropped_sink_is_named_at_the_softmax_with_sinks(monkeypatch):
     error = proof_error("gpt_oss")
     assert changed and f"step `{changed[0]}` does not reproduce" in error
     assert "self_attn:" in error and "RoPE" not in error.split("does not reproduce")[0]
+    # no rotary layout reproduces the attention now: the line names where each one first diverged, and the
+    # layout kept is the one that gets as far as the sinks
+    assert "rotary_layout: no variant reproduces the module: " in error
+    assert f"halves_angle_per_pair first diverges at `{changed[0]}`" in error
 
 
 def test_a_dropped_temperature_is_named_at_the_temperature(monkeypatch):

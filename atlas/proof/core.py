@@ -55,6 +55,8 @@ class Context:
     chosen_runs: dict[int, tuple] = field(default_factory=dict)
     # every call of a module without tensors of its own (a rotary module called once per kind of block)
     every_call: dict[str, list[Call]] = field(default_factory=dict)
+    # page id -> {feature: where each variant of a choice none of which reproduces first diverged}
+    divergences: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,7 +154,8 @@ class Part:
         # the step that differs from the module, not an earlier step of a variant that fails sooner
         furthest = max(failed, key=lambda n: failed[n][0])
         each = "; ".join(f"{n} first diverges at `{step}`" for n, (_, step, _) in failed.items())
-        self.note(feature, furthest, f"no variant reproduces the module on the preview run: {each}")
+        self.note(feature, furthest, "no variant reproduces the module on the preview run")
+        self.ctx.divergences.setdefault(self.id, {})[feature] = each  # for the error, not the page: it holds TeX
         return variants[furthest]()
 
 

@@ -142,7 +142,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
             declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"].startswith("declared by the family")]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
             # a choice none of whose variants reproduces: where each one first diverged
-            said += "".join(f"; {k}: {f['how']}" for k, f in facts_of.items() if f["how"].startswith("no variant reproduces"))
+            said += "".join(f"; {k}: no variant reproduces the module: {text}" for k, text in ctx.divergences.get(pid, {}).items())
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         unexercised = _not_exercised(part, chain)
         if unexercised:
