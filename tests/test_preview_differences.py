@@ -56,6 +56,11 @@ def test_gpt_oss_window_and_heads_are_stated_both_ways(collected):
     assert differences["window"]["tiny"] == f"a sliding window of {tiny.TINY_SLIDING_WINDOW} positions"
     assert differences["window"]["checkpoint"] == f"a sliding window of {raw['sliding_window']} positions"
     tiny_heads = tiny.TINY["num_attention_heads"]
-    tiny_kv = max(1, tiny_heads * raw["num_key_value_heads"] // raw["num_attention_heads"])  # 4 × 8 / 64 rounds to 0: at least 1
+    # 4 × 8 / 64 rounds to 0: at least 2, so two key-value heads are shared and the run shows which a query head reads
+    tiny_kv = max(min(2, raw["num_key_value_heads"]), tiny_heads * raw["num_key_value_heads"] // raw["num_attention_heads"])
+    assert tiny_kv == 2
     assert differences["heads"]["tiny"] == f"{tiny_heads} query heads, {tiny_kv} key/value head{'s' if tiny_kv > 1 else ''}"
     assert differences["heads"]["checkpoint"] == f"{raw['num_attention_heads']} query heads, {raw['num_key_value_heads']} key/value heads"
+    # the experts' clamp the preview makes act is a difference too
+    assert differences["experts clamp"]["tiny"] == f"the experts' gate and up projections clamped at {tiny.TINY_SWIGLU_LIMIT:g}"
+    assert differences["experts clamp"]["checkpoint"] == f"the experts' gate and up projections clamped at {raw['swiglu_limit']:g}"

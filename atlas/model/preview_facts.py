@@ -192,6 +192,7 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
                           if experts and get("norm_topk_prob") is not None else None),
         "weight norm": f"the chosen weights divided by their {p_norm:g}-norm" if p_norm else None,
         "QKV clip": f"the fused query-key-value projection clamped to ±{clip:g}" if clip else None,
+        "experts clamp": f"the experts' gate and up projections clamped at {get('swiglu_limit'):g}" if get("swiglu_limit") else None,
         "scaling factor": f"a routed scaling factor of {get('routed_scaling_factor'):g}" if experts and get("routed_scaling_factor") else None,
         # a window no shorter than the context is no window (Phi-3.5-MoE's): every position stays in view
         "window": (f"a sliding window of {get('sliding_window'):,} positions" if get("sliding_window")

@@ -28,6 +28,7 @@ TINY = {
 }
 TINY_TOP_K = 2
 TINY_SLIDING_WINDOW = 8
+TINY_SWIGLU_LIMIT = 0.5
 
 
 def _period(pattern: list) -> int:
@@ -40,7 +41,9 @@ def tiny_values(config) -> dict[str, Any]:
     values: dict[str, Any] = {k: v for k, v in TINY.items() if getattr(config, k, None) is not None}
     heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
     if kv_heads:
-        values["num_key_value_heads"] = max(1, TINY["num_attention_heads"] * kv_heads // heads)
+        # at least two key-value heads where the checkpoint has two or more: with one, every query head
+        # reads the same keys and the run cannot show which key head a query head shares
+        values["num_key_value_heads"] = max(min(2, kv_heads), TINY["num_attention_heads"] * kv_heads // heads)
     derived_head_dim = isinstance(getattr(type(config), "head_dim", None), property)  # width / heads (Falcon): follows the tiny sizes
     # latent attention sizes its heads apart: a qk_rope_head_dim that is set, not a key left null (Hunyuan's copy)
     if getattr(config, "head_dim", None) and not getattr(config, "qk_rope_head_dim", None) and not derived_head_dim:
@@ -74,6 +77,10 @@ def tiny_values(config) -> dict[str, Any]:
         # shorter than the prompt, so the window shows; a window as long as the context (Phi-3.5-MoE's) is
         # no window, and the tiny model keeps it as long, so that it stays none
         values["sliding_window"] = TINY_SLIDING_WINDOW
+    if getattr(config, "swiglu_limit", None):
+        # the experts' clamp (gpt-oss: 7), far past any value the tiny run's gates reach: a bound they do
+        # reach, so the clamp acts on the run and a proof without it fails
+        values["swiglu_limit"] = TINY_SWIGLU_LIMIT
     if getattr(config, "attention_chunk_size", None):
         values["attention_chunk_size"] = TINY_SLIDING_WINDOW  # likewise the chunks of chunked attention
     if getattr(config, "attn_temperature_tuning", None) and getattr(config, "floor_scale", None):
@@ -179,6 +186,10 @@ def tiny_per_layer(config, values: dict[str, Any]) -> dict[str, Any]:
             base, tiny_base = getattr(whole, key, None), values.get(key)
             if key == "head_dim" and _integer_ratio(value, base, tiny_base):
                 own[key] = tiny_base * value // base
+            elif key == "num_key_value_heads" and isinstance(value, int):
+                # a block with fewer key-value heads than the others (Gemma 4's global blocks) keeps fewer on the
+                # preview: the plain share of the tiny heads, not the two the generic rule keeps at least
+                own[key] = max(1, TINY["num_attention_heads"] * value // config.num_attention_heads)
             else:
                 own[key] = shrunk.get(key, value)
         tiny[index] = own

@@ -15,7 +15,15 @@ from typing import Any, Callable
 
 from atlas.proof.steps import Chain, Env, Step, run_chain
 
-RELATIVE_TOLERANCE = 1e-4  # of the largest magnitude compared: float32 modules against float64 steps
+# Of the largest magnitude compared: float32 modules against float64 steps. transformers' norms and
+# softmax compute in float32 even in a float64 model, so the modules' own rounding sets the floor; the
+# largest relative error over every family's proof is about 5e-6 (whole-model chains), so 2e-5 leaves
+# a margin of four and no more.
+RELATIVE_TOLERANCE = 2e-5
+# A step compared as "float32_angles" (the rotary cos and sin, which transformers computes in float32
+# whatever the model's dtype): each angle p*f carries a few float32 roundings, so the error grows with
+# the largest position T: within 8 T float32 epsilons of the amplitude.
+FLOAT32_EPSILON = 2.0 ** -24
 
 
 @dataclass
@@ -45,6 +53,10 @@ class Context:
     block_ids: dict[str, int] = field(default_factory=dict)  # block-kind page id -> its tiny block
     # the run of each chain a choice kept, by id(chain): the proof need not run it again (see proven_run)
     chosen_runs: dict[int, tuple] = field(default_factory=dict)
+    # every call of a module without tensors of its own (a rotary module called once per kind of block)
+    every_call: dict[str, list[Call]] = field(default_factory=dict)
+    # page id -> {feature: where each variant of a choice none of which reproduces first diverged}
+    divergences: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,12 +112,21 @@ class Part:
 
                 raise AtlasError(f"family {self.ctx.family.name}", f"equations[{self.id!r}].{feature}",
                                  f"{declared!r} is not one of {', '.join(variants)}")
-            self.note(feature, declared, "declared by the family")
-            return variants[declared]()
+            chain = variants[declared]()
+            kept = dict(self.facts)
+            # the alternatives run too: one that reproduces the module as well shows the run cannot tell them apart
+            alike = [n for n, build in variants.items() if n != declared and reproduce(self, build())["reproduced"]]
+            self.facts.clear()
+            self.facts.update(kept)
+            self.note(feature, declared, "declared by the family" + (
+                f"; not exercised by the preview run: {' and '.join(alike)} reproduces the module as well" if alike else
+                f" (the others diverge from the module on the preview run: {', '.join(n for n in variants if n != declared)})" if len(variants) > 1 else ""))
+            return chain
         reproducing = {}
         notes = {}  # what each variant's build noted: the chosen one's notes are the ones kept
         runs = {}
         before = dict(self.facts)
+        failed = {}  # variant -> (how far its chain ran before it diverged, the step, why)
         for name, build in variants.items():
             # each variant notes onto the facts as they were: a variant that was tried and dropped leaves
             # nothing behind (a nested choice of its own that no variant reproduced, on Nemotron-H's norm)
@@ -118,22 +139,31 @@ class Part:
             if result["reproduced"]:
                 reproducing[name] = chain
                 runs[name] = (result, reads)
+            else:
+                # how far it got: the values that agreed before its first divergence, then how small that divergence is
+                failed[name] = ((result.get("agreed", 0), -result.get("relative", float("inf"))), result["step"], result["why"])
         if reproducing:
             name, chain = next(iter(reproducing.items()))
             self.ctx.chosen_runs[id(chain)] = (chain, _form(chain), self.path, self.block, self.call, *runs[name])
             self.facts.clear()
             self.facts.update(notes[name])
             others = [n for n in reproducing if n != name]
+            diverging = f" (the others diverge from it: {', '.join(failed)})" if failed else ""
             how = ("checked on the preview run" if len(variants) == 1 else
-                   "measured: the only variant that reproduces the module on the preview run" if not others else
-                   f"measured: reproduces the module on the preview run, as {' and '.join(others)} also does (the same values here)")
+                   f"measured: the only variant that reproduces the module on the preview run{diverging}" if not others else
+                   f"not exercised by the preview run: every variant reproduces the module the same ({', '.join(reproducing)})" if not failed else
+                   f"measured: reproduces the module on the preview run, as {' and '.join(others)} also does (the same values here){diverging}")
             self.note(feature, name, how)
             return chain
-        first = next(iter(variants))
+        # none reproduces: the variant that ran furthest before diverging is kept, so the proof's error names
+        # the step that differs from the module, not an earlier step of a variant that fails sooner
+        furthest = max(failed, key=lambda n: failed[n][0])
+        each = "; ".join(f"{n} first diverges at `{step}`" for n, (_, step, _) in failed.items())
         self.facts.clear()
         self.facts.update(before)
-        self.note(feature, first, "no variant reproduces the module on the preview run")
-        return variants[first]()
+        self.note(feature, furthest, "no variant reproduces the module on the preview run")
+        self.ctx.divergences.setdefault(self.id, {})[feature] = each  # for the error, not the page: it holds TeX
+        return variants[furthest]()
 
 
 # --- running and comparing -------------------------------------------------------------------------
@@ -178,6 +208,10 @@ def difference(mine, reference, compare: str = "allclose") -> float:
     import torch
 
     mine, reference = as64(mine), as64(reference)
+    if torch.is_complex(mine) or torch.is_complex(reference):  # complex rotary factors: compared as (real, imaginary) pairs
+        if not (torch.is_complex(mine) and torch.is_complex(reference)):
+            return float("inf")
+        mine, reference = torch.view_as_real(mine.to(torch.complex128)), torch.view_as_real(reference.to(torch.complex128))
     if compare == "top_k":  # mine: scores; reference: the positions the module kept (a top-k of them, ties in any order)
         return top_k_violation(mine, reference) if mine.shape[:-1] == reference.shape[:-1] else float("inf")
     if mine.shape != reference.shape:
@@ -217,10 +251,16 @@ def top_k_violation(scores, positions) -> float:
     return max(0.0, float(short.max()) - slack)
 
 
-def tolerance(reference) -> float:
+def tolerance(reference, compare: str = "allclose") -> float:
+    import torch
+
     reference = as64(reference)
+    if torch.is_complex(reference):
+        reference = torch.view_as_real(reference.to(torch.complex128))
     if not reference.is_floating_point():
         return 0.0
+    if compare == "float32_angles":  # (batch, positions, dims): the angles reach about T radians
+        return 8 * reference.shape[-2] * FLOAT32_EPSILON * max(1.0, float(reference.abs().max()))
     finite = reference[reference > -1e30]
     scale = float(finite.abs().max()) if finite.numel() else 1.0
     return RELATIVE_TOLERANCE * max(1.0, scale)
@@ -264,6 +304,64 @@ def _in_expert_order(names, mine: list, refs: list) -> None:
             refs[j] = refs[j].reshape(-1, k).gather(-1, ref_order)
 
 
+def _step_checks(part: Part, trail: list) -> list[tuple[Step, Any, Any]]:
+    """(step, its result, the run's value) for every step that names a standard value the run captured
+    or a module result it is compared with, in the order the steps ran."""
+    checks: list[tuple[Step, Any, Any]] = []
+    for step, value in trail:
+        if step.value:
+            names = step.value if isinstance(step.value, tuple) else (step.value,)
+            mine = list(value) if isinstance(step.value, tuple) else [value]
+            refs = [captured_value(part, n) if n else None for n in names]
+            _in_expert_order(names, mine, refs)
+            checks += [(step, m, r) for m, r in zip(mine, refs) if r is not None]
+        reference = getattr(step.fn, "compare_with", None)  # a module's result on the run (the model's rotary module)
+        if reference is not None:
+            pairs = zip(value, reference) if isinstance(reference, (tuple, list)) else [(value, reference)]
+            checks += [(step, m, r) for m, r in pairs]
+    return checks
+
+
+def _first_divergence(checks: list) -> tuple[Step, float, float] | None:
+    """The first check, in the order the steps ran, whose error passes its tolerance."""
+    for step, mine, ref in checks:
+        err, tol = difference(mine, ref, step.compare), tolerance(ref, step.compare)
+        if err > tol:
+            return step, err, tol
+    return None
+
+
+def _unchecked_before(chain: Chain, trail: list, checks: list, failing: Step) -> list[Step]:
+    """The steps that ran after the last step whose value agreed with the run and before ``failing``:
+    none of them had a value of the run to compare, so the divergence lies in one of them or in
+    ``failing`` itself."""
+    agreed = {id(s) for s, _, _ in checks}
+    ran = [s for s, _ in trail]
+    end = next((k for k, s in enumerate(ran) if s is failing), len(ran))
+    start = max((k for k in range(end) if id(ran[k]) in agreed), default=-1)
+    return [s for s in ran[start + 1:end] if s.fn is not None and not s.heading]
+
+
+def _where(chain: Chain, trail: list, checks: list, failing: Step) -> str:
+    """Words that name the steps a divergence first seen at ``failing`` may lie in, where it is not only there."""
+    unchecked = _unchecked_before(chain, trail, checks, failing)
+    if not unchecked:
+        return ""
+    named = "; ".join(f"`{s.tex}`" for s in unchecked)
+    return f"; no value of the run is compared between the last step that agreed and this one, so the first divergence is this step or one of: {named}"
+
+
+def _agreed(checks: list, failing: Step) -> int:
+    """How many compared values agreed with the run before ``failing``'s: how far the chain got."""
+    return next((k for k, (s, _, _) in enumerate(checks) if s is failing), len(checks))
+
+
+def _order(trail: list, step: Step) -> int:
+    """Where ``step`` ran in the trail: checks are made in the order the steps ran, so the first that
+    fails is the first step that diverges."""
+    return next((k for k, (s, _) in enumerate(trail) if s is step), len(trail))
+
+
 def _form(chain: Chain) -> tuple:
     """What a chain runs: its steps, inputs and outputs (a chain whose steps were added to after its
     run has another form)."""
@@ -302,22 +400,23 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
     except Exception as e:  # a step that cannot run on the module's tensors does not reproduce it
         done = {id(s) for s, _ in trail}
         step = next((s for s in chain.steps if s.fn is not None and id(s) not in done), None)
+        why = f"it cannot run: {type(e).__name__}: {e}"
+        # an earlier step that already diverged is the one to name: the crash follows from it
+        ran = _step_checks(part, trail)
+        earlier = _first_divergence(ran)
+        if earlier is not None:
+            diverged, err, tol = earlier
+            return {"reproduced": False, "error": err, "tolerance": tol, "compared": 0, "step": diverged.tex,
+                    "agreed": _agreed(ran, diverged), "relative": err / max(tol, 1e-300),
+                    "why": f"largest error {err:.3g} > tolerance {tol:.3g}{_where(chain, trail, ran, diverged)}; a later step then {why}"}
         return {"reproduced": False, "error": None, "tolerance": None, "compared": 0,
-                "step": step.tex if step else "", "why": f"it cannot run: {type(e).__name__}: {e}"}
-    checks: list[tuple[Step, Any, Any]] = []
-    for step, value in trail:
-        if not step.value:
-            continue
-        names = step.value if isinstance(step.value, tuple) else (step.value,)
-        mine = list(value) if isinstance(step.value, tuple) else [value]
-        refs = [captured_value(part, n) if n else None for n in names]
-        _in_expert_order(names, mine, refs)
-        checks += [(step, m, r) for m, r in zip(mine, refs) if r is not None]
+                "step": step.tex if step else "", "agreed": len(ran), "relative": float("inf"), "why": why}
+    checks = _step_checks(part, trail)
     final = next(s for s in reversed(chain.steps) if s.fn is not None)
     reference = part.call.output
     if isinstance(chain.output, tuple) and isinstance(reference, tuple) and len(reference) < len(chain.output):
         # the module returns fewer tensors than the chain (another router's rule): it cannot be this chain
-        return {"reproduced": False, "error": None, "tolerance": None, "compared": 0, "step": final.tex,
+        return {"reproduced": False, "error": None, "tolerance": None, "compared": 0, "step": final.tex, "agreed": 0, "relative": float("inf"),
                 "why": f"the chain gives {len(chain.output)} outputs, the module returned {len(reference)}"}
     if isinstance(chain.output, tuple):
         mine, refs = [as64(x) for x in result], [as64(reference[j]) for j in range(len(chain.output))]
@@ -325,14 +424,16 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
         checks += [(final, m, r) for m, r in zip(mine, refs)]
     else:
         checks.append((final, result, output_of(part, chain)))
-    worst, scale_tol, failure = 0.0, 0.0, None
+    worst, scale_tol, failure, agreed = 0.0, 0.0, None, 0
     for step, mine, ref in checks:
-        err, tol = difference(mine, ref, step.compare), tolerance(ref)
+        err, tol = difference(mine, ref, step.compare), tolerance(ref, step.compare)
         worst, scale_tol = max(worst, err), max(scale_tol, tol)
         if err > tol and failure is None:
             failure = (step, err, tol)
+        agreed += failure is None
     if failure:
         step, err, tol = failure
         return {"reproduced": False, "error": err, "tolerance": tol, "compared": len(checks), "step": step.tex,
-                "why": f"largest error {err:.3g} > tolerance {tol:.3g}"}
+                "agreed": agreed, "relative": err / max(tol, 1e-300),
+                "why": f"largest error {err:.3g} > tolerance {tol:.3g}{_where(chain, trail, checks, step)}"}
     return {"reproduced": True, "error": worst, "tolerance": scale_tol, "compared": len(checks)}

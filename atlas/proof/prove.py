@@ -19,11 +19,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
-def capture_calls(model, ids) -> dict[str, Call]:
-    """Every module's first call on one forward pass of the prompt: its arguments and its output."""
+def capture_calls(model, ids, every: dict[str, list[Call]] | None = None) -> dict[str, Call]:
+    """Every module's first call on one forward pass of the prompt: its arguments and its output; and in
+    ``every``, each call of a module shaped as a rotary one (called once per kind of block: Gemma 3's)."""
     import torch
 
     calls: dict[str, Call] = {}
+    light = {id(m) for m in model.modules() if _holds_frequencies(m)}
     paths = {id(m): p for p, m in model.named_modules()}
 
     def keep(value):
@@ -37,6 +39,9 @@ def capture_calls(model, ids) -> dict[str, Call]:
         path = paths[id(module)]
         if path not in calls:
             calls[path] = Call(keep(args), {k: keep(v) for k, v in kwargs.items()}, keep(output))
+        if every is not None and id(module) in light:
+            every.setdefault(path, []).append(calls[path] if len(every.get(path, ())) == 0 else
+                                              Call(keep(args), {k: keep(v) for k, v in kwargs.items()}, keep(output)))
 
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
@@ -46,6 +51,16 @@ def capture_calls(model, ids) -> dict[str, Call]:
         for h in handles:
             h.remove()
     return calls
+
+
+def _holds_frequencies(module) -> bool:
+    """A module shaped as a rotary one: no parameters or children, only 1-D float buffers (its calls
+    are all kept: Gemma 3's is called once per kind of block)."""
+    import torch
+
+    buffers = [b for _, b in module.named_buffers(recurse=False)]
+    return (not list(module.children()) and not list(module.parameters(recurse=False)) and bool(buffers)
+            and all(b.dim() == 1 and torch.is_floating_point(b) for b in buffers))
 
 
 def _descendants(part: Part) -> list[Part]:
@@ -61,8 +76,9 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     from atlas.model.roles import find_roles
 
     tiny, tiny_config = run.model, run.config
-    ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids), run.eager, run.eager.resolution,
-                  declared={k: dict(v) for k, v in family.equations.items()})
+    every: dict[str, list[Call]] = {}
+    ctx = Context(family, full_config, tiny_config, capture_calls(tiny, run.ids, every), run.eager, run.eager.resolution,
+                  declared={k: dict(v) for k, v in family.equations.items()}, every_call=every)
     block_path = facts["model"]["block_path"]
     _, full_blocks = introspect.find_block_list(full_model, introspect.num_blocks(full_config))
     _, tiny_blocks = introspect.find_block_list(tiny, introspect.num_blocks(tiny_config))
@@ -117,13 +133,17 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                 used_as[step.sub] = {"by": pid, "by_kind": by_kind, "as": out, "step": step.tex}
     feeds = _feeds(proven, ctx.block_ids)
     components = {}
+    # the angles are the model's own steps where its chain computes them: no block is handed them as given
+    rotary_proven = any(k.startswith("rotary") and str(f.get("how", "")).startswith("computed") for k, f in proven["model"][0].facts.items())
     # the deepest parts first: where a child's steps are wrong, the failure names the child's step
     for pid, (part, chain) in sorted(proven.items(), key=lambda item: -item[0].count(".") if item[0] not in ("blocks", "model") else 1):
         result, weights_read = proven_run(part, chain)
         facts_of = (ctx.parts.get(pid) or by_id.get(pid) or part).facts
         if not result["reproduced"]:
-            declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"] == "declared by the family"]
+            declared = [f"{k} = {f['value']}" for k, f in facts_of.items() if f["how"].startswith("declared by the family")]
             said = f"; declared by the family: {', '.join(declared)}" if declared else ""
+            # a choice none of whose variants reproduces: where each one first diverged
+            said += "".join(f"; {k}: no variant reproduces the module: {text}" for k, text in ctx.divergences.get(pid, {}).items())
             raise AtlasError(where, f"component {pid}", f"step `{result['step']}` does not reproduce the module on the preview run ({result['why']}){said}")
         # the run recorded what each step reads: the summary takes in what it reads, and must then cut nothing
         summaries.close(chain)
@@ -131,8 +151,13 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
         if cut:
             raise AtlasError(where, f"component {pid}", f"its summary drops a step it reads: {cut[0]}")
         folded = summaries.summary_tex(chain)
+        unexercised = _not_exercised(part, chain)
+        if unexercised:
+            facts_of["not_exercised"] = {"value": ", ".join(f"step {k}" for k in unexercised),
+                                         "how": "not exercised by the preview run: the module is reproduced with each of these steps left out, "
+                                                "so the run does not show that it acts"}
         components[pid] = {
-            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given,
+            "inputs": [{"symbol": i.symbol, "argument": i.argument, "what": i.what, "given": i.given and not (rotary_proven and i.argument == "position_embeddings"),
                         "position": _position(part, i.argument, n), "from": feeds.get(pid, {}).get(i.name)} for n, i in enumerate(chain.inputs)],
             # the module's own attributes the steps use: the tensors they read and the children they run
             "reads": _attributes(weights_read, chain),
@@ -159,6 +184,28 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
                   "largest_error": max(c["proof"]["error"] for c in components.values())},
     }
 
+
+
+def _not_exercised(part: Part, chain: Chain) -> list[int]:
+    """The number (from 1, as the page lists them) of each step that updates a value in place (a clamp, a cap, a mask, a scale: its results
+    are names the chain already had) and that the chain still reproduces the module without: a feature
+    the preview run does not make act."""
+    import dataclasses
+
+    from atlas.proof.core import reproduce
+
+    defined = {i.name for i in chain.inputs}
+    found = []
+    shown = [s for s in chain.steps if s.fn is not None]  # the page numbers the steps it shows from 1
+    for step in shown:
+        outs = _outs(step)
+        # an update (written x <- f(x)) of names the chain already had; dropout at inference is one by definition
+        if all(o in defined for o in outs) and r"\leftarrow" in step.tex and "Dropout" not in step.tex:
+            without = dataclasses.replace(chain, steps=[s for s in chain.steps if s is not step])
+            if reproduce(part, without)["reproduced"]:
+                found.append(shown.index(step) + 1)
+        defined.update(outs)
+    return found
 
 
 def _outs(step) -> tuple[str, ...]:

@@ -424,7 +424,9 @@ def run_blocks(stack: "Stack", e: Env, x, rel: str):
     for n, chain in enumerate(stack.chains):
         values = {"x": x}
         if any(i.name == "R" for i in chain.inputs):
-            values["R"] = stack.rotary[n]
+            # the angles the model's rotary steps computed for this block, where the chain ran them; else the run's
+            computed = stack.rotary_names[n]
+            values["R"] = e[computed] if computed and computed in e else stack.rotary[n]
         for name, _, _ in BLOCK_EXTRAS:  # the mask, positions and ids a block's chain reads (DeepSeek-V4's)
             if any(i.name == name for i in chain.inputs):
                 values[name] = as64(stack.extras[n][name])
@@ -439,6 +441,7 @@ class Stack:
         self.chains, self.rotary, self.path, self.count = chains, rotary, path, len(chains)
         self.count_full = count_full
         self.extras: list[dict] = [{} for _ in chains]  # per block: what else it was handed (BLOCK_EXTRAS)
+        self.rotary_names: list[str | None] = [None for _ in chains]  # per block: the model's rotary result it reads (atlas.proof.rope)
 
 
 def blocks(part: Part, stack: Stack) -> Chain:

@@ -11,6 +11,7 @@ import math
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import sub
+from atlas.proof.rope import model_rotary
 from atlas.proof.stack import Stack, run_blocks
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.introspect import num_blocks
@@ -106,6 +107,11 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             steps.append(Step(rf"X_0=(x_0,\dots,x_0)\quad\text{{{T.num(streams)} copies, one per residual stream}}", "X0",
                               lambda e, s=x0, n=collapse[2]: e[s][..., None, :].expand(*e[s].shape[:-1], n, e[s].shape[-1]), summary=True))
             x0 = "X0"
+
+        rotary_steps, rotary_facts = model_rotary(part, stack)  # the angles every block turns by, from the config
+        steps += rotary_steps
+        for feature, fact in rotary_facts.items():
+            part.note(feature, fact["value"], fact["how"])
 
         def all_blocks(e, s=x0):
             return run_blocks(stack, e, e[s], stack.path)
