@@ -297,6 +297,8 @@
           matches.forEach(function (n, k) {
             if (k) names.appendChild(document.createTextNode(", "));
             names.appendChild(el("a", { href: n.target }, [el("code", { text: n.term })]));
+            // a library's name for a value (nnterp's, TransformerLens's) says which standard value it reaches
+            if (n.kind === "tool") names.appendChild(document.createTextNode(" (" + n.target.replace(/^.*value\.|\.html$/g, "") + ")"));
           });
         }
       });

@@ -175,6 +175,10 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
     check_preview(family.name, facts["preview"], data_size=False)
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
+    # how nnsight, nnterp and TransformerLens reach each value, each access read on the run (imported here: slow)
+    from atlas.model.tool_runs import tools_facts
+
+    facts["tools"] = tools_facts(run, family.name)
     return run
 
 
