@@ -51,7 +51,7 @@ def test_llama_is_reached_by_all_three_libraries_with_their_own_names():
     assert texts(facts, "layer_input", "transformer_lens") == ['cache[f"blocks.{i}.hook_resid_pre"]']
     assert texts(facts, "attention_probabilities", "transformer_lens") == ['cache[f"blocks.{i}.attn.hook_pattern"]']
     # a value a library has no name for says so
-    assert facts["values"]["mlp_norm_output"]["nnterp"] == {"accesses": [], "why": "nnterp has no standardized accessor for it"}
+    assert facts["values"]["mlp_norm_output"]["nnterp"] == {"accesses": [], "why": "nnterp has no standardized accessor for it", "quoted": False}
 
 
 def test_gpt2_paths_come_from_its_own_module_tree():
@@ -78,6 +78,8 @@ def test_a_library_that_cannot_load_a_family_says_so_once_with_its_message():
     assert nnterp["loads"] is False and "self_attn" in nnterp["message"], nnterp
     for value in facts["values"].values():
         assert value["nnterp"]["accesses"] == []
+    # the library's own words are marked as such: the page quotes them verbatim
+    assert facts["values"]["layer_output"]["nnterp"]["quoted"] is True
 
 
 def test_compare_tells_shape_from_values():

@@ -41,7 +41,11 @@ RTOL = 1e-4
 
 
 class NotReached(Exception):
-    """An access that does not reach the value: the library's message, or the shapes that differ."""
+    """An access that does not reach the value: the library's message (``quoted``), or the atlas's words."""
+
+    def __init__(self, text: str, quoted: bool = False):
+        super().__init__(text)
+        self.quoted = quoted
 
 
 def tools_facts(run: PreviewRun, family_name: str) -> dict[str, Any]:
@@ -212,27 +216,27 @@ def _check_library(library: str, loaded, message: str | None, run: PreviewRun, f
         for index in indices:
             access = derive(library, name, run, index, seen, block_list)
             if access.steps is None:
-                why[name].append((index, access.why))
+                why[name].append((index, access.why, False))
             else:
                 jobs.append((name, index, tools.access_text(library, access), access))
     if loaded is None:
         for name in {job[0] for job in jobs}:
-            why[name] = [(None, f"{tools.TITLES[library]} does not load this family: {message}")]
+            why[name] = [(None, f"{tools.TITLES[library]} does not load this family: {message}", True)]
         jobs = []
     tensors = _fetch(library, loaded, cache, jobs, run)
     reached: dict[str, dict[str, list[int | None]]] = {}
     for n, (name, index, text, access) in enumerate(jobs):
-        problem = _problem(library, tensors[n], access, run, loaded[1], name, index, family, text)
+        problem, quoted = _problem(library, tensors[n], access, run, loaded[1], name, index, family, text)
         if problem is None:
             reached.setdefault(name, {}).setdefault(text, []).append(index)
         else:
-            why[name].append((index, problem.removeprefix("shape: ")))
+            why[name].append((index, problem.removeprefix("shape: "), quoted))
     out = {}
     for name, reasons in why.items():
         accesses = [{"text": text, "blocks": None if blocks == [None] else blocks} for text, blocks in reached.get(name, {}).items()]
         if library == "nnterp" and name == "attention_probabilities" and message and not accesses and loaded is not None:
-            reasons = [(None, message)]
-        out[name] = {"accesses": accesses, "why": _first_reason(reasons, bool(accesses))}
+            reasons = [(None, message, True)]
+        out[name] = {"accesses": accesses, **_first_reason(reasons, bool(accesses))}
     return out
 
 
@@ -276,16 +280,19 @@ def _fetch(library: str, loaded, cache, jobs, run: PreviewRun) -> list[Any]:
     return [found[n] for n in range(len(jobs))]
 
 
-def _problem(library, got, access: Access, run: PreviewRun, model, name, index, family, text) -> str | None:
-    """None where the tensor read is the atlas's value; why not where the access raised or gave another
-    shape; a right shape with other numbers stops the build (nnsight) or is said (the others)."""
+def _problem(library, got, access: Access, run: PreviewRun, model, name, index, family, text) -> tuple[str | None, bool]:
+    """(None, _) where the tensor read is the atlas's value; (why not, whether it is the library's own
+    message) where the access raised or gave another shape; a right shape with other numbers stops the
+    build (nnsight) or is said (the others)."""
     if not isinstance(got, Exception):
         try:
             got = _post_steps(got, access, run, model)
         except Exception as e:
-            got = NotReached(library_message(e))
+            got = NotReached(library_message(e), quoted=True)
+    if isinstance(got, NotReached):
+        return str(got), got.quoted
     if isinstance(got, Exception):
-        return str(got) if isinstance(got, NotReached) else library_message(got)
+        return library_message(got), True
     problem = compare(got, run.eager.captured[(name, index)])
     if problem is not None and problem.startswith("values:"):
         if library == "nnsight":  # derived from the atlas's own read of the value: it must be the value
@@ -294,7 +301,7 @@ def _problem(library, got, access: Access, run: PreviewRun, model, name, index, 
                              f"{text} {where} reads another tensor than the atlas's {name} ({problem[8:]}): the access is wrong")
         # the library's own name for the value, which its adapter for this family points elsewhere
         problem = f"its tensor has the value's shape but other numbers ({problem[8:]})"
-    return problem
+    return problem, False
 
 
 def _traced(wrapped, items: list[tuple[int | None, Access]], run: PreviewRun) -> list[Any] | Exception:
@@ -398,17 +405,18 @@ def library_message(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
-def _first_reason(reasons: list[tuple[int | None, str]], reached: bool) -> str | None:
-    """Why (some) blocks are not reached, in one line: the reason alone where it holds for every block
-    the value is at, else the first block's reason and how many other blocks fail."""
+def _first_reason(reasons: list[tuple[int | None, str, bool]], reached: bool) -> dict[str, Any]:
+    """{"why", "quoted"}: why (some) blocks are not reached, in one line (the reason alone where it holds
+    for every block the value is at, else the first block's and how many other blocks fail), and whether
+    it quotes the library's own message (the page shows that verbatim, as code)."""
     if not reasons:
-        return None
-    if not reached and len({why for _, why in reasons}) == 1:
-        return reasons[0][1]
-    index, why = reasons[0]
+        return {"why": None, "quoted": False}
+    index, why, quoted = reasons[0]
+    if not reached and len({r[1] for r in reasons}) == 1:
+        return {"why": why, "quoted": quoted}
     more = len(reasons) - 1
     text = why if index is None else f"block {index}: {why}"
-    return text + (f" (and {more} more block{'s' if more > 1 else ''})" if more else "")
+    return {"why": text + (f" (and {more} more block{'s' if more > 1 else ''})" if more else ""), "quoted": quoted}
 
 
 def _version(library: str) -> str:

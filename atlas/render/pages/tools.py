@@ -21,7 +21,7 @@ def tool_cells(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     for name, by_library in facts["tools"]["values"].items():
         cells[name] = [{"library": lib, "title": libraries[lib]["title"],
                         "accesses": [{"text": a["text"], "where": _where(a["blocks"])} for a in by_library[lib]["accesses"]],
-                        "why": by_library[lib]["why"]} for lib in ORDER]
+                        "why": by_library[lib]["why"], "quoted": by_library[lib]["quoted"]} for lib in ORDER]
     return cells
 
 
@@ -57,7 +57,7 @@ def snippets(facts: dict[str, Any], name: str, condition: str | None) -> list[di
     out = []
     for lib in ORDER:
         entry, library = found[lib], facts["tools"]["libraries"][lib]
-        item = {"library": lib, "title": library["title"], "version": library["version"], "why": entry["why"],
+        item = {"library": lib, "title": library["title"], "version": library["version"], "why": entry["why"], "quoted": entry["quoted"],
                 "code": None, "checked": [{"text": a["text"], "where": _where(a["blocks"])} for a in entry["accesses"]]}
         if entry["accesses"]:
             first = entry["accesses"][0]
