@@ -191,3 +191,21 @@ def test_the_pages_show_each_checked_access_and_the_search_finds_the_libraries_n
         assert errors == []
     finally:
         page.close()
+
+
+def test_the_checks_are_kept_by_what_the_preview_run_depends_on_not_the_notes(monkeypatch):
+    """A notes edit collects the family again but does not load the three libraries again: the key of the
+    kept checks leaves the notes out, and follows the family's module."""
+    from atlas.facts import cache
+    from atlas.inputs.notes import FAMILIES
+
+    before = cache.tools_key("gpt2")
+    real = Path.read_bytes
+
+    def edit(name):
+        monkeypatch.setattr(Path, "read_bytes", lambda self: real(self) + (b"\n# edited\n" if self == FAMILIES / name else b""))
+
+    edit("gpt2.md")
+    assert cache.tools_key("gpt2") == before
+    edit("gpt2.py")
+    assert cache.tools_key("gpt2") != before
