@@ -150,6 +150,8 @@ def test_a_mutated_nnsight_access_fails_the_build_in_one_line(tmp_path, mutation
     assert line.startswith("error: atlas/families/llama.py: tools.nnsight.layer_output: "), line
     mutated = "model.model.layers[1].output" if mutation == "next-block" else "model.model.layers[i].input"
     assert mutated in line and "reads another tensor than the atlas's layer_output" in line, line
+    # and says which value it did read: the next block's output, or this block's input
+    assert ("it is the atlas's layer_output at block 1" if mutation == "next-block" else "it is the atlas's layer_input at block 0") in line, line
     assert not (tmp_path / "site").exists()
 
 

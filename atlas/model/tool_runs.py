@@ -295,13 +295,24 @@ def _problem(library, got, access: Access, run: PreviewRun, model, name, index, 
         return library_message(got), True
     problem = compare(got, run.eager.captured[(name, index)])
     if problem is not None and problem.startswith("values:"):
+        other = which_value(got, run, index)
+        found = f"{problem[8:]}; it is the atlas's {other}" if other else problem[8:]
         if library == "nnsight":  # derived from the atlas's own read of the value: it must be the value
             where = "on the model" if index is None else f"at block {index}"
             raise AtlasError(f"atlas/families/{family}.py", f"tools.{library}.{name}",
-                             f"{text} {where} reads another tensor than the atlas's {name} ({problem[8:]}): the access is wrong")
+                             f"{text} {where} reads another tensor than the atlas's {name} ({found}): the access is wrong")
         # the library's own name for the value, which its adapter for this family points elsewhere
-        problem = f"its tensor has the value's shape but other numbers ({problem[8:]})"
+        problem = f"its tensor has the value's shape but other numbers ({found})"
     return problem, False
+
+
+def which_value(got, run: PreviewRun, near: int | None = None) -> str | None:
+    """The standard value the run captured that a tensor is (its name, and its block), where one is; those
+    of block ``near`` first (block 0's input is the token embeddings too)."""
+    for (name, index), value in sorted(run.eager.captured.items(), key=lambda item: item[0][1] != near):
+        if hasattr(value, "shape") and compare(got, value) is None:
+            return name if index is None else f"{name} at block {index}"
+    return None
 
 
 def _traced(wrapped, items: list[tuple[int | None, Access]], run: PreviewRun) -> list[Any] | Exception:
