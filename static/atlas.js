@@ -346,7 +346,7 @@
       var shown = 0;
       cards.forEach(function (card) {
         // found by its family words (data-search), its standard values' names (data-names) and its text
-        var hay = (card.getAttribute("data-search") + " " + card.getAttribute("data-names") + " " + card.textContent).toLowerCase();
+        var hay = (card.getAttribute("data-search") + " " + card.getAttribute("data-names") + " " + card.getAttribute("data-tools") + " " + card.textContent).toLowerCase();
         var ok = words.every(function (w) { return hay.indexOf(w) >= 0; });
         card.hidden = !ok;
         if (ok) shown++;
@@ -356,8 +356,12 @@
         // (atlas/render/search.py), and the build checked that every one exists.
         var family = card.getAttribute("data-family");
         var entries = (card.getAttribute("data-names") || "").split(" ").filter(Boolean).map(function (term) {
-          return { term: term, target: family + "/c/value." + term + ".html" };
-        });
+          return { term: term, kind: "value", target: family + "/c/value." + term + ".html" };
+        }).concat((card.getAttribute("data-tools") || "").split(" ").filter(Boolean).map(function (pair) {
+          // a library's name for a value, "hook_resid_pre=layer_input": it leads to that value's page
+          var at = pair.lastIndexOf("=");
+          return { term: pair.slice(0, at), kind: "tool", target: family + "/c/value." + pair.slice(at + 1) + ".html" };
+        }));
         var matches = words.length ? entries.filter(function (n) {
           return words.some(function (w) { return n.term.indexOf(w) >= 0; });
         }) : [];
@@ -367,6 +371,8 @@
           matches.forEach(function (n, k) {
             if (k) names.appendChild(document.createTextNode(", "));
             names.appendChild(el("a", { href: n.target }, [el("code", { text: n.term })]));
+            // a library's name for a value (nnterp's, TransformerLens's) says which standard value it reaches
+            if (n.kind === "tool") names.appendChild(document.createTextNode(" (" + n.target.replace(/^.*value\.|\.html$/g, "") + ")"));
           });
         }
       });

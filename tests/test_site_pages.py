@@ -181,7 +181,7 @@ def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
     import json
 
     index = (built_site / "index.html").read_text(encoding="utf-8")
-    searched = {m.group(3): set(m.group(1).split()) | set(m.group(2).split()) for m in re.finditer(r'data-search="([^"]*)" data-names=\'([^\']*)\' data-family="([^"]+)"', index)}
+    searched = {m.group(3): set(m.group(1).split()) | set(m.group(2).split()) for m in re.finditer(r'data-search="([^"]*)" data-names=\'([^\']*)\' data-tools=\'[^\']*\' data-family="([^"]+)"', index)}
     absent_in = {}
     for facts_file in sorted(built_site.glob("*/facts.json")):
         facts = json.loads(facts_file.read_text(encoding="utf-8"))

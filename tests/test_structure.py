@@ -164,7 +164,7 @@ RENDER_ALONE = r"""
 import importlib.abc, json, sys
 BLOCKED = ("torch", "transformers", "atlas.facts.sources", "atlas.facts.collect", "atlas.model.preview",
            "atlas.model.preview_facts", "atlas.model.tiny", "atlas.model.accounting", "atlas.model.checkpoint_layout",
-           "atlas.proof", "atlas.inputs.checkpoint")
+           "atlas.proof", "atlas.model.tool_runs", "nnsight", "nnterp", "transformer_lens", "atlas.inputs.checkpoint")
 
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):

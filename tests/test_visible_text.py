@@ -26,6 +26,8 @@ def words(html: str) -> list[str]:
     ('<pre class="printout">(act): None</pre>', []),
     ('<td><code class="json">null</code></td>', []),  # config.json as released
     ('<pre><code class="language-python">print(None)</code></pre>', []),  # the notes' source
+    ('<p>not reached: <code class="message">TypeError: got None</code></p>', []),  # a library's own message, quoted
+    ('<p>not reached: <code>got None</code></p>', ["None"]),  # only the quoted message is exempt
     ("<script>var a = null;</script><style>.x{}</style>", []),
     ('<pre class="code">None<br>None</pre><p>then None</p>', ["None"]),  # a void element closes nothing
 ])

@@ -12,7 +12,9 @@ Exempt are only the places that show code verbatim, where these words are the co
 - ``<pre class="code">``: transformers' source excerpts (``is not None`` is Python);
 - ``<pre class="printout">``: what ``print(model)`` printed;
 - ``<code class="json">``: config.json's values as released (``null`` is JSON);
-- ``<code class="language-python">``: the python blocks of the notes, which are source.
+- ``<code class="language-python">``: the python blocks of the notes, which are source;
+- ``<code class="message">``: a library's own message, quoted verbatim where nnsight, nnterp or
+  TransformerLens does not reach a value (its ``None`` is the library's word).
 
 What a notes block printed (``<pre class="output">``) is not exempt: it is the run's answer, and a
 None there is as much a missing fact as anywhere else.
@@ -28,7 +30,7 @@ from atlas.errors import AtlasError
 
 WORDS = ("None", "undefined", "NaN", "null")
 UNSAID = re.compile(r"\b(" + "|".join(WORDS) + r")\b")
-VERBATIM_CLASSES = frozenset({"code", "printout", "json", "language-python"})
+VERBATIM_CLASSES = frozenset({"code", "printout", "json", "language-python", "message"})
 VERBATIM_TAGS = frozenset({"pre", "code"})
 HIDDEN_TAGS = frozenset({"script", "style"})
 SHOWN_ATTRIBUTES = ("title", "aria-label", "alt", "placeholder")
@@ -91,7 +93,7 @@ class _Reader(HTMLParser):
 # exempt element; the elements of other spellings are simply left for the parser.
 EXEMPT_ELEMENTS = re.compile(
     r'<script\b[^>]*>.*?</script>|<style\b[^>]*>.*?</style>|<pre class="(?:code|printout)">.*?</pre>'
-    r'|<code class="(?:json|language-python)">.*?</code>', re.S)
+    r'|<code class="(?:json|language-python|message)">.*?</code>', re.S)
 
 
 def _may_say(page: str) -> bool:

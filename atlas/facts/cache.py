@@ -174,6 +174,27 @@ def facts_key(name: str) -> str:
     return digest(family_inputs(name), f"facts {name}", shared_digest())
 
 
+def tools_key(name: str) -> str:
+    """The key of a family's checks in nnsight, nnterp and TransformerLens (facts["tools"]): the facts' key
+    without the notes, which the preview run those checks read does not depend on; so a notes edit
+    does not load the three libraries again."""
+    from atlas.inputs.notes import FAMILIES
+
+    inputs = [p for p in family_inputs(name) if not (p.parent == FAMILIES and p.suffix == ".md")]
+    return digest(inputs, f"tools {name}", shared_digest())
+
+
+def load_tools(name: str, key: str, folder: Path = FOLDER) -> dict[str, Any] | None:
+    """A family's facts["tools"] stored under ``key``, or None."""
+    body = _read(_entry_path(name, "tools", folder), key) if _enabled else None
+    return body if isinstance(body, dict) else None
+
+
+def store_tools(name: str, key: str, tools: dict[str, Any], folder: Path = FOLDER) -> None:
+    if _enabled:
+        _write(_entry_path(name, "tools", folder), key, tools)
+
+
 def _shown(path: Path) -> str:
     try:
         return path.relative_to(ROOT).as_posix()

@@ -178,9 +178,27 @@ def _add_standard_names(facts: dict[str, Any], family, config, model, local_mode
         line["values"] = hosted.get(line["path"], []) if first else []
     # The notes' code relies on the identities: a broken one is reported as itself, not as a notes failure.
     check_preview(family.name, facts["preview"], data_size=False)
+    tools = _tools(family.name, run, local=local_model is not None)  # before anything else runs on the model
     facts["equations"] = proof.equations(family, model, config, run, facts)
     facts["notes"] = notes.family_notes(family, facts, run)
+    facts["tools"] = tools
     return run
+
+
+def _tools(name: str, run, local: bool) -> dict[str, Any]:
+    """How nnsight, nnterp and TransformerLens reach each value, each access read on the run; kept in the
+    cache by what the preview run depends on (not the notes), except for a local checkpoint's run."""
+    from atlas.facts import cache
+
+    key = None if local else cache.tools_key(name)
+    found = cache.load_tools(name, key) if key else None
+    if found is None:
+        from atlas.model.tool_runs import tools_facts  # the libraries are slow to import: only here
+
+        found = tools_facts(run, name)
+        if key:
+            cache.store_tools(name, key, found)
+    return found
 
 
 def _unread_keys(family, checkpoint, config, read, model) -> list[str]:

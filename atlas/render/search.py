@@ -2,7 +2,8 @@
 
 Every entry is {term, kind, target}: ``term`` is lowercase text the search box matches; ``kind`` is
 "family" (its name, title, vendor and tags), "feature" (an abbreviation derived in atlas.model.features,
-and its name) or "value" (a standard value the checkpoint has, with a page of its own); ``target``
+and its name), "value" (a standard value the checkpoint has, with a page of its own) or "tool" (that
+value's name in nnterp or TransformerLens, where the library reaches it: its page too); ``target``
 is the page the entry leads to, relative to the site root. ``check_targets`` runs when the index is
 written: an entry whose page the site lacks fails the build, so the box never offers a dead link.
 """
@@ -37,7 +38,22 @@ def entries(facts: dict[str, Any], values: dict[str, Any]) -> list[dict[str, str
     for value in values:
         if value not in absent:
             add(value, "value", f"{name}/c/value.{value}.html")
+            for term in tool_names(facts, value):
+                add(term, "tool", f"{name}/c/value.{value}.html")
     return sorted(found.values(), key=lambda e: (e["kind"] != "family", e["kind"], e["term"]))
+
+
+def tool_names(facts: dict[str, Any], value: str) -> list[str]:
+    """A value's names in nnterp and TransformerLens where their access reaches it on this family (checked
+    on the run): nnterp's accessor ("layers_output"), the bridge's hook without the block ("hook_resid_pre")."""
+    found = facts.get("tools", {}).get("values", {}).get(value, {})
+    names = []
+    for access in found.get("nnterp", {}).get("accesses", []):
+        names.append(access["text"].removeprefix("model.").replace("[i]", ""))
+    for access in found.get("transformer_lens", {}).get("accesses", []):
+        hook = access["text"].split('"')[1]  # cache[f"blocks.{i}.hook_resid_pre"] -> blocks.{i}.hook_resid_pre
+        names.append(hook.removeprefix("blocks.{i}."))
+    return names
 
 
 def check_targets(family: str, search: list[dict[str, str]], exists: Callable[[str], bool]) -> None:

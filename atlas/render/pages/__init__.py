@@ -11,6 +11,7 @@
 - ``diagram``: the residual-stream diagram of each block kind (SVG geometry) and the model's flow,
   each part naming the standard value it produces and the card a reader sees on hover (``diagram``);
 - ``values``: the standard values the family produces, from support() (``values``);
+- ``tools``: each value's access in nnsight, nnterp and TransformerLens, checked on the run (``tools``);
 - ``search``: the words the index's search box matches for the family.
 
 What a component is (a LayerNorm or an RMSNorm, a router's rule, a projection's bias) is read from
@@ -28,6 +29,7 @@ from atlas.render.pages.diagram import diagram
 from atlas.render.pages.hierarchy import hierarchy
 from atlas.render.pages.inputs import input_pages
 from atlas.render.pages.roles import annotated, slug
+from atlas.render.pages.tools import snippets, tool_cells, unloaded, versions
 from atlas.render.pages.values import missing_words, value_pages, values, weight_previews
 
 
@@ -40,6 +42,8 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
     input_pages(facts, nodes, vals)
     value_pages(facts, vals, nodes)
     weight_previews(facts, nodes)
+    for name, value in vals.items():  # each value page's code in the field's own tools
+        nodes[f"value.{name}"]["tools"] = snippets(facts, name, value["condition"])
     kinds = facts["accounting"]["block_kinds"]
     kind_index = {k["kind"]: i for i, k in enumerate(kinds)}
     return {
@@ -52,6 +56,7 @@ def site(facts: dict[str, Any]) -> dict[str, Any]:
         "preview_values": sorted({k.split(".")[-1] for k in facts["preview"]["tensors"]} & set(vals)),
         # config.json's words about a key whose feature this model lacks: shown with the fact beside them
         "disclaimed": disclaimed_config(facts),
+        "tools": {"cells": tool_cells(facts), "unloaded": unloaded(facts), "versions": versions(facts)},
         "search": search.entries(facts, vals),  # each entry leads to a page: atlas.render.search
     }
 
