@@ -21,12 +21,12 @@ def mutate(monkeypatch, module: str, marker: str, change):
     real = where.Step
     changed = []
 
-    def step(tex, *args, **kwargs):
-        made = real(tex, *args, **kwargs)
-        if marker in tex and made.fn is not None:
+    def step(*args, **kwargs):
+        made = real(*args, **kwargs)  # a step typed as TeX beside its function, or printed from an expression
+        if marker in made.tex and made.fn is not None:
             original = made.fn
             made.fn = lambda e, original=original: change(e, original)
-            changed.append(tex)
+            changed.append(made.tex)
         return made
 
     monkeypatch.setattr(where, "Step", step)
@@ -85,7 +85,8 @@ def test_a_dropped_d_is_named_at_the_scan(monkeypatch, name, marker, state):
 def test_removed_clamps_are_named(monkeypatch):
     """gpt-oss clamps its experts' gate and up projections; the preview's bound is one its values
     reach, so without the clamps the experts no longer reproduce, and the error names the clamp."""
-    changed = mutate(monkeypatch, "atlas.proof.experts", r"u\leftarrow\operatorname{clamp}", lambda e, fn: (e["g"], e["u"]))
+    # the up projection's clamp (u <- clamp(u, -limit, limit)) left out: the step returns u as it was
+    changed = mutate(monkeypatch, "atlas.proof.experts", r"\operatorname{clamp}", lambda e, fn: e["u"])
     error = proof_error("gpt_oss")
     assert changed and f"`{changed[0]}`" in error
     assert error.split(": step")[0].endswith("mlp.experts")

@@ -155,6 +155,28 @@ def test_a_mutated_nnsight_access_fails_the_build_in_one_line(tmp_path, mutation
     assert not (tmp_path / "site").exists()
 
 
+MUTATED_NNTERP = r"""
+import sys
+from atlas.model import tools
+
+family, out = sys.argv[1:3]
+tools.NNTERP["layer_output"] = [["attr", "layers_input"], ["index", "i"]]  # the block's input for its output
+import build
+sys.exit(build.main(["--family", family, "--no-cache", "--out", out]))
+"""
+
+
+def test_a_mutated_nnterp_access_to_the_residual_stream_fails_the_build_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-c", MUTATED_NNTERP, "llama", str(tmp_path / "site")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: atlas/families/llama.py: tools.nnterp.layer_output: "), lines[0]
+    assert "model.layers_input[i]" in lines[0] and "it is the atlas's layer_input at block 0" in lines[0], lines[0]
+    assert not (tmp_path / "site").exists()
+
+
 # --- on the built site ------------------------------------------------------------------------------
 
 

@@ -13,7 +13,8 @@ float tolerance (integers exactly).
   output), and the build stops, naming the family, the value and the library.
 - nnterp's and TransformerLens's accesses are those libraries' own names for the value: where one gives
   other numbers on a family (its adapter reads another point of the model), it does not reach the
-  value there, and the page says by how much they differ.
+  value there, and the page says by how much they differ; but the residual stream and the logits
+  (RESIDUAL_STREAM) mean the same in every library, so a wrong read of them stops the build too.
 - A library that cannot load the family at all says so once, with its message.
 
 The libraries are imported here, inside the functions that run them: they are slow to import and only
@@ -280,6 +281,14 @@ def _fetch(library: str, loaded, cache, jobs, run: PreviewRun) -> list[Any]:
     return [found[n] for n in range(len(jobs))]
 
 
+# The residual stream around each block and the logits are what every library defines the same way (nnterp's
+# layers_input / layers_output, the bridge's hook_resid_pre / hook_resid_post): there a library's access that
+# reads other numbers is a wrong access, not the library's own view of the model, and it stops the build as a
+# wrong nnsight access does. Elsewhere an adapter may read another point of a family's model (TransformerLens's
+# hook_embed after Granite's embedding multiplier), and the page says so instead.
+RESIDUAL_STREAM = frozenset({"layer_input", "layer_output", "logits"})
+
+
 def _problem(library, got, access: Access, run: PreviewRun, model, name, index, family, text) -> tuple[str | None, bool]:
     """(None, _) where the tensor read is the atlas's value; (why not, whether it is the library's own
     message) where the access raised or gave another shape; a right shape with other numbers stops the
@@ -297,7 +306,7 @@ def _problem(library, got, access: Access, run: PreviewRun, model, name, index, 
     if problem is not None and problem.startswith("values:"):
         other = which_value(got, run, index)
         found = f"{problem[8:]}; it is the atlas's {other}" if other else problem[8:]
-        if library == "nnsight":  # derived from the atlas's own read of the value: it must be the value
+        if library == "nnsight" or name in RESIDUAL_STREAM:  # an access that must be the value
             where = "on the model" if index is None else f"at block {index}"
             raise AtlasError(f"atlas/families/{family}.py", f"tools.{library}.{name}",
                              f"{text} {where} reads another tensor than the atlas's {name} ({found}): the access is wrong")

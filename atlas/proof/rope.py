@@ -397,7 +397,9 @@ def model_rotary(part, stack) -> tuple[list[Step], dict[str, Any]]:
         if k == -1:
             return [], {"rotary": {"value": "given", "how": "a block reads angles that no call of the model's rotary module returned"}}
         names.append(None if k is None else k)
-    used = sorted({k for k in names if k is not None})
+    # by the kind of block, not by the order of the calls: a model may call its rotary module once per kind
+    # of block in the order of a set of names (Gemma 3's), which changes from one run to the next
+    used = sorted({k for k in names if k is not None}, key=lambda k: (calls[k][2] or "", k))
     several = len(used) > 1
     steps = [Step(r"p_t=t,\ t=0,\dots,T-1\quad\text{the positions of the prompt}", "rpos",
                   lambda e: torch.arange(e["ids"].shape[-1])[None])]
