@@ -170,3 +170,16 @@ def test_a_page_over_the_limit_is_one_line_naming_it_and_its_size(tmp_path):
 
 def test_every_page_of_these_families_is_under_the_limit(next_pages):
     assert max(len(text.encode()) for path, text in next_pages.items() if path.endswith(".html")) <= MAX_PAGE_BYTES
+
+
+def test_zero_computation_experts_make_the_sheet_s_active_count_a_range(collected):
+    """LongCat-Flash's router may send a slot to an expert that computes nothing, so the parameters a token
+    meets lie between every slot on such an expert and none: the sheet shows both ends, as the cost does."""
+    facts = collected("longcat_flash").facts
+    config = released_config("longcat_flash")
+    assert config["zero_expert_num"] > 0  # the config, by hand: experts that compute nothing exist
+    parameters = facts["sheet"]["parameters"]
+    assert parameters["active_fewest"] < parameters["active"] == facts["accounting"]["model"]["active"]
+    assert parameters["active_fewest"] == facts["cost"]["active"]["fewest"]
+    html = str(environment().get_template("_sheet.html").module.fact_sheet(facts["sheet"], ""))
+    assert f'title="{parameters["active_fewest"]:,} to {parameters["active"]:,}"' in html

@@ -32,7 +32,9 @@ def sheet(facts: dict[str, Any], rope: Any, no_rotary: list[int]) -> dict[str, A
     # the heads are the softmax attention's: a linear-attention block's page shows other sizes
     softmax = next((page for page, mixer in mixers.values() if mixer != "linear_attention"), first_attention)
     return {
-        "parameters": {"total": acc["total"], "active": acc["active"], "href": "#totals", "active_href": "#cost-active"},
+        # zero-computation experts (LongCat-Flash) make the active count a range: its low end where the cost has one
+        "parameters": {"total": acc["total"], "active": acc["active"], "href": "#totals", "active_href": "#cost-active",
+                       **({"active_fewest": facts["cost"]["active"]["fewest"]} if "fewest" in facts["cost"]["active"] else {})},
         "layers": {"count": facts["model"]["num_blocks"], "pattern": block_pattern(facts["blocks"], _labels(facts)), "href": "#blocks"},
         "width": {"value": sizes.get("hidden_size"), "href": "#config-sizes"},
         "heads": {**_heads(sizes), "elsewhere": _other_heads(facts), "href": softmax or "#config-sizes"},
