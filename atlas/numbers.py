@@ -66,3 +66,13 @@ def short_count(n: int) -> str:
                 return short_count(size * 1000)
             return f"{text} {unit}"
     return grouped(n)
+
+
+def index_spans(indices: list[int], dash: str = "–") -> str:
+    """Sorted indices as runs: [1, 2, 3, 7] -> '1–3, 7'. print(model) writes its runs with a hyphen ('0-2')."""
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, indices[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}{dash}{prev}")
+            start = cur
+    return ", ".join(spans)

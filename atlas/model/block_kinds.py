@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atlas.model.introspect import own_tensors
+from atlas.numbers import index_spans
 from atlas.model.roles import block_roles
 from atlas.model.structure import is_recurrent_block, is_ssm
 
@@ -134,9 +135,4 @@ def kinds_of_blocks(blocks, config) -> list[BlockKind]:
 
 def index_ranges(indices: list[int]) -> str:
     """[1, 2, 3, 7] -> '1–3, 7' (block numbers as they are in the module list, from 0)."""
-    spans, start = [], indices[0]
-    for prev, cur in zip(indices, indices[1:] + [None]):
-        if cur != prev + 1:
-            spans.append(f"{start}" if start == prev else f"{start}–{prev}")
-            start = cur
-    return ", ".join(spans)
+    return index_spans(indices)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Iterator
 
-from atlas.numbers import product_calculation
+from atlas.numbers import index_spans, product_calculation
 
 
 def own_tensors(module) -> Iterator[tuple[str, Any, str]]:
@@ -134,7 +134,7 @@ def _print_lines(module, path: str, name: str, depth: int, repeat: tuple[str, in
     lines += [{"depth": depth + 1, "text": text, "path": path} for text in shown]
     if isinstance(module, torch.nn.ModuleList):
         for indices, child in _alike(children):
-            lines += _print_lines(child, f"{path}.{indices[0]}", str(indices[0]), depth + 1, (_spans(indices), len(indices)))
+            lines += _print_lines(child, f"{path}.{indices[0]}", str(indices[0]), depth + 1, (index_spans(indices, "-"), len(indices)))
     else:
         for child_name, child in children:
             child_path = f"{path}.{child_name}" if path else child_name
@@ -154,11 +154,3 @@ def _alike(children) -> list[tuple[list[int], Any]]:
     return list(groups.values())
 
 
-def _spans(indices: list[int]) -> str:
-    """[0, 1, 2, 4, 5, 6] -> '0-2, 4-6', as print(model) writes one run ('0-2')."""
-    spans, start = [], indices[0]
-    for prev, cur in zip(indices, indices[1:] + [None]):
-        if cur != prev + 1:
-            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = cur
-    return ", ".join(spans)
