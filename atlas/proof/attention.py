@@ -77,10 +77,33 @@ def _per_head_split(qkv, heads: int, head_dim: int):
     return tuple(grouped[..., j, :].flatten(-2) for j in range(3))
 
 
+def _split_by_layout(qkv, layout: str, sizes: tuple[int, int, int], heads: int, head_dim: int):
+    """The queries, keys and values of a fused projection's output, as ``layout`` orders its columns."""
+    if layout == "per_head":
+        return _per_head_split(qkv, heads, head_dim)
+    if layout.startswith("sharded:"):
+        _, groups, order = layout.split(":")
+        return _sharded_split(qkv, int(groups), order)
+    return qkv.split(sizes, dim=-1)
+
+
+def _sharded_split(qkv, groups: int, order: str):
+    """A fused projection cut into ``groups`` column groups (the model-parallel shards it was trained in,
+    CodeGen's four), each holding its share of the three in ``order`` ("qvk": query, value, key): the
+    queries, keys and values each as one (batch, seq, width) tensor, the groups' shares joined in turn."""
+    parts = qkv.unflatten(-1, (groups, 3, -1))
+    named = dict(zip(order, (parts[..., j, :].flatten(-2) for j in range(3))))
+    return named["q"], named["k"], named["v"]
+
+
+SHARD_ORDERS = ("qkv", "qvk")
+
+
 def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: int, head_dim: int) -> str:
     """How a fused query-key-value projection orders its columns, measured on the run: the values the
     attention function received (never rotated) are one layout's third part. "blocks": all queries,
-    then all keys, then all values; "per_head": each head's query, key and value side by side."""
+    then all keys, then all values; "per_head": each head's query, key and value side by side;
+    "sharded:G:ORDER": G column groups, each its share of the three in ORDER (CodeGen's "sharded:4:qvk")."""
     import torch
 
     from atlas.proof.core import as64, captured_value
@@ -90,6 +113,8 @@ def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: in
     layouts = ["blocks"]
     if sizes[0] == sizes[1] == sizes[2]:
         layouts.append("per_head")
+        # column groups of whole heads, each [query; key; value] or [query; value; key] (CodeGen)
+        layouts += [f"sharded:{g}:{order}" for g in range(2, heads + 1) if heads % g == 0 for order in SHARD_ORDERS]
     if values is None or x is None:
         part.note("qkv_layout", "blocks", "the run recorded no values to measure it on")
         return "blocks"
@@ -102,7 +127,7 @@ def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: in
         qkv = qkv.clamp(-_qkv_clip(part.tiny), _qkv_clip(part.tiny))
     values = as64(values)
     for layout in layouts:
-        v = qkv.split(sizes, dim=-1)[2] if layout == "blocks" else _per_head_split(qkv, heads, head_dim)[2]
+        v = _split_by_layout(qkv, layout, sizes, heads, head_dim)[2]
         v = v.unflatten(-1, (-1, head_dim)).transpose(1, 2)
         if v.shape == values.shape and float((v - values).abs().max()) <= 1e-4 * max(1.0, float(values.abs().max())):
             part.note("qkv_layout", layout, "measured: the fused projection's columns that give the values the attention function received")
@@ -197,9 +222,17 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             steps.append(Step(rf"[{Q};{K};{V}]\leftarrow\operatorname{{clamp}}\big([{Q};{K};{V}],\,-{T.num(clip)},\,{T.num(clip)}\big)\quad\text{{each entry}}",
                               "QKV", lambda e: e["QKV"].clamp(-tiny_clip, tiny_clip), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
-        if (layout or _fused_layout(part, fused, sizes, th, td)) == "per_head":
+        order = layout or _fused_layout(part, fused, sizes, th, td)
+        if order == "per_head":
             steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
                               ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
+        elif order.startswith("sharded:"):
+            _, groups, within = order.split(":")
+            g, share = int(groups), h * d // int(groups)
+            names3 = {"q": Q, "k": K, "v": V}
+            steps.append(Step(rf"{Q},{K},{V}\ \text{{from }}{g}\text{{ column groups of }}{T.num(3 * share)}\text{{, each }}"
+                              rf"[{';'.join(names3[c] for c in within)}]\text{{ shares of }}{T.num(share)}\text{{, joined group by group}}",
+                              ("Q", "K", "V"), lambda e, o=order: _split_by_layout(e["QKV"], o, sizes, th, td)))
         else:
             steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
                               lambda e: e["QKV"].split(sizes, dim=-1)))
