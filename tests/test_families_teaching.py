@@ -1,0 +1,54 @@
+"""The classic decoder-only families people teach with (issue 23): each total derived by hand from the
+sizes in the family's config.json, and compared with the vendor's published count at the vendor's
+rounding where one is published."""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+from tests.test_families import model_total, stored
+
+
+def layer_norm(d):
+    return 2 * d  # weight and bias
+
+
+def linear(n_in, n_out, bias=True):
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def test_starcoder1_santacoder_multi_query(collected):
+    f, c = collected("gpt_bigcode").facts, released_config("gpt_bigcode")
+    V, P, d, L, H, inner = c["vocab_size"], c["n_positions"], c["n_embd"], c["n_layer"], c["n_head"], c["n_inner"]
+    head = d // H
+    kv = 1 if c["multi_query"] else H  # multi-query: one key head and one value head for all query heads
+    block = (
+        layer_norm(d)  # ln_1
+        + linear(d, d + 2 * kv * head)  # c_attn: the queries, one key head, one value head
+        + linear(d, d)  # attn.c_proj
+        + layer_norm(d)  # ln_2
+        + linear(d, inner) + linear(inner, d)  # mlp.c_fc, mlp.c_proj
+    )
+    total = V * d + P * d + L * block + layer_norm(d)  # wte, wpe, blocks, ln_f; the head is wte
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    # BigCode's SantaCoder paper and model card: a 1.1B-parameter model.
+    assert round(total / 1e9, 1) == 1.1
+
+
+def test_codegen_350m_mono_parallel_block_untied_head(collected):
+    f, c = collected("codegen").facts, released_config("codegen")
+    V, d, L = c["vocab_size"], c["n_embd"], c["n_layer"]
+    inner = c.get("n_inner") or 4 * d  # CodeGenConfig: n_inner None means 4 x n_embd
+    block = (
+        layer_norm(d)  # ln_1, the block's only norm
+        + linear(d, 3 * d, bias=False)  # qkv_proj, no bias
+        + linear(d, d, bias=False)  # out_proj, no bias
+        + linear(d, inner) + linear(inner, d)  # fc_in, fc_out
+    )
+    head = linear(d, V)  # lm_head: untied, with a bias
+    total = V * d + L * block + layer_norm(d) + head  # wte (no position table), blocks, ln_f, head
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"F16": 2 * total}
+    # Salesforce names the model by its size, 350M (the paper's table: 350M); ours is 357M, within the
+    # vendor's rounding to the nearest fifty million.
+    assert round(total / 50e6) * 50 == 350
