@@ -52,3 +52,20 @@ def test_codegen_350m_mono_parallel_block_untied_head(collected):
     # Salesforce names the model by its size, 350M (the paper's table: 350M); ours is 357M, within the
     # vendor's rounding to the nearest fifty million.
     assert round(total / 50e6) * 50 == 350
+
+
+def test_biogpt_scaled_embeddings_and_offset_positions(collected):
+    f, c = collected("biogpt").facts, released_config("biogpt")
+    V, d, L, F, P = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["max_position_embeddings"]
+    block = (
+        layer_norm(d)  # self_attn_layer_norm
+        + 4 * linear(d, d)  # q_proj, k_proj, v_proj, out_proj, all with biases
+        + layer_norm(d)  # final_layer_norm (the block's second norm)
+        + linear(d, F) + linear(F, d)  # fc1, fc2
+    )
+    positions = (P + 2) * d  # fairseq's offset: two rows more than max_position_embeddings
+    total = V * d + positions + L * block + layer_norm(d)  # the head is embed_tokens
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    # The BioGPT paper (Luo et al., 2022): 347M parameters, the GPT-2 medium size.
+    assert round(total / 1e6) == 347
