@@ -69,3 +69,20 @@ def test_biogpt_scaled_embeddings_and_offset_positions(collected):
     assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
     # The BioGPT paper (Luo et al., 2022): 347M parameters, the GPT-2 medium size.
     assert round(total / 1e6) == 347
+
+
+def test_persimmon_qk_layernorm_and_untied_vocabulary(collected):
+    f, c = collected("persimmon").facts, released_config("persimmon")
+    V, d, L, H, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["intermediate_size"]
+    hd = d // H
+    block = (
+        layer_norm(d)  # input_layernorm
+        + linear(d, 3 * d)  # query_key_value, fused, with a bias
+        + linear(d, d)  # dense (the attention's output projection)
+        + 2 * layer_norm(hd)  # q_layernorm, k_layernorm: per head, shared by the heads
+        + layer_norm(d)  # post_attention_layernorm
+        + linear(d, F) + linear(F, d)  # dense_h_to_4h, dense_4h_to_h
+    )
+    total = V * d + L * block + layer_norm(d) + linear(d, V, bias=False)  # embed, blocks, final norm, untied head
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * total}
