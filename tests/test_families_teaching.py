@@ -86,3 +86,22 @@ def test_persimmon_qk_layernorm_and_untied_vocabulary(collected):
     total = V * d + L * block + layer_norm(d) + linear(d, V, bias=False)  # embed, blocks, final norm, untied head
     assert model_total(f) == total
     assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * total}
+
+
+def test_stablelm_3b_layernorm_and_gated_mlp(collected):
+    f, c = collected("stablelm").facts, released_config("stablelm")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // H
+    block = (
+        layer_norm(d)  # input_layernorm
+        + linear(d, H * hd, bias=False) + 2 * linear(d, KV * hd, bias=False)  # q, k, v (use_qkv_bias false)
+        + linear(H * hd, d, bias=False)  # o_proj
+        + layer_norm(d)  # post_attention_layernorm
+        + 3 * d * F  # gate_proj, up_proj, down_proj
+    )
+    total = V * d + L * block + layer_norm(d) + V * d  # embed, blocks, final norm, untied head
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * total}
+    # Stability AI's model card for stablelm-3b-4e1t gives the count to the unit: 2,795,443,200.
+    assert total == 2_795_443_200
