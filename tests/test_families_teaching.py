@@ -105,3 +105,20 @@ def test_stablelm_3b_layernorm_and_gated_mlp(collected):
     assert stored(f)["bytes_by_dtype"] == {"BF16": 2 * total}
     # Stability AI's model card for stablelm-3b-4e1t gives the count to the unit: 2,795,443,200.
     assert total == 2_795_443_200
+
+
+def test_command_r_parallel_block_bias_free_norms(collected):
+    f, c = collected("cohere").facts, released_config("cohere")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // H
+    block = (
+        d  # input_layernorm: a gain, no bias; the block's only norm
+        + d * H * hd + 2 * d * KV * hd + H * hd * d  # q, k, v, o without biases
+        + 3 * d * F  # gate_proj, up_proj, down_proj
+    )
+    total = V * d + L * block + d  # embed (the head is the embedding), blocks, final norm (gain only)
+    assert model_total(f) == total
+    assert stored(f)["bytes_by_dtype"] == {"F16": 2 * total}
+    # Cohere's model card: a 35 billion parameter model.
+    assert round(total / 1e9) == 35
