@@ -122,3 +122,19 @@ def test_command_r_parallel_block_bias_free_norms(collected):
     assert stored(f)["bytes_by_dtype"] == {"F16": 2 * total}
     # Cohere's model card: a 35 billion parameter model.
     assert round(total / 1e9) == 35
+
+
+def test_xglm_sinusoidal_positions_hold_no_weights(collected):
+    f, c = collected("xglm").facts, released_config("xglm")
+    V, d, L, F = c["vocab_size"], c["d_model"], c["num_layers"], c["ffn_dim"]
+    block = (
+        layer_norm(d)  # self_attn_layer_norm
+        + 4 * linear(d, d)  # q_proj, k_proj, v_proj, out_proj
+        + layer_norm(d)  # final_layer_norm
+        + linear(d, F) + linear(F, d)  # fc1, fc2
+    )
+    total = V * d + L * block + layer_norm(d)  # no position weights (a computed table); the head is embed_tokens
+    assert model_total(f) == total
+    assert f["sheet"]["positions"]["words"].startswith("sinusoidal")
+    # Meta's name for the checkpoint is its size: 564M, to the million.
+    assert round(total / 1e6) == 564

@@ -413,7 +413,13 @@ def _hooks_keeping(module, keeping, stored: Callable[[list], None]) -> list:
 
 def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
     """Hooks that keep the input of the softmax an inline eager attention calls (its masked scores)."""
-    return _hooks_keeping(module, softmax_inputs, lambda kept: capture.store("attention_scores", index, kept[0] if kept else None))
+    def heads_apart(scores):
+        # fairseq-style attention (XGLM) folds the heads into the batch axis: (batch * heads, query, key)
+        if scores is not None and scores.dim() == 3 and capture.batch_seq and scores.shape[0] % capture.batch_seq[0] == 0:
+            return scores.unflatten(0, (capture.batch_seq[0], -1))
+        return scores
+
+    return _hooks_keeping(module, softmax_inputs, lambda kept: capture.store("attention_scores", index, heads_apart(kept[0]) if kept else None))
 
 
 @contextmanager

@@ -129,6 +129,8 @@ def kind_of(part: Part) -> str:
         return "offset"
     if library.is_weightless_norm(m):
         return "weightless_norm"  # no tensors, an epsilon: a norm without a gain (Llama 4's q and k norm)
+    if positions.is_sinusoidal_table(m):
+        return "sinusoidal_positions"  # positions looked up in a fixed table the module computes (XGLM)
     if positions.is_rotary_module(m):
         return "rotary"  # positions to cos and sin, computed inside the attention that holds it (RecurrentGemma)
     if not children and not own:
@@ -171,6 +173,7 @@ BUILDERS = {
     "weightless_norm": library.weightless_norm,
     "rg_lru": rglru.rg_lru,
     "rotary": positions.rotary,
+    "sinusoidal_positions": positions.sinusoidal_positions,
     "recurrent_block": rglru.recurrent_block,
     "hyper_connection": hyper.hyper_connection,
     "stream_collapse": hyper.stream_collapse,

@@ -245,3 +245,58 @@ def rotary(part: Part) -> Chain:
         Step(rf"\theta_{{t}}=[p_t f;\,p_t f]\in\mathbb{{R}}^{{{T.num(rot)}}}\quad\text{{(each angle twice, side by side)}}", "theta", angles, summary=True),
         Step(r"(\cos\theta_t,\ \sin\theta_t)", ("cos", "sin"), lambda e: (e["theta"].cos(), e["theta"].sin()), summary=True),
     ], [x, positions], ("cos", "sin"))
+
+
+def is_sinusoidal_table(module) -> bool:
+    """A module that looks positions up in a fixed table it computes itself (XGLM's sinusoidal
+    embedding), by structure: no children, no parameters, one 2-D float buffer (the table), and a
+    forward whose first argument is the positions."""
+    import inspect
+
+    import torch
+
+    if list(module.children()) or list(module.parameters(recurse=False)):
+        return False
+    buffers = [b for _, b in module.named_buffers(recurse=False)]
+    if len(buffers) != 1 or buffers[0].dim() != 2 or not torch.is_floating_point(buffers[0]):
+        return False
+    params = [p for p in inspect.signature(module.forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return bool(params) and "position" in params[0].name
+
+
+def sinusoidal_positions(part: Part) -> Chain:
+    """Positions to rows of a fixed sinusoidal table: sines of the first half of the frequencies, then
+    cosines, each frequency 10000^(-j/(h-1)) (fairseq's, h = half the width) or 10000^(-j/h) (the
+    paper's), read at the position plus the module's offset; which of them is measured on the run."""
+    import torch
+
+    width = next(b for _, b in part.full.named_buffers(recurse=False)).shape[1]
+    tiny_width = next(b for _, b in part.tiny.named_buffers(recurse=False)).shape[1]
+    half, tiny_half = width // 2, tiny_width // 2
+    offset = getattr(part.tiny, "offset", None)
+    offsets = {"no_offset": 0}
+    if isinstance(offset, int) and not isinstance(offset, bool) and offset:
+        offsets["offset_by_module"] = offset
+    positions = Input("ids", "t", "position_ids", "the positions of the prompt")
+
+    def build(denominator: str, shift: int) -> Chain:
+        tiny_den = tiny_half - 1 if denominator == "half_minus_one" else tiny_half
+        den_tex = T.num(half - 1) if denominator == "half_minus_one" else T.num(half)
+
+        def freqs(e):
+            return torch.exp(-torch.arange(tiny_half, dtype=torch.float64) * (torch.log(torch.tensor(10000.0, dtype=torch.float64)) / tiny_den))
+
+        def rows(e):
+            a = (e["ids"][..., None].to(torch.float64) + shift) * e["w"]
+            return torch.cat((a.sin(), a.cos()), dim=-1)
+
+        at = rf"t+{shift}" if shift else "t"
+        words = r"\quad\text{(rows shifted by the module's offset)}" if shift else ""
+        return Chain([
+            Step(rf"\omega_j=10000^{{-j/{den_tex}}},\quad j=0..{T.num(half - 1)}", "w", freqs),
+            Step(rf"p_t=\big[\sin(({at})\,\omega);\ \cos(({at})\,\omega)\big]\in\mathbb{{R}}^{{{T.num(width)}}}{words}", "y", rows, summary=True),
+        ], [positions], "y")
+
+    part.note("positions", "sinusoidal", "the module holds one computed table and no weights")
+    return part.choose("sinusoid", {f"{den}_{name}": (lambda den=den, shift=shift: build(den, shift))
+                                    for den in ("half_minus_one", "half") for name, shift in offsets.items()})

@@ -27,6 +27,17 @@ def _positions_from_mask(part: Part, path: str) -> bool:
     return built.facts.get("embedding", {}).get("value") == "positions_from_mask_offset"
 
 
+def _computed_table_steps(part: Part, path: str) -> list[str]:
+    """The TeX of the steps of a position module that computes its table and holds no weights (XGLM's
+    sinusoids): such a module has no page, so the step that calls it prints its rule; [] otherwise."""
+    from atlas.proof.library import chain_of
+
+    child = part.child(path)
+    if any(True for _ in child.full.parameters()):
+        return []
+    return [s.tex for s in chain_of(child).steps if s.tex]
+
+
 def _holds_bfloat16_scalar(module) -> bool:
     """Whether the model holds a one-number bfloat16 buffer (RecurrentGemma's embedding normalizer)."""
     import torch
@@ -73,9 +84,13 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         elif roles.position_embedding:
             import torch
 
+            looked_up = r"p=P[t]"
+            table = _computed_table_steps(part, roles.position_embedding)
+            if table:  # a table without weights has no page of its own: its rule is printed here (XGLM)
+                looked_up = r"p=P[t],\quad " + r",\quad ".join(table)
             steps += [
                 Step(r"t=0,\dots,T-1\quad\text{the positions of the prompt}", "pos", lambda e: torch.arange(e["ids"].shape[-1])[None]),
-                Step(r"p=P[t]", "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
+                Step(looked_up, "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
                 Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
             ]
             x0 = "x0"
