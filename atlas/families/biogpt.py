@@ -15,7 +15,7 @@ FAMILY = Family(
     vendor="Microsoft",
     released="2022-10",
     summary=(
-        "A GPT-2-sized decoder trained on PubMed: token embeddings scaled by the square root of the width, "
+        "A medium-sized GPT decoder trained on PubMed: token embeddings scaled by the square root of the width, "
         "learned positions read two rows late, LayerNorm pre-norm blocks with a GELU MLP, a tied head."
     ),
     tags=("Learned positions", "LayerNorm", "GELU MLP", "Tied embeddings"),

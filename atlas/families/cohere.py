@@ -16,7 +16,7 @@ FAMILY = Family(
     released="2024-03",
     summary=(
         "Parallel blocks under one bias-free LayerNorm, multi-head attention with interleaved rotary "
-        "positions, a SwiGLU MLP and scaled logits from a tied head over a 256k vocabulary."
+        "positions, a SwiGLU MLP and scaled logits from a tied head over a very large vocabulary."
     ),
     tags=("Parallel attention and MLP", "SwiGLU", "Tied embeddings"),
     checkpoint="CohereForAI/c4ai-command-r-v01",

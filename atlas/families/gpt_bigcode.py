@@ -16,7 +16,7 @@ FAMILY = Family(
     vendor="BigCode",
     released="2023-01",
     summary=(
-        "GPT-2's learned positions, LayerNorm and GELU MLP with multi-query attention: one key and one "
+        "The learned positions, LayerNorm and GELU MLP of the early GPTs with multi-query attention: one key and one "
         "value head shared by every query head, from one fused projection; a tied head."
     ),
     tags=("Learned positions", "LayerNorm", "GELU MLP", "Tied embeddings"),

@@ -16,8 +16,8 @@ FAMILY = Family(
     vendor="Meta",
     released="2021-12",
     summary=(
-        "A multilingual GPT-3-style decoder: scaled token embeddings plus fixed sinusoidal positions, "
-        "LayerNorm pre-norm blocks with a GELU MLP, a tied head over a 256k vocabulary."
+        "A multilingual decoder in the manner of the large GPTs: scaled token embeddings plus fixed sinusoidal positions, "
+        "LayerNorm pre-norm blocks with a GELU MLP, a tied head over a very large multilingual vocabulary."
     ),
     tags=("Sinusoidal positions", "LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="facebook/xglm-564M",
