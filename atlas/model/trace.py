@@ -349,11 +349,7 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
 
 
 def num_heads(attention) -> int:
-    # older modeling files keep the head count under their config's own key (GPT-1's n_head) and no config
-    for name in ("num_heads", "n_head", "n_heads"):
-        if isinstance(getattr(attention, name, None), int):
-            return getattr(attention, name)
-    return attention.config.num_attention_heads
+    return getattr(attention, "num_heads", None) or attention.config.num_attention_heads
 
 
 def eager_attention_function(attention):
