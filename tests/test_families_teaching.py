@@ -45,6 +45,10 @@ def test_codegen_350m_mono_parallel_block_untied_head(collected):
         + linear(d, d, bias=False)  # out_proj, no bias
         + linear(d, inner) + linear(inner, d)  # fc_in, fc_out
     )
+    # the fused projection is cut into four model-parallel column groups, each [query; value; key]: the
+    # layout measured on the run (no other reproduces the values the attention function received)
+    attn = f["equations"]["components"]["transformer_block.attn"]["facts"]
+    assert attn["qkv_layout"]["value"] == "sharded:4:qvk"
     head = linear(d, V)  # lm_head: untied, with a bias
     total = V * d + L * block + layer_norm(d) + head  # wte (no position table), blocks, ln_f, head
     assert model_total(f) == total
@@ -136,5 +140,10 @@ def test_xglm_sinusoidal_positions_hold_no_weights(collected):
     total = V * d + L * block + layer_norm(d)  # no position weights (a computed table); the head is embed_tokens
     assert model_total(f) == total
     assert f["sheet"]["positions"]["words"].startswith("sinusoidal")
+    # the table has no page of its own, so the model's step prints its rule: fairseq's frequencies,
+    # 10000^(-j/(half-1)), read two rows late
+    half = d // 2
+    looked_up = f["equations"]["components"]["model"]["steps"][2]["tex"]
+    assert f"10000^{{-j/{half - 1}}}" in looked_up and "(t+2)" in looked_up
     # Meta's name for the checkpoint is its size: 564M, to the million.
     assert round(total / 1e6) == 564
