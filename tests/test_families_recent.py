@@ -1,0 +1,41 @@
+"""Recent decoder-only families that fit kinds the atlas already proves, each against a hand derivation.
+
+As in tests/test_families_dense.py, every expected figure is derived here from the sizes in the
+family's config.json, read from the file by the test and put through a formula written out by hand;
+none is copied from the facts under test. Each formula first asserts the settings it relies on (biases,
+a tied head, fused projections), so a config that changes one fails here rather than passing a formula
+that no longer applies. Where the vendor publishes a parameter count, the test compares it at the
+vendor's rounding.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+from tests.test_families import BYTES, gqa_attention, model_total, sizes, stored, swiglu, vocabulary_matrices
+
+
+def kinds(facts):
+    return [(k["attention_type"], k["count"]) for k in facts["block_kinds"]]
+
+
+def children(facts, kind=0):
+    return {c["name"]: c["parameters"] for c in facts["accounting"]["block_kinds"][kind]["tree"]["children"]}
+
+
+# --- GLM-4 9B (0414) ------------------------------------------------------------------------------
+
+
+def test_glm4_four_norms_qkv_biases_and_a_fused_gate_up(collected):
+    f, c = collected("glm4").facts, released_config("glm4")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["attention_bias"] and not c["tie_word_embeddings"] and c["partial_rotary_factor"] == 0.5
+    attention = gqa_attention(d, H, KV, hd) + H * hd + 2 * KV * hd  # biases on q, k, v; none on o_proj
+    block = attention + swiglu(d, F) + 4 * d  # gate_up_proj (2F x d) + down_proj, and four RMSNorms
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 2 + 4)
+    assert children(f) == {"self_attn": attention, "mlp": swiglu(d, F), "input_layernorm": d,
+                           "post_self_attn_layernorm": d, "post_attention_layernorm": d, "post_mlp_layernorm": d}
+    # The vendor calls it a 9B model; the count rounds to 9 at one figure.
+    assert round(total / 1e9) == 9
