@@ -39,3 +39,20 @@ def test_glm4_four_norms_qkv_biases_and_a_fused_gate_up(collected):
                            "post_self_attn_layernorm": d, "post_attention_layernorm": d, "post_mlp_layernorm": d}
     # The vendor calls it a 9B model; the count rounds to 9 at one figure.
     assert round(total / 1e9) == 9
+
+
+# --- InternLM3 8B ---------------------------------------------------------------------------------
+
+
+def test_internlm3_is_llama_read_through_its_own_names(collected):
+    f, c = collected("internlm3").facts, released_config("internlm3")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["qkv_bias"] and not c["bias"] and not c["tie_word_embeddings"] and H == 16 * KV
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 2)
+    # The vendor names it an 8B model: 8.8 billion cut, not rounded, to whole billions (the untied head's
+    # 0.53 B is what takes it past 8.5).
+    assert int(total / 1e9) == 8 and round(total / 1e9, 1) == 8.8
