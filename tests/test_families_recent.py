@@ -56,3 +56,22 @@ def test_internlm3_is_llama_read_through_its_own_names(collected):
     # The vendor names it an 8B model: 8.8 billion cut, not rounded, to whole billions (the untied head's
     # 0.53 B is what takes it past 8.5).
     assert int(total / 1e9) == 8 and round(total / 1e9, 1) == 8.8
+
+
+# --- Hunyuan 7B (dense) ---------------------------------------------------------------------------
+
+
+def test_hunyuan_dense_qk_norms_after_the_rotation_and_a_tied_head(collected):
+    f, c = collected("hunyuan_v1_dense").facts, released_config("hunyuan_v1_dense")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["use_qk_norm"] and not c["use_cla"] and not c["attention_bias"] and not c["mlp_bias"]
+    assert c["tie_word_embeddings"] and c["rope_scaling"]["alpha"] == 1000
+    attention = gqa_attention(d, H, KV, hd) + 2 * hd  # query_layernorm and key_layernorm, one head wide
+    block = attention + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 1 + L * (4 + 2 + 3 + 2)
+    assert children(f)["self_attn"] == attention
+    # The vendor names it a 7B model: 7.5 billion, cut to whole billions.
+    assert int(total / 1e9) == 7 and round(total / 1e9, 1) == 7.5
