@@ -75,3 +75,19 @@ def test_hunyuan_dense_qk_norms_after_the_rotation_and_a_tied_head(collected):
     assert children(f)["self_attn"] == attention
     # The vendor names it a 7B model: 7.5 billion, cut to whole billions.
     assert int(total / 1e9) == 7 and round(total / 1e9, 1) == 7.5
+
+
+# --- ERNIE 4.5 0.3B -------------------------------------------------------------------------------
+
+
+def test_ernie4_5_dense_wide_heads_and_a_tied_head(collected):
+    f, c = collected("ernie4_5").facts, released_config("ernie4_5")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["use_bias"] and c["tie_word_embeddings"] and H * hd > d  # queries wider than the stream
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 1 + L * (4 + 3 + 2)
+    # Baidu's model card gives 0.36B parameters; ours agrees at that rounding.
+    assert round(total / 1e9, 2) == 0.36
