@@ -91,3 +91,21 @@ def test_ernie4_5_dense_wide_heads_and_a_tied_head(collected):
     assert stored(f)["tensors"] == 1 + 1 + L * (4 + 3 + 2)
     # Baidu's model card gives 0.36B parameters; ours agrees at that rounding.
     assert round(total / 1e9, 2) == 0.36
+
+
+# --- Helium 1 preview 2B --------------------------------------------------------------------------
+
+
+def test_helium_multi_head_attention_and_an_untied_head(collected):
+    f, c = collected("helium").facts, released_config("helium")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert KV == H and not c["attention_bias"] and not c["mlp_bias"] and not c["tie_word_embeddings"]
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 2)
+    embeddings = next(i for i in f["preview"]["identities"] if i["id"] == "embeddings")
+    assert embeddings["holds"] and embeddings["statement"] == "token_embeddings == layers[0].input"
+    # Kyutai calls it a 2B model; the count rounds to 2 at one figure.
+    assert round(total / 1e9) == 2
