@@ -109,3 +109,22 @@ def test_helium_multi_head_attention_and_an_untied_head(collected):
     assert embeddings["holds"] and embeddings["statement"] == "token_embeddings == layers[0].input"
     # Kyutai calls it a 2B model; the count rounds to 2 at one figure.
     assert round(total / 1e9) == 2
+
+
+# --- VaultGemma 1B --------------------------------------------------------------------------------
+
+
+def test_vaultgemma_two_norms_a_block_alternating_windows_and_a_tied_head(collected):
+    f, c = collected("vaultgemma").facts, released_config("vaultgemma")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["tie_word_embeddings"] and not c["attention_bias"] and KV == H
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d  # GeGLU has SwiGLU's three matrices
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 1 + L * (4 + 3 + 2)
+    assert set(children(f)) == {"self_attn", "mlp", "input_layernorm", "pre_feedforward_layernorm"}
+    # The configuration class alternates: even layers windowed, odd layers global.
+    assert sorted(kinds(f)) == [("full_attention", L // 2), ("sliding_attention", L - L // 2)]
+    # Google names it a 1B model; the count rounds to 1 at one figure.
+    assert round(total / 1e9) == 1
