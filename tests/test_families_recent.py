@@ -128,3 +128,25 @@ def test_vaultgemma_two_norms_a_block_alternating_windows_and_a_tied_head(collec
     assert sorted(kinds(f)) == [("full_attention", L // 2), ("sliding_attention", L - L // 2)]
     # Google names it a 1B model; the count rounds to 1 at one figure.
     assert round(total / 1e9) == 1
+
+
+# --- Nemotron (Minitron-4B) -----------------------------------------------------------------------
+
+
+def test_nemotron_layernorm_one_plus_gain_and_an_ungated_squared_relu(collected):
+    f, c = collected("nemotron").facts, released_config("nemotron")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["hidden_act"] == "relu2" and not c["tie_word_embeddings"] and H * hd > d
+    assert "attention_bias" not in c and "mlp_bias" not in c  # NemotronConfig's defaults: no biases
+    norm = 2 * d  # a LayerNorm's gain and bias
+    block = gqa_attention(d, H, KV, hd) + 2 * d * F + 2 * norm  # up and down, no gate
+    total = vocabulary_matrices(c) * V * d + norm + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + 2 + L * (4 + 2 + 4)
+    # The proof measured the LayerNorm whose gain is one plus the stored weight, not a plain one.
+    eq = f["equations"]["components"]
+    assert eq["transformer_block.input_layernorm"]["facts"]["norm"]["value"] == "layer_offset"
+    assert any(r"(1+g)" in s["tex"] for s in eq["transformer_block.input_layernorm"]["steps"])
+    # NVIDIA names it a 4B model; the count rounds to 4 at one figure.
+    assert round(total / 1e9) == 4
