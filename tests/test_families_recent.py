@@ -150,3 +150,25 @@ def test_nemotron_layernorm_one_plus_gain_and_an_ungated_squared_relu(collected)
     assert any(r"(1+g)" in s["tex"] for s in eq["transformer_block.input_layernorm"]["steps"])
     # NVIDIA names it a 4B model; the count rounds to 4 at one figure.
     assert round(total / 1e9) == 4
+
+
+# --- GraniteMoE 3.0 1B-A400M ----------------------------------------------------------------------
+
+
+def test_granitemoe_fused_experts_granite_scales_and_a_tied_head(collected):
+    f, c = collected("granitemoe").facts, released_config("granitemoe")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K = c["num_local_experts"], c["num_experts_per_tok"]
+    assert c["tie_word_embeddings"] and not c["attention_bias"]
+    experts = E * swiglu(d, F)  # input_linear [E, 2F, d] and output_linear [E, d, F]
+    block = gqa_attention(d, H, KV, hd) + E * d + experts + 2 * d  # router.layer [E, d]
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 1 + L * (4 + 1 + 2 + 2)
+    measured = {i["id"]: i for i in f["preview"]["identities"]}
+    assert f"residual_multiplier ({c['residual_multiplier']:g}) *" in measured["block_sum"]["statement"]
+    assert all(i["holds"] for i in measured.values())
+    # IBM names it 1B total, 400M active (a400m); ours agree at that rounding (1.3 B and 0.43 B).
+    assert round(total / 1e9) == 1 and round(f["accounting"]["model"]["active"] / 1e8) == 4
