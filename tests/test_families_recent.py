@@ -172,3 +172,21 @@ def test_granitemoe_fused_experts_granite_scales_and_a_tied_head(collected):
     assert all(i["holds"] for i in measured.values())
     # IBM names it 1B total, 400M active (a400m); ours agree at that rounding (1.3 B and 0.43 B).
     assert round(total / 1e9) == 1 and round(f["accounting"]["model"]["active"] / 1e8) == 4
+
+
+# --- EXAONE 3.0 7.8B ------------------------------------------------------------------------------
+
+
+def test_exaone3_is_llama_under_gpt2_key_names(collected):
+    f, c = collected("exaone").facts, released_config("exaone")
+    # The file's own names: num_layers, not num_hidden_layers; head width hidden / heads.
+    V, d, L, H, KV, F = c["vocab_size"], c["hidden_size"], c["num_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["intermediate_size"]
+    hd = d // H
+    assert "num_hidden_layers" not in c and c["activation_function"] == "silu" and not c["tie_word_embeddings"]
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 2)
+    # LG names it a 7.8B model; ours agrees at that rounding.
+    assert round(total / 1e9, 1) == 7.8
