@@ -190,3 +190,24 @@ def test_exaone3_is_llama_under_gpt2_key_names(collected):
     assert stored(f)["tensors"] == 2 + 1 + L * (4 + 3 + 2)
     # LG names it a 7.8B model; ours agrees at that rounding.
     assert round(total / 1e9, 1) == 7.8
+
+
+# --- FlexOlmo 7x7B --------------------------------------------------------------------------------
+
+
+def test_flex_olmo_post_normed_mixture_of_full_width_experts(collected):
+    f, c = collected("flex_olmo").facts, released_config("flex_olmo")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K = c["num_experts"], c["num_experts_per_tok"]
+    assert not c["attention_bias"] and not c["tie_word_embeddings"] and not c["norm_topk_prob"]
+    attention = gqa_attention(d, H, KV, hd) + H * hd + KV * hd  # q_norm and k_norm over the whole projections
+    block = attention + E * d + E * swiglu(d, F) + 2 * d  # router, experts, two post-norms
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}  # no dtype named: transformers' float32
+    # The mixture's sum is stated through the block's post-norm, and holds.
+    mixture = next(i for i in f["preview"]["identities"] if i["id"] == "mixture_sum")
+    assert mixture["holds"] and mixture["statement"].startswith("post_feedforward_layernorm(mlp.routed_output) == mlp.mlp_output")
+    # Ai2 gives 33B parameters in all for the seven experts; ours agrees at that rounding.
+    assert round(total / 1e9) == 33
