@@ -211,3 +211,22 @@ def test_flex_olmo_post_normed_mixture_of_full_width_experts(collected):
     assert mixture["holds"] and mixture["statement"].startswith("post_feedforward_layernorm(mlp.routed_output) == mlp.mlp_output")
     # Ai2 gives 33B parameters in all for the seven experts; ours agrees at that rounding.
     assert round(total / 1e9) == 33
+
+
+# --- CWM 32B --------------------------------------------------------------------------------------
+
+
+def test_cwm_one_global_layer_in_four(collected):
+    f, c = collected("cwm").facts, released_config("cwm")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["mlp_bias"] and not c["tie_word_embeddings"] and "attention_bias" not in c
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # No layer_types in the file: the class makes layers 0, 4, 8, ... global, counted here by hand.
+    assert "layer_types" not in c
+    globals_ = len(range(0, L, 4))
+    assert sorted(kinds(f)) == [("full_attention", globals_), ("sliding_attention", L - globals_)]
+    # Meta names it a 32B model: 32.6 billion, cut to whole billions.
+    assert int(total / 1e9) == 32
