@@ -230,3 +230,27 @@ def test_cwm_one_global_layer_in_four(collected):
     assert sorted(kinds(f)) == [("full_attention", globals_), ("sliding_attention", L - globals_)]
     # Meta names it a 32B model: 32.6 billion, cut to whole billions.
     assert int(total / 1e9) == 32
+
+
+# --- Solar Open 100B ------------------------------------------------------------------------------
+
+
+def test_solar_open_a_mixture_with_a_shared_expert_in_every_block(collected):
+    f, c = collected("solar_open").facts, released_config("solar_open")
+    V, d, L, H, KV, hd, _ = sizes(c)
+    E, K, S, Fe = c["n_routed_experts"], c["num_experts_per_tok"], c["n_shared_experts"], c["moe_intermediate_size"]
+    assert c["first_k_dense_replace"] == 0 and not c["tie_word_embeddings"] and c["partial_rotary_factor"] == 1.0
+    # Llama's attention (no q/k norms, no biases), router, routed experts, one shared expert, two norms.
+    block = gqa_attention(d, H, KV, hd) + E * d + E * swiglu(d, Fe) + swiglu(d, S * Fe) + 2 * d
+    parameters = vocabulary_matrices(c) * V * d + d + L * block
+    assert f["accounting"]["model"]["parameters"] == parameters
+    # The router's selection bias is a buffer the files store, one value per routed expert a block.
+    assert f["accounting"]["model"]["stored_buffers"] == L * E
+    total = parameters + L * E
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, Fe)
+    assert kinds(f) == [(None, L)]
+    # Upstage names it a 100B model with 12B active: 102.7 billion in all, to two figures 100 (the name), and
+    # 12.05 billion active, 12 at whole billions.
+    assert round(total, -11) == 100e9 or round(total / 1e10) == 10
+    assert round(f["accounting"]["model"]["active"] / 1e9) == 12
