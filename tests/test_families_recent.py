@@ -252,5 +252,5 @@ def test_solar_open_a_mixture_with_a_shared_expert_in_every_block(collected):
     assert kinds(f) == [(None, L)]
     # Upstage names it a 100B model with 12B active: 102.7 billion in all, to two figures 100 (the name), and
     # 12.05 billion active, 12 at whole billions.
-    assert round(total, -11) == 100e9 or round(total / 1e10) == 10
+    assert round(total / 1e10) == 10
     assert round(f["accounting"]["model"]["active"] / 1e9) == 12
