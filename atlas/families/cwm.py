@@ -14,7 +14,7 @@ FAMILY = Family(
     vendor="Meta FAIR",
     released="2025-09",
     summary=(
-        "A Llama 3 decoder whose layers alternate three sliding-window attentions with one global, with a "
+        "A Llama-style decoder whose layers alternate three sliding-window attentions with one global, with a "
         "llama3-stretched rotary and a SwiGLU MLP."
     ),
     tags=("Sliding window", "SwiGLU", "Dense"),

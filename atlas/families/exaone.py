@@ -14,7 +14,7 @@ FAMILY = Family(
     vendor="LG AI Research",
     released="2024-08",
     summary=(
-        "A Llama-shaped grouped-query decoder without biases whose configuration uses GPT-2's key names, "
+        "A Llama-shaped grouped-query decoder without biases whose configuration uses GPT's older key names, "
         "with a SwiGLU MLP and a separate output head."
     ),
     tags=("SwiGLU", "Dense"),

@@ -17,7 +17,7 @@ FAMILY = Family(
     vendor="Allen Institute for AI",
     released="2025-07",
     summary=(
-        "OLMo 2's post-norm block with full-width q/k norms around a mixture of separately trained, "
+        "The post-norm OLMo block with full-width q/k norms around a mixture of separately trained, "
         "full-width SwiGLU experts, softmax top-k routed without renormalising."
     ),
     tags=("Post-norm sublayers", "Q/K norm", "Top-k routing"),
