@@ -19,7 +19,7 @@ FAMILY = Family(
         "A grouped-query decoder with four RMSNorms to a block (before and after each sublayer), q/k/v "
         "biases, rotary positions on half of each head and a fused SwiGLU."
     ),
-    tags=("Sandwich norms", "QKV bias", "Partial rotary", "SwiGLU", "Dense"),
+    tags=("Sandwich norms", "QKV bias", "Partial rotary", "Fused gate/up", "SwiGLU", "Dense"),
     checkpoint="zai-org/GLM-4-9B-0414",
     model_class="Glm4ForCausalLM",
     config_class="Glm4Config",

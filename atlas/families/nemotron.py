@@ -18,7 +18,7 @@ FAMILY = Family(
         "A grouped-query decoder with LayerNorms whose gain is one plus the stored weight, partial rotary "
         "positions and an ungated squared-ReLU MLP."
     ),
-    tags=("Squared ReLU", "Partial rotary", "Dense"),
+    tags=("LayerNorm", "Squared ReLU", "Ungated MLP", "Partial rotary", "Dense"),
     checkpoint="nvidia/Minitron-4B-Base",
     model_class="NemotronForCausalLM",
     config_class="NemotronConfig",
