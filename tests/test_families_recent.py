@@ -206,9 +206,9 @@ def test_flex_olmo_post_normed_mixture_of_full_width_experts(collected):
     assert model_total(f) == stored(f)["weight_parameters"] == total
     assert f["accounting"]["model"]["active"] == total - L * (E - K) * swiglu(d, F)
     assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}  # no dtype named: transformers' float32
-    # The mixture's sum is stated through the block's post-norm, and holds.
-    mixture = next(i for i in f["preview"]["identities"] if i["id"] == "mixture_sum")
-    assert mixture["holds"] and mixture["statement"].startswith("post_feedforward_layernorm(mlp.routed_output) == mlp.mlp_output")
+    # The mixture's plain sum does not hold by design (the block post-norms it), and the page says why.
+    skipped = {i["id"]: i["why"] for i in f["preview"]["not_applicable"]}
+    assert "post_feedforward_layernorm" in skipped["mixture_sum"]
     # Ai2 gives 33B parameters in all for the seven experts; ours agrees at that rounding.
     assert round(total / 1e9) == 33
 

@@ -24,4 +24,9 @@ FAMILY = Family(
     checkpoint="allenai/FlexOlmo-7x7B-1T",
     model_class="FlexOlmoForCausalLM",
     config_class="FlexOlmoConfig",
+    not_applicable={
+        "mixture_sum": ("the block normalises the mixture's output (post_feedforward_layernorm) before the add, so "
+                        "mlp_output is the norm's output, not the routed sum; the notes check the norm of the routed "
+                        "sum against it instead"),
+    },
 )

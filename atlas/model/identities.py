@@ -11,26 +11,12 @@ import math
 
 from atlas.model.introspect import find_block_list, num_blocks
 from atlas.model.preview import PreviewRun
-from atlas.model.roles import block_roles
 
 TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
 
 
 def _max_abs(tensor) -> float:
     return float(tensor.detach().abs().max()) if tensor.numel() else 0.0
-
-
-def _mlp_post_norms(preview: PreviewRun, moe: list[int]):
-    """(name, {block: norm module}) where every mixture block normalises the mixture's output before the
-    add (mlp_output is then the norm's output, routed_output the mixture's); None elsewhere."""
-    if not moe:
-        return None
-    layers = find_block_list(preview.model, num_blocks(preview.config))[1]
-    names = {i: block_roles(layers[i]).mlp_post_norm for i in moe}
-    if len(set(names.values())) != 1 or None in names.values():
-        return None
-    name = names[moe[0]]
-    return name, {i: getattr(layers[i], name) for i in moe}
 
 
 def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None) -> tuple[list[dict], list[dict]]:
@@ -109,10 +95,6 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         identity("mixture_sum", "mlp.routed_output + mlp.shared_expert_output == mlp.mlp_output", shared,
                  lambda i: _max_abs(L[i].mlp.routed_output + L[i].mlp.shared_expert_output - L[i].mlp.mlp_output),
                  None if moe else "no block is a mixture of experts")
-    elif post_normed := _mlp_post_norms(preview, moe):  # the block normalises the mixture's output (FlexOlmo)
-        identity("mixture_sum", f"{post_normed[0]}(mlp.routed_output) == mlp.mlp_output (no shared expert; the block "
-                 "normalises the mixture's output before the add)", moe,
-                 lambda i: _max_abs(post_normed[1][i](L[i].mlp.routed_output.reshape(L[i].mlp.mlp_output.shape)) - L[i].mlp.mlp_output))
     else:  # a mixture without a shared expert: the routed experts are the whole MLP output
         identity("mixture_sum", "mlp.routed_output == mlp.mlp_output (no shared expert)", moe,
                  lambda i: _max_abs(L[i].mlp.routed_output - L[i].mlp.mlp_output))
