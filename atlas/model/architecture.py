@@ -89,11 +89,11 @@ def profile_of(components: Iterable[tuple[str, dict[str, Any]]], facts: dict[str
         if kind in ("rotary", "rotary_table"):
             note("rotary", cid)
         if kind == "norm":
-            note("layernorm" if _value(c, "norm") == "layer" else "rmsnorm", cid)
+            note("layernorm" if _value(c, "norm") in ("layer", "layer_offset") else "rmsnorm", cid)
         if kind == "gated_norm":
             note("rmsnorm", cid)
         if kind == "weightless_norm":
-            note("layernorm" if _value(c, "norm") == "layer" else "rmsnorm", cid)
+            note("layernorm" if _value(c, "norm") in ("layer", "layer_offset") else "rmsnorm", cid)
         if kind == "linear" and _value(c, "bias") and not cid.endswith("lm_head"):
             note("bias", cid)
         if kind == "dense_mlp" and _value(c, "mlp") == "gated":

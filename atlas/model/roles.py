@@ -38,6 +38,9 @@ ATTENTION_NORM_NAMES = ("input_layernorm", "ln_1", "attention_norm", "pre_attent
 # post_attention_layernorm a post-norm of the attention (Gemma 2 and 3).
 MLP_NORM_NAMES = ("pre_feedforward_layernorm", "post_attention_layernorm", "ln_2", "ffn_norm", "pre_mlp_layernorm")
 MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
+# A post-norm of the attention named apart (GLM-4's post_self_attn_layernorm): where it is present,
+# post_attention_layernorm keeps Llama's meaning, the MLP's input norm, although the MLP is post-normed too.
+ATTENTION_POST_NORM_NAMES = ("post_self_attn_layernorm",)
 POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
 # A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm;
@@ -250,7 +253,8 @@ def _read_block_roles(block) -> BlockRoles:
     mlp_post_norm = _child(block, MLP_POST_NORM_NAMES)
     # post_attention_layernorm is Llama's pre-MLP norm, unless the block also post-norms its MLP:
     # then it is the attention's post-norm (Gemma 2/3, OLMo 2).
-    attention_post_norm = "post_attention_layernorm" if mlp_post_norm and _child(block, ("post_attention_layernorm",)) else None
+    attention_post_norm = _child(block, ATTENTION_POST_NORM_NAMES) or (
+        "post_attention_layernorm" if mlp_post_norm and _child(block, ("post_attention_layernorm",)) else None)
     post_norms = {attention_post_norm, mlp_post_norm}
     norms = [n for n, m in block.named_children() if _is_norm(m) and n not in post_norms]
     attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)

@@ -100,8 +100,23 @@ def tiny_values(config) -> dict[str, Any]:
     values["initializer_range"] = TINY["hidden_size"] ** -0.5  # wide enough weights for visible patterns
     for token in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if hasattr(config, token):
-            values[token] = None
+            # no id of the pinned vocabulary fits the tiny one: none, or id 0 where the class's field takes
+            # no None (CwmConfig's bos_token_id is an int)
+            values[token] = None if _takes_none(type(config), token) else 0
     return values
+
+
+def _takes_none(cls, field: str) -> bool:
+    """Whether the configuration class's annotation of ``field`` admits None (true where it says nothing)."""
+    import types
+    import typing
+
+    annotation = next((c.__annotations__[field] for c in cls.__mro__ if field in getattr(c, "__annotations__", {})), None)
+    if annotation is None or isinstance(annotation, str):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return type(None) in typing.get_args(annotation)
+    return annotation is type(None) or annotation is typing.Any
 
 
 TINY_INDEX_TOPK = 8  # shorter than the prompt: the later queries' indexers drop positions

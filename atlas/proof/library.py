@@ -79,7 +79,7 @@ def linear_call(part: Part, name: str, x: "E.Sym", symbol: str) -> "E.Child":
     return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{a}\,{symbol}{top}{b}")
 
 
-NORM_NAMES = {"rms": "RMSNorm", "rms_offset": "RMSNorm", "layer": "LayerNorm", "l2": "L2Norm"}
+NORM_NAMES = {"rms": "RMSNorm", "rms_offset": "RMSNorm", "layer": "LayerNorm", "layer_offset": "LayerNorm", "l2": "L2Norm"}
 
 
 def norm_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
@@ -144,8 +144,9 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
             Step(expr=E.Let(out, ((1 + g) if offset else g) * xhat), out="y", summary=True),
         ], [X], "y")
 
-    def layer() -> Chain:
-        centred = (xs - mu) / E.sqrt(var + eps) * g
+    def layer(offset: bool = False) -> Chain:
+        # offset: the gain is one plus the stored weight (Nemotron's LayerNorm1P), as in rms_offset
+        centred = (xs - mu) / E.sqrt(var + eps) * ((1 + g) if offset else g)
         with_bias = "bias" in dict(part.tiny.named_parameters())
         return Chain([  # mean-centred, a gain, and a bias where the module holds one (Cohere's has none)
             Step(expr=E.Let(mu, E.Mean(xs)), out="mu"),
@@ -156,9 +157,9 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     part.note("eps", eps.full, "the module's epsilon")
     variants = {"rms": lambda: rms(False), "rms_offset": lambda: rms(True)}
     if "bias" in dict(part.tiny.named_parameters()):
-        variants = {"layer": layer, **variants}
+        variants = {"layer": layer, "layer_offset": lambda: layer(True), **variants}
     else:
-        variants["layer"] = layer
+        variants.update(layer=layer, layer_offset=lambda: layer(True))
     return part.choose("norm", variants)
 
 

@@ -29,7 +29,7 @@ def role(node: dict[str, Any]) -> str:
     """The kind of component a node is, as the proof's reading of its module says."""
     kind = node["kind"]
     if kind == "norm":
-        return "layernorm" if fact(node, "norm") == "layer" else "rmsnorm"
+        return "layernorm" if fact(node, "norm") in ("layer", "layer_offset") else "rmsnorm"
     if kind == "mixture":
         return "moe"
     if kind == "dense_mlp":
@@ -40,7 +40,7 @@ def role(node: dict[str, Any]) -> str:
 
 def norm_word(node: dict[str, Any]) -> str:
     """What a norm is called on the page: LayerNorm, RMSNorm, or RMSNorm with a (1 + g) gain."""
-    return {"layer": "LayerNorm", "rms": "RMSNorm", "rms_offset": "RMSNorm (1 + g)"}.get(fact(node, "norm"), "norm")
+    return {"layer": "LayerNorm", "rms": "RMSNorm", "rms_offset": "RMSNorm (1 + g)", "layer_offset": "LayerNorm (1 + g)"}.get(fact(node, "norm"), "norm")
 
 
 def anatomy(block: dict[str, Any]) -> dict[str, str | None]:

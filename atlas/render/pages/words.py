@@ -25,6 +25,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         eps = f" (ε = {fact(node, 'eps'):g})" if fact(node, "eps") is not None else ""
         if r == "layernorm":
             learned = "gain and bias" if any(t["name"] == "bias" for t in node["tensors"]) else "gain (no bias)"
+            if fact(node, "norm") == "layer_offset":  # the stored weight is an offset from a gain of one
+                learned = learned.replace("gain", "gain of one plus a stored offset", 1)
             return f"Centres each {grouped(width)}-wide vector on its mean and divides it by its standard deviation{eps}, then applies a learned {learned} per feature."
         if fact(node, "gain") == "none":  # a norm that holds no tensor (Gemma 4's value norm)
             return f"Divides each vector by its root mean square{eps}; it has no learned gain and no parameters."
@@ -173,7 +175,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
     if r == "block" and anatomy(node).get("single"):
         a = anatomy(node)
         mixer = lowercase_title(title_of(kids[a["mixer"]]))
-        norm = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain"}.get(
+        norm = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain",
+                "layer_offset": "a LayerNorm with a (1 + g) gain"}.get(
             fact(kids[a["pre_mixer"]], "norm") if a["pre_mixer"] else None, "no norm")
         scale = fact(node, "residual_scale")
         added = "scales its output by the config's residual_multiplier and adds it back" if scale == "config_residual_multiplier" else "adds its output back"
@@ -192,8 +195,10 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         parts = [lowercase_title(title_of(x)) for x in (attn, mlp) if x is not None]
         kinds = {fact(kids[n], "norm") for n in (a["pre_attn"], a["post_attn"], a["pre_ffn"], a["post_ffn"]) if n}
         kind = kinds.pop() if len(kinds) == 1 else None
-        one = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain"}.get(kind, "a norm")
-        two = {"layer": "LayerNorms", "rms": "RMSNorms", "rms_offset": "RMSNorms with a (1 + g) gain"}.get(kind, "norms")
+        one = {"layer": "a LayerNorm", "rms": "an RMSNorm", "rms_offset": "an RMSNorm with a (1 + g) gain",
+               "layer_offset": "a LayerNorm with a (1 + g) gain"}.get(kind, "a norm")
+        two = {"layer": "LayerNorms", "rms": "RMSNorms", "rms_offset": "RMSNorms with a (1 + g) gain",
+               "layer_offset": "LayerNorms with a (1 + g) gain"}.get(kind, "norms")
         if a["post_attn"] and (a["pre_attn"] or a["pre_ffn"]):
             where = f"each between two {two}"
         elif a["post_attn"] or a["post_ffn"]:
