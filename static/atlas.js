@@ -345,8 +345,11 @@
       var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
       var shown = 0;
       cards.forEach(function (card) {
-        // found by its family words (data-search), its standard values' names (data-names) and its text
-        var hay = (card.getAttribute("data-search") + " " + card.getAttribute("data-names") + " " + card.getAttribute("data-tools") + " " + card.textContent).toLowerCase();
+        // found by its family words (data-search), its standard values' names and libraries' names, and its text
+        // (the names, from search-data.js beside the index: atlas/render/site.py render_search_data)
+        var family = card.getAttribute("data-family");
+        var known = (window.ATLAS_SEARCH || {})[family] || { names: [], tools: [] };
+        var hay = (card.getAttribute("data-search") + " " + known.names.join(" ") + " " + known.tools.join(" ") + " " + card.textContent).toLowerCase();
         var ok = words.every(function (w) { return hay.indexOf(w) >= 0; });
         card.hidden = !ok;
         if (ok) shown++;
@@ -354,10 +357,9 @@
         names.innerHTML = "";
         // The card lists its standard values by name; each has its page at <family>/c/value.<name>.html
         // (atlas/render/search.py), and the build checked that every one exists.
-        var family = card.getAttribute("data-family");
-        var entries = (card.getAttribute("data-names") || "").split(" ").filter(Boolean).map(function (term) {
+        var entries = known.names.map(function (term) {
           return { term: term, kind: "value", target: family + "/c/value." + term + ".html" };
-        }).concat((card.getAttribute("data-tools") || "").split(" ").filter(Boolean).map(function (pair) {
+        }).concat(known.tools.map(function (pair) {
           // a library's name for a value, "hook_resid_pre=layer_input": it leads to that value's page
           var at = pair.lastIndexOf("=");
           return { term: pair.slice(0, at), kind: "tool", target: family + "/c/value." + pair.slice(at + 1) + ".html" };

@@ -31,6 +31,15 @@ def released_config(name: str) -> dict:
     return whole[family.config_section] if family.config_section else whole
 
 
+def search_data(site: Path) -> dict:
+    """The index's search data (search-data.js beside index.html): each family's standard names and
+    libraries' names, read back from the script the index loads."""
+    text = (site / "search-data.js").read_text(encoding="utf-8")
+    prefix = "window.ATLAS_SEARCH = "
+    assert text.startswith(prefix) and text.endswith(";\n"), text[:80]
+    return json.loads(text[len(prefix):-2])
+
+
 def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "build.py", *args], cwd=project, capture_output=True, text=True, timeout=600)
 

@@ -13,6 +13,7 @@ from atlas.model import features
 from atlas.model.block_kinds import blocks_without_rotary
 from atlas.render import pages, search
 from atlas.errors import AtlasError
+from tests.conftest import search_data
 
 
 def abbreviations(facts) -> list[str]:
@@ -104,12 +105,16 @@ def test_an_entry_without_a_page_fails_naming_the_family_and_the_term():
 
 def test_the_built_index_offers_only_existing_pages_and_the_derived_tags(built_site):
     index = (built_site / "index.html").read_text(encoding="utf-8")
-    cards = re.findall(r'<li class="card family-card" data-search="([^"]*)" data-names=\'([^\']*)\' data-tools=\'([^\']*)\' data-family="([^"]+)">(.*?)</li>\n', index, re.S)
+    cards = re.findall(r'<li class="card family-card" data-search="([^"]*)" data-family="([^"]+)">(.*?)</li>\n', index, re.S)
     assert len(cards) == len(list(built_site.glob("*/facts.json")))
-    for found, names, tools, family, body in cards:
-        for term in names.split():  # the page static/atlas.js links each name to
+    data = search_data(built_site)
+    assert sorted(data) == sorted(family for _, family, _ in cards)  # one entry a card, no more
+    for found, family, body in cards:
+        names, tools = data[family]["names"], data[family]["tools"]
+        assert names, family  # every family shows standard values
+        for term in names:  # the page static/atlas.js links each name to
             assert (built_site / family / "c" / f"value.{term}.html").is_file(), term
-        for pair in tools.split():  # a library's name for a value: "hook_resid_pre=layer_input", that value's page
+        for pair in tools:  # a library's name for a value: "hook_resid_pre=layer_input", that value's page
             assert (built_site / family / "c" / f"value.{pair.rsplit('=', 1)[1]}.html").is_file(), pair
         facts = json.loads((built_site / family / "facts.json").read_text(encoding="utf-8"))
         shown = re.findall(r'<abbr class="tag feature" title="[^"]*">([^<]+)</abbr>', body)

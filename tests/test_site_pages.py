@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from atlas.families import names
-from tests.conftest import ROOT, run_build
+from tests.conftest import ROOT, run_build, search_data
 
 
 class Refs(HTMLParser):
@@ -181,7 +181,8 @@ def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
     import json
 
     index = (built_site / "index.html").read_text(encoding="utf-8")
-    searched = {m.group(3): set(m.group(1).split()) | set(m.group(2).split()) for m in re.finditer(r'data-search="([^"]*)" data-names=\'([^\']*)\' data-tools=\'[^\']*\' data-family="([^"]+)"', index)}
+    names = search_data(built_site)
+    searched = {m.group(2): set(m.group(1).split()) | set(names[m.group(2)]["names"]) for m in re.finditer(r'data-search="([^"]*)" data-family="([^"]+)"', index)}
     absent_in = {}
     for facts_file in sorted(built_site.glob("*/facts.json")):
         facts = json.loads(facts_file.read_text(encoding="utf-8"))

@@ -18,7 +18,7 @@ from atlas.facts import cache
 from atlas.facts.schema import read_site_facts
 from atlas.render import compare
 from atlas.render.math import KATEX
-from atlas.render.site import render_index, site_entry
+from atlas.render.site import SEARCH_SCRIPT, render_index, render_search_data, site_entry
 
 STATIC = Path(__file__).resolve().parents[2] / "static"
 
@@ -57,6 +57,7 @@ def write_site(out: Path, family_files: dict[str, str], known_families: list[str
                 index = render_index(present, lambda rel: (staging / rel).is_file())
                 visible_text.check_page("index.html", index)
                 publish.fresh(staging / "index.html").write_text(index, encoding="utf-8")
+                publish.fresh(staging / SEARCH_SCRIPT).write_text(render_search_data(present), encoding="utf-8")
                 compare.write_pages(staging, [e["compare"] for e in present])  # compare/: pairs of near relatives, and any pair in the browser
                 check_page_sizes(staging)  # every page the site will publish, kept families' included
                 publish.pause("written")

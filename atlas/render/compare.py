@@ -237,13 +237,13 @@ def render(present: list[dict[str, Any]]) -> dict[str, str]:
     families = [{"name": s["name"], "title": s["title"]} for s in summaries]
     files["compare/index.html"] = page.render(d=None, root="../", static=False, families=families,
                                               pairs=[[a["name"], b["name"]] for a, b in pairs], per_family=near.STATIC)
-    files[FAMILIES_SCRIPT] = _script("ATLAS_FAMILIES", {"families": families, "pairs": [[a["name"], b["name"]] for a, b in pairs]})
-    files[RELATIVES_SCRIPT] = _script("ATLAS_RELATIVES", nearest)
-    files[SUMMARY_SCRIPT] = _script("ATLAS_COMPARE", {s["name"]: s for s in summaries})
+    files[FAMILIES_SCRIPT] = script("ATLAS_FAMILIES", {"families": families, "pairs": [[a["name"], b["name"]] for a, b in pairs]})
+    files[RELATIVES_SCRIPT] = script("ATLAS_RELATIVES", nearest)
+    files[SUMMARY_SCRIPT] = script("ATLAS_COMPARE", {s["name"]: s for s in summaries})
     return files
 
 
-def _script(name: str, data: Any) -> str:
+def script(name: str, data: Any) -> str:
     """Data as a script that file:// pages can load (a fetch of JSON would be refused there)."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
     return f"window.{name} = {text};\n"

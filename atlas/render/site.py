@@ -130,7 +130,25 @@ def render_index(entries: list[dict[str, Any]], page_exists: Callable[[str], boo
     if page_exists is not None:
         for card in cards:
             search.check_targets(card["f"]["family"]["name"], card["v"]["search"], page_exists)
-    return environment().get_template("index.html").render(cards=cards, root="")
+    return environment().get_template("index.html").render(cards=cards, root="", search_script=SEARCH_SCRIPT)
+
+
+SEARCH_SCRIPT = "search-data.js"  # every card's standard names and libraries' names, beside the index
+
+
+def render_search_data(entries: list[dict[str, Any]]) -> str:
+    """What the index's search box finds beyond a card's words, as a script the index loads: for each
+    family, its standard values' names and its libraries' names for them ("hook_resid_pre=layer_input"),
+    each leading to that value's page. Carried apart from index.html, so that the index's weight grows
+    by a card's words, not by a hundred families' vocabularies."""
+    data = {}
+    for entry in entries:
+        card = entry["card"]
+        found = card["v"]["search"]
+        names = [e["term"] for e in found if e["kind"] == "value"]
+        tools = [f"{e['term']}={e['target'].rsplit('value.', 1)[1][:-len('.html')]}" for e in found if e["kind"] == "tool"]
+        data[card["f"]["family"]["name"]] = {"names": names, "tools": tools}
+    return compare.script("ATLAS_SEARCH", data)
 
 
 def site_entry(facts: dict[str, Any]) -> dict[str, Any]:
