@@ -332,6 +332,34 @@ def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}({a})")
 
 
+def function_activation(module, name: str) -> str | None:
+    """The activation a plain function held as attribute ``name`` computes (LFM2-MoE's experts hold
+    F.silu itself, no module): the one of ACTIVATION_FUNCTIONS that gives its values on a probe; None
+    where the attribute is a module, missing, or none of them matches."""
+    import torch
+
+    function = getattr(module, name, None)
+    if function is None or isinstance(function, torch.nn.Module) or not callable(function):
+        return None
+    probe = torch.linspace(-4.0, 4.0, 33)
+    with torch.no_grad():
+        got = function(probe)
+    return next((n for n, f in ACTIVATION_FUNCTIONS.items()
+                 if torch.allclose(f(E.Sym("g", "g")).run({"g": probe}), got, atol=1e-6)), None)
+
+
+def gate_activation(part: Part, name: str, g: "E.Sym") -> "E.Expr | None":
+    """``a`` from ``g`` through the module's activation ``name``: a child module measured by its own
+    chain, or a plain function measured on a probe (its step is then proven with the rest of the chain)."""
+    if name in dict(part.tiny.named_children()):
+        return activation_call(part, name, g)
+    measured = function_activation(part.tiny, name)
+    if measured is None:
+        return None
+    part.note("activation", measured, f"the module's {name} is a plain function; its values on a probe are {measured}'s")
+    return ACTIVATION_FUNCTIONS[measured](g)
+
+
 def activation_name(part: Part) -> str:
     """The activation a child act_fn computes (measured by its own chain)."""
     chain_of(part)
