@@ -55,3 +55,34 @@ def test_lfm2_moe(collected):
     assert by_kind["attention MoE block"]["values"] == 2 * KV * hd
     assert proven(f)
     assert {"short_conv", "mixture", "router", "experts"} <= set(f["equations"]["kinds"].values())
+
+
+# --- Bamba (Bamba-9B) -------------------------------------------------------------------------------
+
+
+def test_bamba(collected):
+    from tests.test_families_ssm import mamba2_mixer
+
+    f, c = collected("bamba").facts, released_config("bamba")
+    d, V, L, H, KV, F = (c[k] for k in ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size"))
+    assert not c["tie_word_embeddings"] and not c["attention_bias"] and not c["mamba_proj_bias"] and c["mamba_conv_bias"]
+    assert c["mamba_n_heads"] * c["mamba_d_head"] == c["mamba_expand"] * d
+    attention_at = c["attn_layer_indices"]
+    mamba = mamba2_mixer(d, c["mamba_n_heads"], c["mamba_d_head"], c["mamba_n_groups"], c["mamba_d_state"], c["mamba_d_conv"])
+    attention = gqa_attention(d, H, KV, d // H)
+    ffn = swiglu(d, F) + 2 * d  # gate, up, down and the block's two RMSNorms
+    total = 2 * V * d + d + len(attention_at) * (attention + ffn) + (L - len(attention_at)) * (mamba + ffn)
+    assert model_total(f) == stored(f)["weight_parameters"] == f["accounting"]["model"]["active"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # IBM names the model Bamba-9B: 9.78 B, the name rounding down to the whole billion
+    assert int(total / 1e9) == 9
+    kinds = {kd["label"]: kd["indices"] for kd in f["block_kinds"]}
+    assert kinds == {"state-space block": [i for i in range(L) if i not in attention_at], "attention block": attention_at}
+    # the Mamba-2 state is the same at every context; the attention blocks' keys and values grow
+    inner = c["mamba_n_heads"] * c["mamba_d_head"]
+    state = (inner + 2 * c["mamba_n_groups"] * c["mamba_d_state"]) * c["mamba_d_conv"] + inner * c["mamba_d_state"]
+    by_kind = {kd["label"]: kd for kd in f["cost"]["cache"]["kinds"]}
+    assert by_kind["state-space block"]["values"] == state and by_kind["state-space block"]["cap"] == 1
+    assert by_kind["attention block"]["values"] == 2 * KV * (d // H)
+    assert proven(f)
+    assert "mamba2" in f["equations"]["kinds"].values()
