@@ -86,3 +86,25 @@ def test_bamba(collected):
     assert by_kind["attention block"]["values"] == 2 * KV * (d // H)
     assert proven(f)
     assert "mamba2" in f["equations"]["kinds"].values()
+
+
+# --- BitNet b1.58 (bitnet-b1.58-2B-4T-bf16) ---------------------------------------------------------
+
+
+def test_bitnet(collected):
+    f, c = collected("bitnet").facts, released_config("bitnet")
+    d, V, L, H, KV, F = (c[k] for k in ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size"))
+    assert c["tie_word_embeddings"] and not c["attention_bias"] and c["hidden_act"] == "relu2"
+    hd = d // H
+    attention = gqa_attention(d, H, KV, hd) + H * hd  # q, k, v, o and the sub-norm over the joined heads
+    mlp = swiglu(d, F) + F  # gate, up, down and the sub-norm over the inner width
+    total = V * d + d + L * (attention + mlp + 2 * d)  # tied head, final norm, two norms per block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # Microsoft names it 2B (2.41 B here; the name rounds down to the whole billion)
+    assert int(total / 1e9) == 2
+    assert proven(f)
+    kinds = f["equations"]["kinds"]
+    assert kinds["transformer_block.self_attn.attn_sub_norm"] == kinds["transformer_block.mlp.ffn_sub_norm"] == "norm"
+    steps = {s["tex"] for c_ in ("transformer_block.self_attn", "transformer_block.mlp") for s in f["equations"]["components"][c_]["steps"]}
+    assert sum("Norm}_{\\text{sub}}" in s for s in steps) == 2

@@ -440,10 +440,13 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         steps.append(Step(expr=E.Let(g, E.Size(*gate_scale) * g, "(the module's gate_multiplier)"), summary=True))
     if act_child:
         steps.append(Step(expr=E.Let(a, activation_call(part, act_child, g)), value="mlp_activation", summary=True))
-    steps += [
-        Step(expr=E.Let(hs, a * u), value="mlp_neurons", summary=True),
-        Step(expr=E.Let(y, linear_call(part, down, hs, "W_d"), maps=(inner, d)), value=None if down_scale else "mlp_output", summary=True),
-    ]
+    sub_norm = "ffn_sub_norm" if "ffn_sub_norm" in names else None
+    steps.append(Step(expr=E.Let(hs, a * u), value=None if sub_norm else "mlp_neurons", summary=True))
+    if sub_norm:  # the gated product normalised across the inner width before the down projection (BitNet's ffn_sub_norm)
+        part.note("sub_norm", sub_norm, "the module's own norm child, called on the gated product before the down projection")
+        steps.append(Step(rf"h\leftarrow\operatorname{{Norm}}_{{\text{{sub}}}}(h)\quad\text{{across the inner width, before the down projection}}", "h",
+                          sub(part, sub_norm, x="h"), value="mlp_neurons", sub=f"{part.id}.{sub_norm}"))
+    steps.append(Step(expr=E.Let(y, linear_call(part, down, hs, "W_d"), maps=(inner, d)), value=None if down_scale else "mlp_output", summary=True))
     if down_scale:  # the down projection's output times a constant the module holds (Falcon-H1's mlp_multipliers[1])
         steps.append(Step(expr=E.Let(y, E.Size(*down_scale) * y, "(the module's down_multiplier)"), value="mlp_output", summary=True))
         part.note("multipliers", {"gate": gate_scale[0] if gate_scale else 1.0, "down": down_scale[0]}, "the module's gate_multiplier and down_multiplier")
