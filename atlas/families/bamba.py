@@ -19,7 +19,7 @@ FAMILY = Family(
     vendor="IBM",
     released="2024-12",
     summary=(
-        "Mamba-2 mixers in all but three blocks, grouped-query attention in those three, every block "
+        "Mamba mixers in most blocks, grouped-query attention in a few chosen by index, every block "
         "closing with a SwiGLU feed-forward."
     ),
     tags=("Mamba-2", "Hybrid", "SwiGLU", "Dense"),

@@ -31,8 +31,8 @@ FAMILY = Family(
     vendor="Liquid AI",
     released="2025-10",
     summary=(
-        "LFM2's gated short convolutions and few attention blocks, with a mixture of 32 experts chosen by "
-        "biased sigmoid scores after two dense blocks."
+        "LFM2's gated short convolutions and few attention blocks, with a mixture of narrow experts chosen by "
+        "biased sigmoid scores after the first dense blocks."
     ),
     tags=("Short convolution", "Hybrid", "SwiGLU"),
     checkpoint="LiquidAI/LFM2-8B-A1B",
