@@ -108,3 +108,20 @@ def test_bitnet(collected):
     assert kinds["transformer_block.self_attn.attn_sub_norm"] == kinds["transformer_block.mlp.ffn_sub_norm"] == "norm"
     steps = {s["tex"] for c_ in ("transformer_block.self_attn", "transformer_block.mlp") for s in f["equations"]["components"][c_]["steps"]}
     assert sum("Norm}_{\\text{sub}}" in s for s in steps) == 2
+
+
+# --- a Mamba-2 mixer's sizes read under Zamba2Config's own names ------------------------------------
+
+
+def test_ssm_sizes_read_zamba2_names():
+    """Zamba2Config names its Mamba-2 heads n_mamba_heads, their width mamba_headdim and the groups
+    mamba_ngroups; the projection's width is derived here by hand from those names."""
+    from transformers import Zamba2Config
+
+    from atlas.model.sizes import ssm_sizes
+
+    c = Zamba2Config(hidden_size=256, n_mamba_heads=8, mamba_expand=2, mamba_d_state=16, mamba_ngroups=2,
+                     num_hidden_layers=2, layers_block_type=["mamba", "hybrid"], num_attention_heads=4)
+    inner = 8 * c.mamba_headdim
+    assert inner == 2 * 256  # the class derives each head's width from the width: expand × width / heads
+    assert ssm_sizes(c) == {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * 2 * 16 + 8}
