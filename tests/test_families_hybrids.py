@@ -125,3 +125,42 @@ def test_ssm_sizes_read_zamba2_names():
     inner = 8 * c.mamba_headdim
     assert inner == 2 * 256  # the class derives each head's width from the width: expand × width / heads
     assert ssm_sizes(c) == {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * 2 * 16 + 8}
+
+
+# --- MiniMax-Text-01 --------------------------------------------------------------------------------
+
+
+def test_minimax(collected):
+    f, c = collected("minimax").facts, released_config("minimax")
+    d, V, L, H, KV, hd, F = (c[k] for k in ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads",
+                                             "num_key_value_heads", "head_dim", "intermediate_size"))
+    E, k, B = c["num_local_experts"], c["num_experts_per_tok"], c["block_size"]
+    assert not c["tie_word_embeddings"]
+    types = c["layer_types"]
+    lightning = 3 * d * H * hd + d * H * hd + H * hd * d + H * hd  # fused q-k-v, output gate, out_proj, the norm over the heads
+    softmax = gqa_attention(d, H, KV, hd)
+    expert = 3 * d * F  # each SwiGLU expert: gate, up, down
+    moe = d * E + E * expert + 2 * d  # router, experts and the block's two norms
+    params = 2 * V * d + d + types.count("linear_attention") * (lightning + moe) + types.count("full_attention") * (softmax + moe)
+    # the lightning module's decay tables are persistent buffers: one rate a head, a query and a key decay
+    # a head and position of a block, and a block × block decay matrix a head
+    buffers = types.count("linear_attention") * (H + 2 * H * B + H * B * B)
+    m = f["accounting"]["model"]
+    assert (m["parameters"], m["stored_buffers"], model_total(f)) == (params, buffers, params + buffers)
+    active = params - L * (E - k) * expert
+    assert m["active"] == active + buffers
+    # MiniMax's figures: 456 B total and 45.9 B activated per token. The total agrees at the whole billion
+    # (456.09 B parameters); the activated figure leaves out the embedding and the head (48.40 B less 2.46 B)
+    assert round(params / 1e9) == 456
+    assert round((active - 2 * V * d) / 1e8) / 10 == 45.9
+    kinds = {kd["label"]: kd["indices"] for kd in f["block_kinds"]}
+    assert kinds == {"linear attention block": [i for i, t in enumerate(types) if t == "linear_attention"],
+                     "global block": [i for i, t in enumerate(types) if t == "full_attention"]}
+    # a lightning block holds one head_dim × head_dim state a head, the same at any context
+    by_kind = {kd["label"]: kd for kd in f["cost"]["cache"]["kinds"]}
+    assert by_kind["linear attention block"]["values"] == H * hd * hd and by_kind["linear attention block"]["cap"] == 1
+    assert by_kind["global block"]["values"] == 2 * KV * hd
+    assert proven(f)
+    assert f["equations"]["kinds"]["linear_attention_block.self_attn"] == "lightning_attention"
+    block = f["equations"]["components"]["linear_attention_block"]
+    assert any(r"\,h+" in s["tex"] for s in block["steps"])  # the residual is the normalised input, times alpha
