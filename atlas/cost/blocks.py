@@ -58,6 +58,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     qk, v = sizes["qk_head_dim"], sizes["head_dim"]
     if roles.linear_attention:
         return linear_block_terms(block, roles, config, family)
+    if roles.lightning_attention:
+        return lightning_block_terms(block, roles, config)
     if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
         return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
@@ -192,6 +194,25 @@ def linear_block_terms(block, roles, config, family: str = "") -> BlockTerms:
                      "sums, which torch's flop counter does not count, and do not grow with the context")
     return BlockTerms("linear", None, cache_values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
 
+
+
+def lightning_block_terms(block, roles, config) -> BlockTerms:
+    """A block whose token mixer is lightning attention (MiniMax-Text-01): what it caches is one
+    head_dim × head_dim key-value state per head, the same at any context (one "position" of that
+    size, never more); a token's FLOPs are its matrices and, at each decoding step, two products with
+    each head's state (the key-value update and the query's read-out), neither growing with the context."""
+    mixer = block.get_submodule(roles.attention)
+    heads, head_dim = mixer.num_attention_heads, mixer.head_dim
+    state = linear_state_values(heads, head_dim, head_dim)
+    cache_formula = (f"{heads} heads × {grouped(head_dim)} key dims × {grouped(head_dim)} value dims = {grouped(state)} values of "
+                     "decaying key-value state per sequence, whatever the context (held as one position)")
+    matrices, routed = matrix_values(block, roles, experts_per_token(config))
+    reads = 2 * 2 * state
+    fixed = 2 * matrices + reads
+    flops_formula = (f"2 × {grouped(matrices)} matrix values = {grouped(2 * matrices)}; + 2 × 2 × {grouped(state)} = {grouped(reads)} "
+                     "for the decoding step's two products with each head's state (the new key times its value, added to the "
+                     "decayed state; the query times the state), which do not grow with the context")
+    return BlockTerms("linear", None, state, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
 
 
 def attention_and_state_terms(block, roles, config, family: str = "") -> BlockTerms:

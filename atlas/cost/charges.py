@@ -39,7 +39,7 @@ class ModelCharges:
             experts = experts_module(block, roles)
             if experts is not None:
                 self.experts[i] = (experts, roles.dense_dispatch)
-            if roles.attention is not None and not roles.linear_attention:
+            if roles.attention is not None and not roles.linear_attention and not roles.lightning_attention:
                 self.attentions[i] = attention_modules(block, roles)
                 self.expands[i] = [a.kv_b_proj for a in self.attentions[i] if getattr(a, "kv_b_proj", None) is not None]
 

@@ -52,6 +52,11 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
                 cache = DynamicCache(config=config)
                 model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            # a linear-attention state the cache keeps beside its layers, one per block (MiniMax's linear_cache)
+            for i, state in enumerate(getattr(cache, "linear_cache", None) or []):
+                if isinstance(state, torch.Tensor):
+                    held += [0] * (i + 1 - len(held))
+                    held[i] += int(state.numel()) // run.ids.shape[0]
             zero_slots.start()
             charges.start()
             try:

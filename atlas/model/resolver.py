@@ -121,7 +121,14 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
             rule(name, None, words)
         rule("attention_premix", None, f"block {index}'s token mixer is linear attention: its output projection receives "
              "the gated, normalized read-out of its value heads, not softmax heads")
-    linear_words = f"block {index}'s token mixer is softmax attention: it keeps no recurrent state"
+    if b.lightning_attention:
+        words = (f"block {index}'s token mixer is lightning attention: linear attention computed inside its own forward, "
+                 "with no attention scores or probabilities")
+        for name in ("attention_queries", "attention_keys", "attention_values", "attention_scores",
+                     "attention_probabilities", "attention_head_outputs", "attention_premix"):
+            rule(name, None, words)
+    linear_words = (f"block {index}'s token mixer is lightning attention: its decay is fixed a head and no delta rule runs"
+                    if b.lightning_attention else f"block {index}'s token mixer is softmax attention: it keeps no recurrent state")
     for element, name in enumerate(("linear_attention_queries", "linear_attention_keys", "linear_attention_values",
                                     "linear_attention_decay", "linear_attention_beta")):
         rule(name, Read("delta_rule_args", element=element) if b.linear_attention else None, linear_words)

@@ -22,6 +22,7 @@ from atlas.model.structure import (
     is_dense_dispatch,
     is_grouped_linear,
     is_indexer,
+    is_lightning_attention,
     is_linear_attention,
     is_recurrent_block,
     is_rg_lru,
@@ -87,6 +88,8 @@ class BlockRoles:
     linear_attention: bool = False
     # ... whose decay is one per key channel rather than one per head (see has_channel_decay)
     channel_decay: bool = False
+    # the token mixer is lightning attention: linear attention with a fixed decay a head (see is_lightning_attention)
+    lightning_attention: bool = False
     # a state-space mixer (Mamba-2) and its norm; inside it, relative to it: the input projection, the
     # gated norm and the output projection
     ssm: str | None = None
@@ -292,6 +295,7 @@ def _read_block_roles(block) -> BlockRoles:
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         linear_attention=is_linear_attention(attn_module),
         channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
+        lightning_attention=is_lightning_attention(attn_module),
         ssm=ssm,
         ssm_norm=ssm_norm,
         ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
@@ -366,6 +370,7 @@ def _block_roles_of_lists(block, attention: str | None, mlp: str | None, lists: 
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
         linear_attention=is_linear_attention(attn_module),
         channel_decay=is_linear_attention(attn_module) and has_channel_decay(attn_module),
+        lightning_attention=is_lightning_attention(attn_module),
         attention_inline=attn_module is not None and attention_is_inline(attn_module),
         sublayer_lists=lists,
         experts_own_loop=_own_loop(mlp_module, experts),

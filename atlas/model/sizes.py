@@ -124,10 +124,10 @@ def linear_attention_sizes(config) -> dict[str, int]:
 
 # The keys configuration classes give a Mamba-2 mixer's sizes under (Nemotron-H's first, then
 # Granite 4.0-H's and Falcon-H1's).
-SSM_HEADS_KEYS = ("mamba_num_heads", "mamba_n_heads")
-SSM_HEAD_DIM_KEYS = ("mamba_head_dim", "mamba_d_head")
+SSM_HEADS_KEYS = ("mamba_num_heads", "mamba_n_heads", "n_mamba_heads")  # n_mamba_heads: Zamba2's
+SSM_HEAD_DIM_KEYS = ("mamba_head_dim", "mamba_d_head", "mamba_headdim")
 SSM_STATE_KEYS = ("ssm_state_size", "mamba_d_state")
-SSM_GROUPS_KEYS = ("n_groups", "mamba_n_groups")
+SSM_GROUPS_KEYS = ("n_groups", "mamba_n_groups", "mamba_ngroups")
 SSM_INNER_KEYS = ("mamba_d_ssm",)
 
 

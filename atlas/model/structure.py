@@ -74,6 +74,17 @@ def is_linear_attention(module) -> bool:
         isinstance(c, torch.nn.Conv1d) and c.groups == c.in_channels == c.out_channels for c in module.children())
 
 
+def is_lightning_attention(module) -> bool:
+    """A token mixer is lightning attention (MiniMax-Text-01) when it holds one decay rate per head as a
+    buffer (slope_rate) beside a fused query-key-value projection and an output gate: linear attention
+    whose state decays by a fixed factor, with no convolution and no softmax. Structure decides, never
+    the class name."""
+    if module is None:
+        return False
+    children, buffers = dict(module.named_children()), dict(module.named_buffers(recurse=False))
+    return "slope_rate" in buffers and {"qkv_proj", "output_gate", "out_proj"} <= set(children)
+
+
 def has_channel_decay(module) -> bool:
     """A linear-attention mixer decays its state channel by channel (Kimi delta attention) when its
     decay offset dt_bias holds more values than its decay rates A_log, one per head; a decay per head

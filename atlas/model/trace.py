@@ -349,7 +349,8 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
 
 
 def num_heads(attention) -> int:
-    return getattr(attention, "num_heads", None) or attention.config.num_attention_heads
+    # MiniMax's lightning attention holds num_attention_heads itself and no config
+    return getattr(attention, "num_heads", None) or getattr(attention, "num_attention_heads", None) or attention.config.num_attention_heads
 
 
 def eager_attention_function(attention):

@@ -12,7 +12,7 @@ import dataclasses
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof import expr as E
-from atlas.proof.library import activation_call, sub, swiglu_limit
+from atlas.proof.library import activation_call, gate_activation, sub, swiglu_limit
 from atlas.proof.router import TOKENS
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.sizes import routed_experts
@@ -26,7 +26,7 @@ def dense_experts(part: Part) -> Chain:
     n = gate_up.shape[0]
     stored_in_out = gate_up.shape[1] == d and part.full.down_proj.shape[2] == d
     inner = (gate_up.shape[2] if stored_in_out else gate_up.shape[1]) // 2
-    has_act = "act_fn" in dict(part.tiny.named_children())
+    act = gate_activation(part, "act_fn", E.Sym("g", "g"))
     Wt, Wd = ("W_{gu,e}", "W_{d,e}") if stored_in_out else (r"W_{gu,e}^{\top}", r"W_{d,e}^{\top}")
     rows = Input("x", "X", "hidden_states", "every expert's rows, one block of all the tokens per expert, expert by expert")
 
@@ -49,8 +49,8 @@ def dense_experts(part: Part) -> Chain:
             Step(rf"[g;\,u]=X_e {Wt}{T.maps(d, T.times(2, inner))}\quad\text{{every expert }}e", "gu", project),
             Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
         ]
-        if has_act:
-            steps.append(Step(expr=E.Let(E.Sym("a", "a"), activation_call(part, "act_fn", E.Sym("g", "g")))))
+        if act is not None:
+            steps.append(Step(expr=E.Let(E.Sym("a", "a"), act)))
         steps.append(Step(rf"Y_e=(a\odot u)\,{Wd}{T.maps(inner, d)}\quad\text{{the rows come back expert by expert}}", "y", down, summary=True))
         return Chain(steps, [rows], "y")
 
@@ -76,7 +76,6 @@ def experts(part: Part) -> Chain:
     biases = "gate_up_proj_bias" in names
     inputs = [TOKENS, Input("E", r"\mathcal{E}", "top_k_index", "the experts each token's routing slots chose"),
               Input("G", "G", "top_k_weights", "each slot's weight")]
-    has_act = "act_fn" in dict(part.tiny.named_children())
 
     def project(e):
         w = e.w("gate_up_proj")[e["E"]]  # (N, k, ·, ·): each slot's expert
@@ -105,6 +104,7 @@ def experts(part: Part) -> Chain:
     Wd = "W_{d,i}" if stored_in_out else r"W_{d,i}^{\top}"
 
     g, u, a = E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a")
+    act = gate_activation(part, "act_fn", g)
 
     def clamps(bound) -> list[Step]:
         """The gate clamped from above and the up projection on both sides, each its own expression."""
@@ -112,8 +112,8 @@ def experts(part: Part) -> Chain:
 
     def halves() -> Chain:
         steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1))]
-        if has_act:
-            steps.append(Step(expr=E.Let(a, activation_call(part, "act_fn", g))))
+        if act is not None:
+            steps.append(Step(expr=E.Let(a, act)))
         steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
         return Chain(steps, inputs, "y")
 
@@ -134,8 +134,8 @@ def experts(part: Part) -> Chain:
         limit, tiny_limit = swiglu_limit(part.full), swiglu_limit(part.tiny)
         steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
                  *clamps(E.Size(limit, tiny_limit))]
-        if has_act:
-            steps.append(Step(expr=E.Let(a, activation_call(part, "act_fn", g))))
+        if act is not None:
+            steps.append(Step(expr=E.Let(a, act)))
         steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
         part.note("clamp", limit, "the module's limit")
         return Chain(steps, inputs, "y")

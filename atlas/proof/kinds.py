@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, compressed, experts, hyper, library, linear, mixture, positions, rglru, router, sparse, ssm, stack
+from atlas.proof import attention, compressed, experts, hyper, library, lightning, linear, mixture, positions, rglru, router, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.model.sizes import routed_experts
-from atlas.model.structure import is_indexer, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+from atlas.model.structure import is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
 
 
 def _own(module) -> dict:
@@ -89,6 +89,8 @@ def kind_of(part: Part) -> str:
         return "short_conv"
     if is_linear_attention(m):
         return "linear_attention"
+    if is_lightning_attention(m):
+        return "lightning_attention"  # linear attention with a fixed decay a head, computed inside its forward (MiniMax-Text-01)
     if is_indexer(m):
         return "indexer"  # a sparse attention's lightning indexer: its own heads score past positions, the best are kept
     if "kv_a_proj_with_mqa" in children:
@@ -162,6 +164,7 @@ BUILDERS = {
     "mixture": mixture.mixture,
     "block": stack.block,
     "linear_attention": linear.linear_attention,
+    "lightning_attention": lightning.lightning_attention,
     "gated_norm": lambda part: part.choose("gated_norm_order", {  # two orders of the same parts, measured
         "norm_then_gate": lambda: linear.gated_norm(part), "gate_then_grouped_norm": lambda: ssm.gated_norm(part)}),
     "depthwise_conv": lambda part: part.choose("convolution_padding", {

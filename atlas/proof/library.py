@@ -333,6 +333,34 @@ def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}({a})")
 
 
+def function_activation(module, name: str) -> str | None:
+    """The activation a plain function held as attribute ``name`` computes (LFM2-MoE's experts hold
+    F.silu itself, no module): the one of ACTIVATION_FUNCTIONS that gives its values on a probe; None
+    where the attribute is a module, missing, or none of them matches."""
+    import torch
+
+    function = getattr(module, name, None)
+    if function is None or isinstance(function, torch.nn.Module) or not callable(function):
+        return None
+    probe = torch.linspace(-4.0, 4.0, 33)
+    with torch.no_grad():
+        got = function(probe)
+    return next((n for n, f in ACTIVATION_FUNCTIONS.items()
+                 if torch.allclose(f(E.Sym("g", "g")).run({"g": probe}), got, atol=1e-6)), None)
+
+
+def gate_activation(part: Part, name: str, g: "E.Sym") -> "E.Expr | None":
+    """``a`` from ``g`` through the module's activation ``name``: a child module measured by its own
+    chain, or a plain function measured on a probe (its step is then proven with the rest of the chain)."""
+    if name in dict(part.tiny.named_children()):
+        return activation_call(part, name, g)
+    measured = function_activation(part.tiny, name)
+    if measured is None:
+        return None
+    part.note("activation", measured, f"the module's {name} is a plain function; its values on a probe are {measured}'s")
+    return ACTIVATION_FUNCTIONS[measured](g)
+
+
 def activation_name(part: Part) -> str:
     """The activation a child act_fn computes (measured by its own chain)."""
     chain_of(part)
@@ -413,10 +441,13 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         steps.append(Step(expr=E.Let(g, E.Size(*gate_scale) * g, "(the module's gate_multiplier)"), summary=True))
     if act_child:
         steps.append(Step(expr=E.Let(a, activation_call(part, act_child, g)), value="mlp_activation", summary=True))
-    steps += [
-        Step(expr=E.Let(hs, a * u), value="mlp_neurons", summary=True),
-        Step(expr=E.Let(y, linear_call(part, down, hs, "W_d"), maps=(inner, d)), value=None if down_scale else "mlp_output", summary=True),
-    ]
+    sub_norm = "ffn_sub_norm" if "ffn_sub_norm" in names else None
+    steps.append(Step(expr=E.Let(hs, a * u), value=None if sub_norm else "mlp_neurons", summary=True))
+    if sub_norm:  # the gated product normalised across the inner width before the down projection (BitNet's ffn_sub_norm)
+        part.note("sub_norm", sub_norm, "the module's own norm child, called on the gated product before the down projection")
+        steps.append(Step(rf"h\leftarrow\operatorname{{Norm}}_{{\text{{sub}}}}(h)\quad\text{{across the inner width, before the down projection}}", "h",
+                          sub(part, sub_norm, x="h"), value="mlp_neurons", sub=f"{part.id}.{sub_norm}"))
+    steps.append(Step(expr=E.Let(y, linear_call(part, down, hs, "W_d"), maps=(inner, d)), value=None if down_scale else "mlp_output", summary=True))
     if down_scale:  # the down projection's output times a constant the module holds (Falcon-H1's mlp_multipliers[1])
         steps.append(Step(expr=E.Let(y, E.Size(*down_scale) * y, "(the module's down_multiplier)"), value="mlp_output", summary=True))
         part.note("multipliers", {"gate": gate_scale[0] if gate_scale else 1.0, "down": down_scale[0]}, "the module's gate_multiplier and down_multiplier")

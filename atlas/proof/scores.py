@@ -54,12 +54,17 @@ def _mask(T_, window):
     return torch.zeros(T_, T_, dtype=torch.float64).masked_fill(~allowed, NEG)
 
 
+# a norm the attention calls on its joined heads, before the output projection: the names it goes by
+SUB_NORM_NAMES = ("attn_sub_norm",)
+
+
 def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
                       gated: bool = False, alibi: str | None = None, selected: str | None = None) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
     ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
     indexer kept, -inf elsewhere), added with the causal mask."""
+    sub_norm = next((n for n in SUB_NORM_NAMES if n in dict(part.tiny.named_children())), None)
     Q, K, V, S, P = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_h")), E.Sym("V", T.v("V_h")), E.Sym("S", "S_h"), E.Sym("P", "P_h")
     if prescaled:
         part.note("scaling", _attr(part.full, "scaling"), "the module's scaling, applied to the queries before the scores")
@@ -115,8 +120,12 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
     steps += [
         Step(expr=E.Let(E.Sym("O", T.v("O_h")), E.mix(P, V)), value="attention_head_outputs"),
         Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
-             value=None if gated else "attention_premix"),
+             value=None if gated or sub_norm else "attention_premix"),
     ]
+    if sub_norm:  # the heads' outputs normalised across their whole width before the projection (BitNet's attn_sub_norm)
+        part.note("sub_norm", sub_norm, "the module's own norm child, called on the joined heads before the output projection")
+        steps.append(Step(rf"o\leftarrow\operatorname{{Norm}}_{{\text{{sub}}}}(o)\quad\text{{across all heads' width, before the output projection}}", "o",
+                          sub(part, sub_norm, x="o"), value="attention_premix", sub=f"{part.id}.{sub_norm}"))
     if gated:  # an output gate: each head's output scaled by the sigmoid of its own second query half
         steps.append(Step(r"o\leftarrow o\odot\sigma(G)\quad\text{the output gate}", "o", lambda e: e["o"] * e["G"].sigmoid(),
                           value="attention_premix", summary=True))

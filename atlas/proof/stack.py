@@ -42,7 +42,10 @@ def block(part: Part) -> Chain:
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
         # block's input and both are added at once): measured on the run, never told by a name.
-        return part.choose("residual", {"sequential": lambda: _block(part, None), "parallel": lambda: _parallel_block(part)})
+        variants = {"sequential": lambda: _block(part, None), "parallel": lambda: _parallel_block(part)}
+        if _residual_factors(part.tiny):  # the block holds alpha and beta factors for its adds (MiniMax-Text-01)
+            variants["normed_residual_scaled"] = lambda: _normed_residual_block(part)
+        return part.choose("residual", variants)
     return part.choose("residual_scale", {"config_residual_multiplier": lambda: _block(part, factor), "none": lambda: _block(part, None)})
 
 
@@ -142,6 +145,45 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
     if r.mlp is None and r.mlp_inline:
         part.note("inline_mlp", {"up": r.mlp_inline[0], "down": r.mlp_inline[1], "activation": r.mlp_inline[2]},
                   "the block's own children: its MLP has no module of its own")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+RESIDUAL_FACTORS = ("attn_alpha_factor", "attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor")
+
+
+def _residual_factors(block) -> tuple[float, ...] | None:
+    """The four numbers a block holds for its adds (MiniMax's attn_alpha_factor and the rest), else None."""
+    values = [getattr(block, n, None) for n in RESIDUAL_FACTORS]
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return tuple(float(v) for v in values) if ok else None
+
+
+def _normed_residual_block(part: Part) -> Chain:
+    """A block whose residual is its normalised input, not the input (MiniMax-Text-01): each add is
+    alpha times the normalised stream plus beta times the sublayer's output, alpha and beta the block's
+    own numbers (DeepNorm's alpha in the checkpoint's config)."""
+    r = block_roles(part.tiny)
+    aa, ab, ma, mb = _residual_factors(part.full)
+    taa, tab, tma, tmb = _residual_factors(part.tiny)
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
+    call = {"x": "h", **({"R": "R"} if rotary else {})}
+    num = lambda v: T.num(v) if float(v).is_integer() else f"{v:.4g}"
+    steps = [
+        Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True),
+        Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}(h{',' + T.c('R') if rotary else ''})", "da", child_output(part, r.attention, **call),
+             value="attention_output", summary=True),
+        Step(rf"x'={num(aa)}\,h+{num(ab)}\,\Delta_{{\mathrm{{attn}}}}\quad\text{{(the residual is the normalised input, times the block's alpha)}}", "xm",
+             lambda e: taa * e["h"] + tab * e["da"], value="layer_mid", summary=True),
+        Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output", summary=True),
+        Step(r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(h')", "dm", child_output(part, r.mlp, x="hm"), value="mlp_output", summary=True),
+        Step(rf"y={num(ma)}\,h'+{num(mb)}\,\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: tma * e["hm"] + tmb * e["dm"], value="layer_output", summary=True),
+    ]
+    part.note("residual_factors", dict(zip(RESIDUAL_FACTORS, (aa, ab, ma, mb))), "the block's own numbers, from the config")
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": r.attention_norm, "after attention": None, "before MLP": r.mlp_norm, "after MLP": None},
+              "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
 

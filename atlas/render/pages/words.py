@@ -71,6 +71,12 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return _attention_words(node, s)
     if r == "linear_attention":
         return _linear_attention_words(node)
+    if r == "lightning_attention":
+        heads = fact(node, "heads") or {}
+        d = heads.get("head_dim")
+        return (f"Lightning attention: {heads.get('query')} heads of {d} dims, each a linear attention without a softmax whose "
+                f"past is one {d} × {d} state that decays by a fixed factor of its own at every position; the heads' read-outs "
+                "are normalized across the width, gated by a sigmoid of the block's input and projected back.")
     if r == "indexer":
         ix = fact(node, "indexer") or {}
         return (f"Scores every earlier position for each query with {ix.get('heads')} heads of {ix.get('head_dim')} dims (the first "
