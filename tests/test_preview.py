@@ -176,8 +176,11 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
 
     # a learned position table: an embedding table of the model other than the token embeddings (GPT-2, OPT)
     learned_positions = any(isinstance(m, torch.nn.Embedding) and m is not run.model.get_input_embeddings() for m in run.model.modules())
+    # or a fixed table the model adds all the same (XGLM's sinusoids, a buffer, not an embedding)
+    learned_positions = learned_positions or t.has("position_embeddings")
     runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in range(n)}
-    dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or 0  # ERNIE 4.5 names its first mixture block
+    # ERNIE 4.5 names its first mixture block; LFM2-MoE counts its dense blocks
+    dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or c.get("num_dense_layers") or 0
     # every block from the first sparse one is a mixture where the config names routed experts (a
     # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
     mixture = any(c.get(k) or (c.get("ffn_config") or {}).get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))

@@ -37,6 +37,7 @@ MARKER_TEXT = "This folder is a site the architecture atlas built (python build.
 # What a build writes at the top of a site besides one folder per family: how a site built before the
 # marker existed is still recognised.
 SITE_PARTS = ("index.html", "static", "compare")
+SITE_FILES = ("index.html", "search-data.js")  # the files (not folders) a build writes at the site's root
 
 # The steps of publishing, in order. A test names one in STEP_VARIABLE to stop a build there:
 # "STEP kill" (the build kills itself, as a power cut would), "STEP term" (SIGTERM) or "STEP hold
@@ -280,16 +281,16 @@ def output_folder(out: Path) -> Path:
 def not_site(folder: Path) -> str | None:
     """None when a build may replace ``folder``: it is empty, holds the marker a build writes, or holds
     just what a build before the marker wrote (families' folders, and index.html, static/ and compare/:
-    all three or none); else why it is not a site."""
+    all three or none; and the index's search-data.js); else why it is not a site."""
     names = sorted(os.listdir(folder))
     if not names or _marked(folder / MARKER):
         return None
     from atlas import families
 
-    ours = set(SITE_PARTS) | set(families.names())
+    ours = set(SITE_PARTS) | set(SITE_FILES) | set(families.names())
     for name in names:
         path = folder / name
-        if name not in ours or path.is_symlink() or path.is_dir() == (name == "index.html"):
+        if name not in ours or path.is_symlink() or path.is_dir() == (name in SITE_FILES):
             return f"it holds {name!r}, which a build does not write, and no {MARKER} marker"
     parts = [n for n in SITE_PARTS if n in names]
     if parts and len(parts) < len(SITE_PARTS):  # a site's index comes with its scripts and its compare pages

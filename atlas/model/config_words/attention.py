@@ -393,3 +393,15 @@ def _attention_method(key, v, c):
         c.fail(key, "must be a name")
     return (f"The original code's name for its attention, {v!r}; transformers reads it nowhere: the class it builds "
             "decides the attention")
+
+_alias("attention_heads", "num_attention_heads")  # XGLM's name; its configuration class maps it onto the usual one
+
+
+@explains("block_size")
+def _block_size(key, v, c):
+    # MiniMax's lightning attention sums block by block: within a block by a decay matrix, across blocks by a state
+    n = c.count(key)
+    if not _built_as(c, "MiniMaxForCausalLM"):
+        return f"The model's own code works through the positions in blocks of {grouped(n)}"
+    return (f"Lightning attention computes its sum in blocks of {grouped(n)} positions: inside a block with a decay "
+            "matrix, across blocks with a decayed state it carries; the result is the same sum over every earlier position")

@@ -457,3 +457,14 @@ def _v4_notes() -> None:
 
 
 _v4_notes()
+
+
+@explains("num_dense_layers")
+def _num_dense_layers(key, v, c):
+    n = c.count(key)
+    return f"The first {_plural(n, 'block')} keep a dense MLP; every block after them has the mixture of experts"
+
+
+_switch("use_expert_bias",
+        "The router adds a stored bias per expert to the sigmoid scores when it picks the experts; the weights are the unbiased scores",
+        "The router picks the experts by their scores alone, with no bias per expert")

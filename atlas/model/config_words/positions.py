@@ -360,3 +360,10 @@ def _v4_notes() -> None:
 
 
 _v4_notes()
+
+
+@explains("attn_rotary_emb")
+def _attn_rotary_emb(key, v, c):
+    # Bamba's files carry the original code's rotary width; BambaConfig does not read it and fixes the share itself
+    return (f"The original code's rotary width, {grouped(c.count(key))} dims of each attention head; transformers' "
+            "configuration class does not read this key and sets partial_rotary_factor itself")

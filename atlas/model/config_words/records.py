@@ -253,3 +253,15 @@ def _class_num(key, v, c):
 @explains("pool_type")
 def _pool_type(key, v, c):
     return f"How the optional classification head pools the sequence: {_value_words(c.text(key))}"
+
+_dropout("embed_dropout", "the embeddings")
+_dropout("attention_probs_dropout_prob", "the attention pattern")
+_dropout("hidden_dropout_prob", "the embeddings and each sublayer's output before it is added to the stream")
+
+
+@explains("runner_max_sequence_length", unset=True)
+def _runner_max_sequence_length(key, v, c):
+    # a setting of the training code's runner that BigCode's files carry; no transformers class names it
+    if v is None:
+        return "Left unset: a setting of the training code's runner, which transformers does not read"
+    return f"{_value_words(v)}: a setting of the training code's runner, which transformers does not read"

@@ -11,6 +11,7 @@ from atlas.model.config_words.registry import (
     _alias,
     _built_as,
     _value_words,
+    explains,
 )
 from atlas.numbers import grouped
 
@@ -121,3 +122,12 @@ def _reserved(key, v, c):
 # keys that speak for an unset value).
 for _key in RESERVED_TOKENS:
     EXPLAIN[_key] = _reserved
+
+
+@explains("decoder_start_token_id")
+def _decoder_start(key, v, c):
+    # generation reads it only for encoder-decoder models; a decoder-only file may still carry it
+    if v is None:
+        return "Left unset: no token starts a decoder's output"
+    return (f"Token id {c.count(key)} would start the output of an encoder-decoder model's decoder; generation with a "
+            "decoder-only model does not use it")

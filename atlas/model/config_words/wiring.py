@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from atlas.model.config_words.registry import (
+    EXPLAIN,
     _Config,
     _alias,
     _built_as,
@@ -210,3 +211,27 @@ def _final_softcap(key, v, c):
 
 
 _alias("logits_soft_cap", "final_logit_softcapping")  # RecurrentGemma's name for the cap on its logits
+
+
+# --- biases and scales under other names ----------------------------------------------------------
+
+_switch("qkv_bias", "The query, key and value projections add a learned bias", "The query, key and value projections have no bias")
+_switch("use_qkv_bias", "The query, key and value projections add a learned bias", "The query, key and value projections have no bias")
+_switch("scale_embedding", "The token embeddings are multiplied by the square root of the width before block 0",
+        "The token embeddings enter block 0 unscaled")
+
+
+def _residual_factors(kind: str, sublayer: str) -> None:
+    # MiniMax's block: the stream after a sublayer is its normed input times alpha plus its output times beta
+    def alpha(key, v, c):
+        return (f"After each {sublayer}, the stream is the normed input it read times {_num(c.number(key))}, "
+                f"plus its output times {kind}_beta_factor")
+
+    def beta(key, v, c):
+        return f"Each {sublayer}'s output is added to the stream times {_num(c.number(key))}"
+
+    EXPLAIN[f"{kind}_alpha_factor"], EXPLAIN[f"{kind}_beta_factor"] = alpha, beta
+
+
+for _kind, _sublayer in (("full_attn", "softmax attention"), ("linear_attn", "lightning attention"), ("mlp", "MLP or mixture")):
+    _residual_factors(_kind, _sublayer)
