@@ -141,3 +141,40 @@ def test_hunyuan_moe_routed_experts_beside_a_shared_mlp_and_a_tied_head(collecte
     assert edit["key"] == "moe_topk" and edit["in_file"] == c["moe_topk"] and edit["value"] == K
     # Tencent names it 80B total, 13B active (A13B); ours agree at that rounding (80.4 B and 12.7 B).
     assert round(total / 1e9) == 80 and round(accounting(f)["active"] / 1e9) == 13
+
+
+# --- Ministral 3 8B -------------------------------------------------------------------------------
+
+
+def test_ministral3_is_mistral_inside_a_vision_language_wrapper(collected):
+    f, c = collected("ministral3").facts, released_config("ministral3")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["tie_word_embeddings"] and c["sliding_window"] is None and c["rope_parameters"]["rope_type"] == "yarn"
+    block = gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == total
+    assert [k["count"] for k in f["block_kinds"]] == [L]  # one kind of block: no window anywhere
+    outside = f["model"]["outside_text_model"]
+    assert outside["text_model_path"] == "model.language_model"
+    assert sorted(p["path"] for p in outside["parts"]) == ["model.multi_modal_projector", "model.vision_tower"]
+    # Mistral gives 8.4B for the language model and 0.4B for the vision encoder: ours are 8.49 B, cut
+    # (not rounded) to a tenth, and 0.43 B.
+    assert int(total / 1e8) == 84 and round(outside["parameters"] / 1e9, 1) == 0.4
+
+
+# --- Cohere2 MoE (Command A+ defaults) ------------------------------------------------------------
+
+
+def test_cohere2_moe_one_bias_free_layernorm_a_block_and_a_tied_head(collected):
+    f, c = collected("cohere2_moe").facts, released_config("cohere2_moe")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K = c["num_experts"], c["num_experts_per_tok"]
+    assert c["rms_norm_eps"] is None and not c["attention_bias"] and c["tie_word_embeddings"]
+    assert c["num_shared_experts"] == 0 and c["mlp_layer_types"] == ["sparse"] * L
+    block = gqa_attention(d, H, KV, hd) + E * d + E * swiglu(d, F) + d  # router, experts, one LayerNorm gain
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert accounting(f)["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 1 + 1 + L * (4 + 1 + 3 * E + 1)
+    assert kinds(f) == [("full_attention", L // 4), ("sliding_attention", L - L // 4)]
