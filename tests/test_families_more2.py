@@ -137,8 +137,10 @@ def test_hunyuan_moe_routed_experts_beside_a_shared_mlp_and_a_tied_head(collecte
     assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
     assert stored(f)["tensors"] == 1 + 1 + L * (4 + 2 + 1 + 3 * E + 3 + 2)  # one tensor per expert and projection
     # The page lists the one edit: the per-layer top-k read as its single value.
-    [edit] = f["checkpoint"]["overrides"]
-    assert edit["key"] == "moe_topk" and edit["in_file"] == c["moe_topk"] and edit["value"] == K
+    edits = {e["key"]: e for e in f["checkpoint"]["overrides"]}
+    assert set(edits) == {"moe_topk", "head_dim"}
+    assert edits["moe_topk"]["in_file"] == c["moe_topk"] and edits["moe_topk"]["value"] == K
+    assert not edits["head_dim"]["in_file_present"] and edits["head_dim"]["value"] == c["attention_head_dim"] == d // H
     # Tencent names it 80B total, 13B active (A13B); ours agree at that rounding (80.4 B and 12.7 B).
     assert round(total / 1e9) == 80 and round(accounting(f)["active"] / 1e9) == 13
 

@@ -22,8 +22,13 @@ FAMILY = Family(
     checkpoint="tencent/Hunyuan-A13B-Instruct",
     model_class="HunYuanMoEV1ForCausalLM",
     config_class="HunYuanMoEV1Config",
-    config_overrides={"moe_topk": 8},
+    config_overrides={"moe_topk": 8, "head_dim": 128},
     override_reasons={
+        "head_dim": (
+            "the copy names the head width attention_head_dim, the key Tencent's own code reads; transformers' class "
+            "reads head_dim and derives no default, so the width (hidden_size over num_attention_heads) is given "
+            "under its name"
+        ),
         "moe_topk": (
             "the file gives one top-k per layer, every entry 8; transformers takes an integer or a list alike "
             "(each gate reads its own entry), and the atlas's tiny preview config needs the single number to "
