@@ -345,16 +345,17 @@
       var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
       var shown = 0;
       cards.forEach(function (card) {
-        // found by its family words (data-search), its standard values' names and libraries' names, and its text
-        // (the names, from search-data.js beside the index: atlas/render/site.py render_search_data)
+        // found by its family's search words, its standard values' names and libraries' names, and its text
+        // (all but the text from search-data.js beside the index: atlas/render/site.py render_search_data)
         var family = card.getAttribute("data-family");
-        var known = (window.ATLAS_SEARCH || {})[family] || { names: [], tools: [] };
-        var hay = (card.getAttribute("data-search") + " " + known.names.join(" ") + " " + known.tools.join(" ") + " " + card.textContent).toLowerCase();
+        var known = (window.ATLAS_SEARCH || {})[family] || { words: "", names: [], tools: [] };
+        var names = $(".names", card);
+        if (names) names.remove();  // the names shown for the last search: not part of the card's text
+        var hay = (known.words + " " + known.names.join(" ") + " " + known.tools.join(" ") + " " + card.textContent).toLowerCase();
         var ok = words.every(function (w) { return hay.indexOf(w) >= 0; });
         card.hidden = !ok;
         if (ok) shown++;
-        var names = $(".names", card);
-        names.innerHTML = "";
+        names = el("p", { "class": "names small" });
         // The card lists its standard values by name; each has its page at <family>/c/value.<name>.html
         // (atlas/render/search.py), and the build checked that every one exists.
         var entries = known.names.map(function (term) {
@@ -367,8 +368,8 @@
         var matches = words.length ? entries.filter(function (n) {
           return words.some(function (w) { return n.term.indexOf(w) >= 0; });
         }) : [];
-        names.hidden = !matches.length;
         if (matches.length) {
+          card.appendChild(names);
           names.appendChild(document.createTextNode("standard names: "));
           matches.forEach(function (n, k) {
             if (k) names.appendChild(document.createTextNode(", "));

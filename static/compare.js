@@ -97,6 +97,15 @@
       var sb = eb.steps.filter(function (s) { return na.indexOf(normalized(s)) < 0; });
       if (facts.length || sa.length || sb.length) equations.push({ id: cid, kind: ea.kind, only: null, facts: facts, steps_a: sa, steps_b: sb });
     });
+    // as the build does (atlas/render/compare.py, _fold_repeats): a repeat of an earlier component's differences points to it
+    var first = {};
+    equations.forEach(function (e) {
+      e.same_as = null;
+      if (e.only) return;
+      var what = JSON.stringify([e.kind, e.facts, e.steps_a, e.steps_b]);
+      if (has(first, what)) { e.same_as = first[what]; e.facts = []; e.steps_a = []; e.steps_b = []; }
+      else first[what] = e.id;
+    });
     var support = Object.keys(a.support).concat(Object.keys(b.support).filter(function (k) { return !has(a.support, k); })).sort()
       .filter(function (k) { return (has(a.support, k) ? a.support[k] : null) !== (has(b.support, k) ? b.support[k] : null); })
       .map(function (k) { return { key: k, a: has(a.support, k) ? a.support[k] : null, b: has(b.support, k) ? b.support[k] : null }; });
@@ -199,8 +208,9 @@
     parts.push(section("support-diff", "support(): values one produces and the other does not, or under another condition", support));
     var eqs = [el("p", { text: "Steps are compared with their sizes set aside, so a step listed here computes something else, not merely at another width; each is shown as its family proves it, sizes and all." })];
     d.equations.forEach(function (e) {
-      var box = el("div", { "class": "eq-diff", "data-component": e.id }, [el("h3", {}, [el("code", { text: e.id }), " ", el("span", { "class": "small", text: "(" + e.kind + ")" })])]);
+      var box = el("div", { "class": "eq-diff", id: "eq-" + e.id, "data-component": e.id }, [el("h3", {}, [el("code", { text: e.id }), " ", el("span", { "class": "small", text: "(" + e.kind + ")" })])]);
       if (e.only) box.appendChild(el("p", { text: "Only in " + (e.only === "a" ? d.a : d.b) + "." }));
+      if (e.same_as) box.appendChild(el("p", {}, ["The same differences as ", el("a", { href: "#eq-" + e.same_as }, [el("code", { text: e.same_as })]), "."]));
       if (e.facts.length) box.appendChild(table(d, e.facts));
       [["steps_a", d.a], ["steps_b", d.b]].forEach(function (p) {
         if (!e[p[0]].length) return;

@@ -200,3 +200,44 @@ def test_picker_compare_page_and_context_slider_in_chromium(pair_site):
             assert page.eval_on_selector_all("#equations-diff ul.steps li", "ls => ls.every(l => l.querySelector('.katex'))")
             assert not errors, errors
             browser.close()
+
+
+
+def test_a_component_with_an_earlier_ones_differences_points_to_it(tmp_path_factory):
+    """Cohere2 MoE's LayerNorms against gpt-oss's RMSNorms: both kinds of block's norms and the final one
+    differ in the same steps (the mean taken away), so the steps are printed once and the repeats point
+    to them; before, the page weighed over the 300,000 bytes a page may."""
+    site = build_families(tmp_path_factory, "cohere2_moe", "gpt_oss")
+    text = (site / "compare" / "cohere2_moe--gpt_oss.html").read_text(encoding="utf-8")
+    section = text.split('id="equations-diff"')[1].split("</section>")[0]
+    boxes = dict(re.findall(r'id="eq-[^"]+" data-component="([^"]+)">(.*?)(?=<div class="eq-diff"|$)', section, re.S))
+    norms = [cid for cid, body in boxes.items() if "(norm)" in body and "<p>Only in" not in body]  # the norms both have
+    assert len(norms) >= 3, sorted(boxes)
+    first, *repeats = norms
+    assert "Steps only cohere2_moe takes" in boxes[first] and "mean" in boxes[first]
+    for cid in repeats:
+        assert f'The same differences as <a href="#eq-{first}"><code>{first}</code></a>.' in boxes[cid], cid
+        assert "Steps only" not in boxes[cid] and 'class="katex' not in boxes[cid]
+    assert f'id="eq-{first}"' in section  # the link's target is on the page
+    if not Path(CHROMIUM).exists():
+        return
+    # the page that assembles any pair in the browser folds the same repeats to the same components
+    from playwright.sync_api import sync_playwright
+
+    static = [(cid, m.group(1)) for cid, body in boxes.items() if (m := re.search(r'The same differences as <a href="#eq-([^"]+)"', body))]
+    with served(site) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.goto(base + "compare/index.html#cohere2_moe--gpt_oss")
+        page.wait_for_selector("#equations-diff .eq-diff")
+        drawn = page.eval_on_selector_all(
+            "#equations-diff .eq-diff", "bs => bs.filter(b => b.querySelector('p > a')).map(b => [b.dataset.component, b.querySelector('p > a').getAttribute('href').slice(4)])")
+        browser.close()
+    def groups(pointers):  # the components that print one set of differences, whichever of them prints it
+        found = {}
+        for cid, first in pointers:
+            found.setdefault(first, {first}).add(cid)
+        return sorted(map(sorted, found.values()))
+
+    # the browser lists the components in another order (its data has sorted keys), so another may come first
+    assert static and groups(drawn) == groups(static)

@@ -182,7 +182,8 @@ def test_a_value_is_listed_only_where_the_family_produces_it(built_site):
 
     index = (built_site / "index.html").read_text(encoding="utf-8")
     names = search_data(built_site)
-    searched = {m.group(2): set(m.group(1).split()) | set(names[m.group(2)]["names"]) for m in re.finditer(r'data-search="([^"]*)" data-family="([^"]+)"', index)}
+    searched = {family: set(found["words"].split()) | set(found["names"]) for family, found in names.items()}
+    assert sorted(searched) == sorted(re.findall(r'<li class="card family-card" data-family="([^"]+)"', index))
     absent_in = {}
     for facts_file in sorted(built_site.glob("*/facts.json")):
         facts = json.loads(facts_file.read_text(encoding="utf-8"))

@@ -185,7 +185,23 @@ def _equations(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
         steps_b = [s for s in eb["steps"] if normalized_step(s) not in na]
         if facts or steps_a or steps_b:
             out.append({"id": cid, "kind": ea["kind"], "only": None, "facts": facts, "steps_a": steps_a, "steps_b": steps_b})
-    return out
+    return _fold_repeats(out)
+
+
+def _fold_repeats(equations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A component whose differences are exactly an earlier one's (every norm of two families, say)
+    points to that one (``same_as``) instead of printing its steps again: same words, a page a third lighter."""
+    first: dict[str, str] = {}
+    for e in equations:
+        e["same_as"] = None
+        if e["only"]:
+            continue
+        what = json.dumps([e["kind"], e["facts"], e["steps_a"], e["steps_b"]], sort_keys=True)
+        if what in first:
+            e.update(same_as=first[what], facts=[], steps_a=[], steps_b=[])
+        else:
+            first[what] = e["id"]
+    return equations
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -137,17 +137,18 @@ SEARCH_SCRIPT = "search-data.js"  # every card's standard names and libraries' n
 
 
 def render_search_data(entries: list[dict[str, Any]]) -> str:
-    """What the index's search box finds beyond a card's words, as a script the index loads: for each
-    family, its standard values' names and its libraries' names for them ("hook_resid_pre=layer_input"),
-    each leading to that value's page. Carried apart from index.html, so that the index's weight grows
+    """What the index's search box finds beyond a card's text, as a script the index loads: for each
+    family, its search words (features spelled out, vendor, checkpoint names), its standard values' names
+    and its libraries' names for them ("hook_resid_pre=layer_input"), each leading to that value's page. Carried apart from index.html, so that the index's weight grows
     by a card's words, not by a hundred families' vocabularies."""
     data = {}
     for entry in entries:
         card = entry["card"]
         found = card["v"]["search"]
+        words = " ".join(e["term"] for e in found if e["kind"] not in ("value", "tool"))
         names = [e["term"] for e in found if e["kind"] == "value"]
         tools = [f"{e['term']}={e['target'].rsplit('value.', 1)[1][:-len('.html')]}" for e in found if e["kind"] == "tool"]
-        data[card["f"]["family"]["name"]] = {"names": names, "tools": tools}
+        data[card["f"]["family"]["name"]] = {"words": words, "names": names, "tools": tools}
     return compare.script("ATLAS_SEARCH", data)
 
 

@@ -468,3 +468,49 @@ def _num_dense_layers(key, v, c):
 _switch("use_expert_bias",
         "The router adds a stored bias per expert to the sigmoid scores when it picks the experts; the weights are the unbiased scores",
         "The router picks the experts by their scores alone, with no bias per expert")
+
+
+@explains("expert_selection_fn")
+def _expert_selection_fn(key, v, c):
+    fn = c.text(key)
+    if fn == "softmax":
+        return "The router turns its logits into weights with a softmax over all the experts, then keeps the top ones"
+    if fn == "sigmoid":
+        return "The router scores each expert with a sigmoid of its logit, each score on its own"
+    c.fail(key, f'must be "softmax" or "sigmoid", not {_value_words(fn)}')
+
+
+@explains("shared_expert_combination_strategy")
+def _shared_expert_combination(key, v, c):
+    how = c.text(key)
+    if how == "average":
+        return "The block's output is the mean of the routed experts' sum and the shared expert's output, (routed + shared) / 2"
+    if how == "sum":
+        return "The block's output is the routed experts' sum plus the shared expert's output"
+    c.fail(key, f'must be "average" or "sum", not {_value_words(how)}')
+
+
+@explains("mlp_layer_types")
+def _mlp_layer_types(key, v, c):
+    if not isinstance(v, list) or not v or not all(t in ("sparse", "dense") for t in v):
+        c.fail(key, 'must be a list of "sparse" or "dense", one per block')
+    sparse = v.count("sparse")
+    if sparse == len(v):
+        return f"The MLP kind of each of the {len(v)} blocks: every block has the mixture of experts"
+    return (f"The MLP kind of each of the {len(v)} blocks: {_plural(len(v) - sparse, 'block')} with a dense MLP, "
+            f"{sparse} with the mixture of experts")
+
+
+@explains("prefix_dense_intermediate_size")
+def _prefix_dense_width(key, v, c):
+    return f"The hidden width of the dense MLP in the blocks mlp_layer_types calls dense: {grouped(c.count(key))}"
+
+
+@explains("prefix_dense_sliding_window_pattern")
+def _prefix_dense_pattern(key, v, c):
+    n = c.count(key)
+    if n == 1:
+        return ("The attention pattern of the leading dense blocks where layer_types is derived: 1, so each of them uses full "
+                "attention, and a dense block under this setting keeps rotary positions even with full attention")
+    return (f"The attention pattern of the leading dense blocks where layer_types is derived: every {_ordinal(n)} of them uses "
+            "full attention, the others a sliding window")

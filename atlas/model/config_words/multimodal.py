@@ -13,6 +13,7 @@ from atlas.model.config_words.registry import (
     _plural,
     _switch,
     _value_words,
+    activation_words,
     explains,
     settings_words,
 )
@@ -104,3 +105,32 @@ def _vit_size(key, v, c):
 def _vit_kind(key, v, c):
     what = {"vit_mapping_type": "how image features are mapped into the stream", "vit_norm_type": "the image encoder's norm"}[key]
     return f"{what[0].upper() + what[1:]}: {_value_words(c.text(key))}"
+
+
+# --- the projector from the vision tower into the text --------------------------------------------
+
+_switch("multimodal_projector_bias", "The two linear maps that carry image features into the text stream have biases",
+        "The two linear maps that carry image features into the text stream have no biases")
+
+
+@explains("projector_hidden_act")
+def _projector_act(key, v, c):
+    return f"The activation between the projector's two linear maps: {activation_words(c.text(key))}"
+
+
+@explains("spatial_merge_size")
+def _spatial_merge(key, v, c):
+    n = c.count(key)
+    return (f"Before the projector, each {n}×{n} square of neighbouring image patches is merged into one token, "
+            f"so an image enters the text with one token for every {_plural(n * n, 'patch', 'patches')}")
+
+
+@explains("vision_feature_layer")
+def _vision_feature_layer(key, v, c):
+    if isinstance(v, list):
+        return f"The image features are the vision tower's hidden states at layers {_value_words(v)}, side by side"
+    if isinstance(v, bool) or not isinstance(v, int):
+        c.fail(key, f"must be a layer index or a list of them, not {_value_words(v)}")
+    if v == -1:
+        return "The image features are the vision tower's last hidden states (index -1)"
+    return f"The image features are the vision tower's hidden states at layer index {v}"
