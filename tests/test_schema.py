@@ -219,7 +219,7 @@ def test_an_unknown_field_is_one_line_naming_it(kimi):
     assert broken(kimi, extra) == (
         "site/kimi_k2/facts.json: facts field extra: is not a known field (known: schema, family, stack, checkpoint, model, "
         "config, attention, block_kinds, blocks, accounting, checkpoint_check, printout, excerpts, preview, support, equations, notes, tools, features, "
-        "cost, lineage, sheet)"
+        "cost, lineage, sheet, sizes)"
     )
 
 

@@ -22,6 +22,8 @@ def check(collected: Collected) -> None:
     name = facts["family"]["name"]
     check_accounting(name, facts["accounting"])
     check_checkpoint_totals(facts["checkpoint_check"])
+    for size in facts.get("sizes", []):  # each released size's files against its own pinned headers
+        check_checkpoint_totals(size["check"])
     check_tensor_summary(facts["checkpoint_check"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)

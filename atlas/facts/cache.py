@@ -6,7 +6,7 @@ every input collecting reads:
 
 - the family's module and the sibling modules it imports (``kimi_k2`` imports ``deepseek_v3``),
 - its notes files (a missing one counts too: creating it changes the key),
-- every file of its checkpoint folder,
+- every file of its checkpoint folder and of its other sizes' folders,
 - the atlas package's own source (``atlas/**/*.py`` but the other families' modules) and
   ``atlas/facts/facts.schema.json``,
 - the lock files (``requirements.lock``, ``package-lock.json``): the versions of torch,
@@ -102,8 +102,10 @@ def family_inputs(name: str) -> list[Path]:
 
     family = families.load(name)
     notes = [FAMILIES / f"{n}.md" for n in (family.notes or (family.name,))]
-    checkpoint = ROOT / "atlas" / "checkpoints" / family.checkpoint
-    stored = sorted(p for p in checkpoint.rglob("*") if p.is_file()) if checkpoint.is_dir() else [checkpoint]
+    stored = []
+    for repo in (family.checkpoint, *family.sizes):  # the drawn checkpoint's folder and each size's
+        checkpoint = ROOT / "atlas" / "checkpoints" / repo
+        stored += sorted(p for p in checkpoint.rglob("*") if p.is_file()) if checkpoint.is_dir() else [checkpoint]
     return _family_modules(name) + notes + stored
 
 

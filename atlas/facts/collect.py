@@ -13,6 +13,7 @@ from typing import Any
 
 from atlas.facts.lineage import lineage
 from atlas.facts.sheet import sheet
+from atlas.facts.released_sizes import released_sizes
 from atlas.facts import sources
 from atlas.cost import figures as cost
 from atlas.model import architecture, config_words, features, files, introspect
@@ -139,6 +140,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = lineage(model)
     facts["sheet"] = sheet(facts, getattr(config, "rope_parameters", None), blocks_without_rotary(config))
+    facts["sizes"] = released_sizes(family, facts, _predicted_layout, _checkpoint_check)
     if local is not None:
         return Collected(facts, local["layout"], local["read"], pinned_layout=layout)
     return Collected(facts, layout)

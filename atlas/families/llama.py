@@ -21,6 +21,7 @@ FAMILY = Family(
     ),
     tags=("SwiGLU", "RoPE scaling", "Dense"),
     checkpoint="meta-llama/Llama-3.1-8B",
+    sizes=("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B"),
     model_class="LlamaForCausalLM",
     config_class="LlamaConfig",
 )

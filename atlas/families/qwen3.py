@@ -22,6 +22,7 @@ FAMILY = Family(
     ),
     tags=("Q/K norm", "SwiGLU", "Dense"),
     checkpoint="Qwen/Qwen3-8B",
+    sizes=("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-14B", "Qwen/Qwen3-32B"),
     model_class="Qwen3ForCausalLM",
     config_class="Qwen3Config",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,10 +118,18 @@ def transformers_config(family: Family, checkpoint: PinnedCheckpoint):
     config_class = transformers_class(family, "config_class")
     values = {k: v for k, v in checkpoint.config.items() if k not in family.config_drop}
     values.update(family.config_overrides)
+    from huggingface_hub.errors import StrictDataclassError  # what a config class's typed fields raise
+
     try:
         return config_class(**values)
-    except (TypeError, ValueError) as e:
-        raise AtlasError(checkpoint.config_path, None, f"{family.config_class} rejects it: {e}") from None
+    except (TypeError, ValueError, StrictDataclassError) as e:
+        said = " ".join(str(e).split())  # one line, whatever the class's message spans
+        field = re.match(r"Validation error for field '([^']+)'", said)
+        if field:  # a typed field: name it, and say what it expected (the class's own words after the field)
+            expected = re.search(r"expected (\w+), got (\w+) \(value: (.*?)\)", said)
+            problem = f"must be {expected.group(1)}, not {expected.group(2)} {expected.group(3)}" if expected else said
+            raise AtlasError(checkpoint.config_path, field.group(1), f"{family.config_class} rejects it: {problem}") from None
+        raise AtlasError(checkpoint.config_path, None, f"{family.config_class} rejects it: {said}") from None
 
 
 def build_on_meta(family: Family, config, source: Path | str | None = None):

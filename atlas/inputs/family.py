@@ -87,6 +87,10 @@ class Family:
     # The vendor's own active-parameter figure, where it is a range the atlas shows beside its own:
     # {"fewest": int, "most": int, "source": "https://..." (where a reader can check it), "says": its words}.
     published_active: Mapping[str, Any] = field(default_factory=dict)
+    # The family's other released sizes of the same architecture: checkpoint folders ("org/repo") under
+    # atlas/checkpoints/, each a config.json and checkpoint.json. The page lists every size with its exact
+    # figures (atlas.facts.released_sizes); it is drawn from ``checkpoint`` alone.
+    sizes: tuple[str, ...] = ()
     # Filled in by the registry from the module: never set these by hand.
     name: str = ""
     doc: str = ""

@@ -1,0 +1,106 @@
+"""The released sizes of a family: every checkpoint of the same architecture, counted as exactly as the
+one the family page is drawn from.
+
+A family names its other sizes in ``Family.sizes`` (checkpoint folders under atlas/checkpoints/, each
+a config.json and a checkpoint.json, as for the drawn checkpoint). Each is built on the meta device by
+the family's own classes from its own config.json, through the same preflight as the drawn one (a
+size config.json leaves out or mistypes stops the build naming its file), and gives one row: the exact
+parameters, those a token runs through, the blocks and the width, the bytes a token adds to the KV
+cache at 16 bits (the cost section's rule), and the predicted files' bytes by dtype, compared with the
+size's pinned header figures where checkpoint.json pins any (atlas.check.claims fails the build on a
+difference, as for the drawn checkpoint).
+
+Where a size's file is a multimodal wrapper's (its text model under ``text_config``) and the family
+reads a plain text config, the row counts that text model and says so: the vision tower is not part of
+the architecture the page describes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atlas.cost.blocks import block_terms
+from atlas.cost.coefficients import FIXED_STATES
+from atlas.inputs import preflight
+from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_config
+from atlas.inputs.checkpoint import CHECKPOINTS
+from atlas.inputs.layers import layer_config
+from atlas.model import introspect
+from atlas.model.accounting import block_kind_accounting, model_accounting
+from atlas.model.block_kinds import kinds_of_blocks
+from atlas.model.sizes import experts_per_token
+
+CACHE_BYTES = 2  # BF16, as the fact sheet states the cache
+
+
+def released_sizes(family, facts: dict[str, Any], predicted_layout, checkpoint_check) -> list[dict[str, Any]]:
+    """One row per released size, the drawn checkpoint's from its own facts, smallest total first;
+    empty where the family names no other size. A size's files are predicted and its header figures
+    given by the drawn checkpoint's own rules, passed in from atlas.facts.collect:
+    ``predicted_layout(family, checkpoint, model, with_predictor=True)`` and
+    ``checkpoint_check(checkpoint, layout, local, predictor)``."""
+    if not family.sizes:
+        return []
+    rows = [_drawn(facts)] + [_measured(family, repo, predicted_layout, checkpoint_check) for repo in family.sizes]
+    return sorted(rows, key=lambda r: (r["total"], r["repo"]))
+
+
+def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
+    accounting, sheet = facts["accounting"]["model"], facts["sheet"]
+    check = facts["checkpoint_check"]
+    return {
+        "repo": facts["checkpoint"]["repo"],
+        "drawn": True,
+        "text_model_of": None,
+        "config_source": facts["checkpoint"]["config_source"]["status"],
+        "total": accounting["total"],
+        "active": accounting["active"],
+        "layers": facts["model"]["num_blocks"],
+        "width": facts["config"]["standardized"].get("hidden_size"),
+        "kv_cache_per_token": sheet["kv_cache"]["bytes"],
+        "bytes_by_dtype": check["predicted"]["bytes_by_dtype"],
+        "check": {"figures": [], "pinned_file": check["pinned_file"]},  # the family page's own section checks these
+        "headers_checked": sum(1 for row in check["figures"] if row["checked"]),
+    }
+
+
+def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str, Any]:
+    section = family.config_section
+    if section is None and isinstance(read_json_object(CHECKPOINTS / repo / "config.json").get("text_config"), dict):
+        section = "text_config"  # a wrapper's file: the family's architecture is its text model
+    sized = family.but(checkpoint=repo, config_section=section, config_overrides={}, override_reasons={})
+    checkpoint = load_pinned(repo, section=section)
+    preflight.check_pinned(checkpoint)
+    preflight.check_raw_config(sized, checkpoint)
+    preflight.check_config_values(sized, checkpoint)
+    config = transformers_config(sized, checkpoint)
+    preflight.check_config(sized, checkpoint, config)
+    with preflight.reads(config) as read:
+        model = build_on_meta(sized, config, checkpoint.config_path)
+    preflight.check_defaulted_sizes(sized, checkpoint, read)
+
+    block_path, blocks = introspect.find_block_list(model, introspect.num_blocks(config))
+    kinds = kinds_of_blocks(blocks, config)
+    accounting = model_accounting(model, block_path, block_kind_accounting(blocks, kinds, block_path), blocks, experts_per_token(config))
+    values = 0
+    for kind in kinds:
+        first = kind.indices[0]
+        terms = block_terms(blocks[first], layer_config(config, first), kind.attention_type, family.name)
+        if terms.attention not in FIXED_STATES:  # a fixed state does not grow with the context
+            values += len(kind.indices) * terms.cache_values
+    layout, predictor = predicted_layout(sized, checkpoint, model, with_predictor=True)
+    check = checkpoint_check(checkpoint, layout, None, predictor)
+    return {
+        "repo": repo,
+        "drawn": False,
+        "text_model_of": "the file's text_config" if section == "text_config" and family.config_section is None else None,
+        "config_source": (checkpoint.pinned.get("config_source") or {}).get("status", "not recorded"),
+        "total": accounting["total"],
+        "active": accounting["active"],
+        "layers": len(blocks),
+        "width": getattr(config, "hidden_size", None),
+        "kv_cache_per_token": values * CACHE_BYTES,
+        "bytes_by_dtype": check["predicted"]["bytes_by_dtype"],
+        "check": {"figures": check["figures"], "pinned_file": check["pinned_file"]},
+        "headers_checked": sum(1 for row in check["figures"] if row["checked"]),
+    }

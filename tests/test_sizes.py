@@ -1,0 +1,102 @@
+"""A family's released sizes: each counted exactly from its own config.json, against a hand derivation
+from that file's sizes and against the vendor's published count at the vendor's rounding; the table
+on the family page; a size whose config.json is broken stops the build naming the file and the key."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.conftest import ROOT, run_build, snapshot
+from tests.test_families import gqa_attention, sizes, swiglu, vocabulary_matrices
+
+# The vendors' own counts, as their model cards state them (Qwen3's cards: "Number of Parameters";
+# Meta's Llama 3.1 card: the three sizes by name), each with the digits the vendor gives.
+QWEN3_PUBLISHED = {"Qwen/Qwen3-0.6B": 0.6, "Qwen/Qwen3-1.7B": 1.7, "Qwen/Qwen3-4B": 4.0, "Qwen/Qwen3-8B": 8.2,
+                   "Qwen/Qwen3-14B": 14.8, "Qwen/Qwen3-32B": 32.8}
+LLAMA_PUBLISHED = {"meta-llama/Llama-3.1-8B": 8, "meta-llama/Llama-3.1-70B": 70, "meta-llama/Llama-3.1-405B": 405}
+
+
+def config_of(repo: str) -> dict:
+    return json.loads((ROOT / "atlas" / "checkpoints" / repo / "config.json").read_text(encoding="utf-8"))
+
+
+def dense_total(c: dict, qk_norm: bool) -> int:
+    """A pre-norm decoder without biases: the vocabulary matrices, the final norm, and per block the
+    attention (with a q and a k norm one head wide where the family has them), a SwiGLU MLP, two norms."""
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c.get("attention_bias") and not c.get("mlp_bias")
+    block = gqa_attention(d, H, KV, hd) + (2 * hd if qk_norm else 0) + swiglu(d, F) + 2 * d
+    return vocabulary_matrices(c) * V * d + d + L * block
+
+
+def kv_bytes_per_token(c: dict) -> int:
+    _, _, L, _, KV, hd, _ = sizes(c)
+    return L * 2 * KV * hd * 2  # keys and values, every block, 2 bytes each at BF16
+
+
+def test_qwen3_lists_its_six_dense_sizes_each_exact(collected):
+    rows = collected("qwen3").facts["sizes"]
+    assert [r["repo"] for r in rows] == list(QWEN3_PUBLISHED)  # smallest first, the drawn 8B among them
+    assert [r["drawn"] for r in rows] == [r["repo"] == "Qwen/Qwen3-8B" for r in rows]
+    for r in rows:
+        c = config_of(r["repo"])
+        total = dense_total(c, qk_norm=True)
+        assert r["total"] == r["active"] == total, r["repo"]
+        assert r["layers"] == c["num_hidden_layers"] and r["width"] == c["hidden_size"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c), r["repo"]
+        assert round(total / 1e9, 1) == QWEN3_PUBLISHED[r["repo"]], r["repo"]
+    # the 0.6B file stores its tied head a second time, and its pinned headers say so: 2 bytes a value, V × d twice
+    small = rows[0]
+    c = config_of(small["repo"])
+    assert small["headers_checked"] > 0 and small["bytes_by_dtype"] == {"BF16": 2 * (small["total"] + c["vocab_size"] * c["hidden_size"])}
+    assert rows[-1]["bytes_by_dtype"] == {"BF16": 2 * rows[-1]["total"]}  # the 32B: a separate head, stored once
+
+
+def test_llama_3_1_lists_8b_70b_and_405b(collected):
+    rows = collected("llama").facts["sizes"]
+    assert [r["repo"] for r in rows] == list(LLAMA_PUBLISHED)
+    for r in rows:
+        c = config_of(r["repo"])
+        assert r["total"] == dense_total(c, qk_norm=False), r["repo"]
+        # Meta's sizes are nominal names, not rounded counts: each lies within 1 % of its name (70.55 B for "70B")
+        assert abs(r["total"] / 1e9 - LLAMA_PUBLISHED[r["repo"]]) < 0.01 * LLAMA_PUBLISHED[r["repo"]], r["repo"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c)
+    # 405B: 126 blocks × 8 KV heads × 128 wide × 2 (keys, values) × 2 bytes
+    assert rows[-1]["kv_cache_per_token"] == 126 * 8 * 128 * 2 * 2 == 516_096
+
+
+def test_a_family_without_sizes_has_none(collected):
+    assert collected("gpt2").facts["sizes"] == []
+
+
+def test_the_family_page_shows_every_size(tmp_path):
+    out = tmp_path / "site"
+    result = run_build(ROOT, "--family", "llama", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    page = (out / "llama" / "index.html").read_text(encoding="utf-8")
+    section = page.split('<section id="sizes">')[1].split("</section>")[0]
+    rows = re.findall(r"<tr(?: class=\"drawn\")?><td><code>([^<]+)</code>(.*?)</tr>", section, re.S)
+    assert [repo for repo, _ in rows] == list(LLAMA_PUBLISHED)
+    assert "(this page)" in rows[0][1] and "(this page)" not in rows[1][1]
+    total = dense_total(config_of("meta-llama/Llama-3.1-405B"), qk_norm=False)
+    assert f"{total:,}" in rows[2][1]
+    assert '<a href="#sizes">Sizes</a>' in page
+
+
+def test_a_broken_size_config_stops_the_build_naming_its_file(project_copy):
+    out = project_copy / "site"
+    first = run_build(project_copy, "--family", "llama", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    before = snapshot(out)
+    path = project_copy / "atlas" / "checkpoints" / "meta-llama" / "Llama-3.1-70B" / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["num_key_value_heads"] = "eight"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = run_build(project_copy, "--family", "llama", "--out", str(out))
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("error: ") and "atlas/checkpoints/meta-llama/Llama-3.1-70B/config.json" in lines[0], lines[0]
+    assert "num_key_value_heads: LlamaConfig rejects it: must be int, not str 'eight'" in lines[0], lines[0]
+    assert snapshot(out) == before  # the previous site is left as it was
