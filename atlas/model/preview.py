@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from atlas.model.introspect import find_block_list
+from atlas.model.sizes import routed_experts
 from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_scalar
 from atlas.model.tiny import tiny_config
 
@@ -68,6 +69,12 @@ def build_preview_model(family, config, seed: int = SEED):
         for name, parameter in model.named_parameters():
             if parameter.dim() == 1:
                 parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.1)
+        experts = routed_experts(config)
+        for name, parameter in model.named_parameters():
+            if experts and parameter.dim() == 2 and parameter.shape[0] == experts and not parameter.any():
+                # a router matrix transformers starts at zero (AFMoE's): every logit would be 0, every
+                # expert tied, and no routing rule could be told from another; seeded values instead
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * config.initializer_range)
         try:
             _, blocks = find_block_list(model, config.num_hidden_layers)
         except Exception:  # a model the block finder cannot read fails later, by name

@@ -238,6 +238,11 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                               lambda e: e["QKV"].split(sizes, dim=-1)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
+    # an output gate of its own: a projection of the input as wide as the heads (AFMoE's gate_proj)
+    own_gate = not gated and "gate_proj" in names and linear_dims(part.tiny.gate_proj)[1] == th * td
+    if own_gate:
+        part.note("output_gate", True, "a projection of the input as wide as the heads (gate_proj) gates their output")
+        steps.append(Step(expr=E.Let(E.Sym("G", "G"), linear_call(part, "gate_proj", E.Sym("x", "x"), "W_G"), maps=(width, T.times(h, d)))))
     key_scale, tiny_key_scale = _attr(part.full, "key_multiplier"), _attr(part.tiny, "key_multiplier")
     if key_scale is not None and (key_scale != 1 or tiny_key_scale != 1):  # keys times a constant the module holds (Falcon-H1)
         part.note("key_multiplier", key_scale, "the module's key_multiplier, applied to the keys before the rotation")
@@ -329,7 +334,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated, alibi=alibi)
+    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated or own_gate, alibi=alibi)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
     return add_handed_residual(part, Chain(steps, inputs, "y", output_element=0))

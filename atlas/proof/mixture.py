@@ -123,6 +123,16 @@ def dense_mixture(part: Part, route: str, shared: str | None) -> Chain:
     return Chain(steps, [X], "y", output_element=0)
 
 
+def _output_norm(part: Part, taken: set) -> str | None:
+    """A child norm beside the router, experts and shared expert: one gain vector of the width and no
+    children, which the mixture applies to its summed output (A.X K1's post_mlp_layernorm)."""
+    for name, child in part.tiny.named_children():
+        own = dict(child.named_parameters(recurse=False))
+        if name not in taken and not list(child.children()) and set(own) <= {"weight", "bias"} and "weight" in own and own["weight"].dim() == 1:
+            return name
+    return None
+
+
 def mixture(part: Part) -> Chain:
     from atlas.model.structure import is_dense_dispatch
 
@@ -166,7 +176,17 @@ def mixture(part: Part) -> Chain:
         ]
     # the routed rows back in the input's shape, the shared expert's output added (its gate folded in, where it has one)
     routed = E.shaped_like(yr, E.Sym("x", "x"))
-    steps.append(Step(expr=E.Let(delta, routed + ys if shared else routed), value="mlp_output", summary=True))
+    after = _output_norm(part, {route, shared, "experts"})
+    if after:
+        # the sum normalised before the mixture returns it: Δ is the norm's output, the sum its input
+        from atlas.proof.library import norm_call
+
+        summed = E.Sym("ysum", r"y^{\mathrm{sum}}")
+        steps.append(Step(expr=E.Let(summed, routed + ys if shared else routed), summary=True))
+        steps.append(Step(expr=E.Let(delta, norm_call(part, after, summed)), value="mlp_output", summary=True))
+        part.note("output_norm", after, "the mixture's children: a norm applied to its summed output")
+    else:
+        steps.append(Step(expr=E.Let(delta, routed + ys if shared else routed), value="mlp_output", summary=True))
     part.note("shared_expert", bool(shared), "the mixture's children")
     if gate:
         part.note("shared_expert_gate", gate, "the mixture's children: a linear map with one output")

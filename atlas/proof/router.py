@@ -141,7 +141,7 @@ def router(part: Part) -> Chain:
     n, d = part.full.get_submodule(projection).weight.shape if projection else part.full.weight.shape
     k = _setting(part, ("top_k",), TOP_K_KEYS)
     tiny_k = _setting(part, ("top_k",), TOP_K_KEYS, part.ctx.tiny_config)
-    scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",)) or 1.0
+    scale = _setting(part, ("routed_scaling_factor", "route_scale"), ("routed_scaling_factor", "route_scale")) or 1.0
     groups = _setting(part, ("num_group", "n_group"), ("n_group",)) or 1
     topk_group = _setting(part, ("topk_group",), ("topk_group",)) or 1
     tiny_groups = _setting(part, ("num_group", "n_group"), ("n_group",), part.ctx.tiny_config) or 1
@@ -314,6 +314,6 @@ def _slot_weights(part: Part, renormalize: bool, scale: float) -> list[Step]:
     if renormalize:
         steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
     if scale != 1.0:
-        tiny_scale = _setting(part, ("routed_scaling_factor",), ("routed_scaling_factor",), part.ctx.tiny_config) or 1.0
+        tiny_scale = _setting(part, ("routed_scaling_factor", "route_scale"), ("routed_scaling_factor", "route_scale"), part.ctx.tiny_config) or 1.0
         steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
     return steps

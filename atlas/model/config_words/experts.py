@@ -514,3 +514,28 @@ def _prefix_dense_pattern(key, v, c):
                 "attention, and a dense block under this setting keeps rotary positions even with full attention")
     return (f"The attention pattern of the leading dense blocks where layer_types is derived: every {_ordinal(n)} of them uses "
             "full attention, the others a sliding window")
+
+
+# --- fam4: AFMoE's (Trinity's) names for the router's settings ------------------------------------
+
+_alias("score_func", "scoring_func")
+_alias("num_expert_groups", "n_group")
+_alias("num_limited_groups", "topk_group")
+_alias("route_norm", "norm_topk_prob")
+
+
+@explains("route_scale")
+def _route_scale(key, v, c):
+    scale = c.number(key)
+    if scale == 1:
+        return "The chosen experts' weights are used as they are, multiplied by 1"
+    return f"The chosen experts' weights are multiplied by {_num(scale)} after they are renormalized"
+
+
+@explains("load_balance_coeff")
+def _load_balance(key, v, c):
+    return f"Weight {_num(c.number(key))} of the experts' load balancing in training; no effect on a forward pass"
+
+
+_switch("use_grouped_mm", "The original code runs the experts as one grouped matrix product; the same arithmetic, another kernel",
+        "The original code runs the experts one by one; the arithmetic is the same")

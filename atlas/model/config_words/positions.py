@@ -367,3 +367,14 @@ def _attn_rotary_emb(key, v, c):
     # Bamba's files carry the original code's rotary width; BambaConfig does not read it and fixes the share itself
     return (f"The original code's rotary width, {grouped(c.count(key))} dims of each attention head; transformers' "
             "configuration class does not read this key and sets partial_rotary_factor itself")
+
+
+# --- fam4: AFMoE's pattern of windowed and global blocks ------------------------------------------
+
+@explains("global_attn_every_n_layers")
+def _global_every(key, v, c):
+    n = c.count(key)
+    words = f"Every {_ordinal(n)} block attends to the whole context, the others within the sliding window"
+    if isinstance(c.raw.get("layer_types"), list):
+        words += "; layer_types gives the same pattern block by block, and the model reads layer_types"
+    return words

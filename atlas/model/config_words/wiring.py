@@ -235,3 +235,9 @@ def _residual_factors(kind: str, sublayer: str) -> None:
 
 for _kind, _sublayer in (("full_attn", "softmax attention"), ("linear_attn", "lightning attention"), ("mlp", "MLP or mixture")):
     _residual_factors(_kind, _sublayer)
+
+
+# --- fam4: AFMoE's muP switch -----------------------------------------------------------------------
+
+_switch("mup_enabled", "The token embeddings are multiplied by the square root of the width before block 0 (muP's input scale)",
+        "The token embeddings enter block 0 unscaled (muP's input scale is off)")
