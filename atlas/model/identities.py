@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
+from atlas.errors import AtlasError
 from atlas.model.introspect import find_block_list, num_blocks
 from atlas.model.preview import PreviewRun
+from atlas.model.trace import MissingValue
 
 TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
 
@@ -36,7 +38,12 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         if why_not or (where is not None and not where):
             skipped.append({"id": ident, "statement": statement, "why": why_not or "no block has the values"})
             return
-        residuals = [residual_of(i) for i in where] if where is not None else [residual_of(None)]
+        try:
+            residuals = [residual_of(i) for i in where] if where is not None else [residual_of(None)]
+        except MissingValue as e:  # the resolution placed a value this class's run did not give: say which, in one line
+            raise AtlasError(f"the preview run of transformers' {type(preview.model).__name__}", None,
+                             f"the identity {ident} reads a value the run did not give ({e}); the atlas does not "
+                             "know where this class keeps it") from None
         worst = max(residuals)
         measured.append({
             "id": ident,

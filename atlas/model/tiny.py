@@ -237,4 +237,15 @@ def tiny_config(family, pinned_config):
         attribute = getattr(cls, target, None)
         if isinstance(attribute, property) and attribute.fset is None:
             raw.pop(key)
-    return cls(**raw)
+    from huggingface_hub.errors import StrictDataclassError  # what a config class's validators raise
+
+    try:
+        return cls(**raw)
+    except (TypeError, ValueError, StrictDataclassError) as e:
+        # the generic rule shrank a field another one must agree with (GPT-Neo's attention_types against
+        # num_layers): the family's preview() sets the two together
+        from atlas.errors import AtlasError
+
+        raise AtlasError(f"atlas/families/{family.name}.py", "preview",
+                         f"the tiny config is rejected by {cls.__name__}: {' '.join(str(e).split())}; "
+                         "a preview() that sets the fields it names together makes one the class accepts") from None

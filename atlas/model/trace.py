@@ -110,7 +110,9 @@ def call_argument(module, args: tuple, kwargs: dict, position: int):
 def pick(value, element: int | None):
     if element is None:
         return value
-    if isinstance(value, (tuple, list)) or hasattr(value, "to_tuple"):
+    if isinstance(value, (tuple, list)):
+        return value[element] if element < len(value) else None  # a shorter output than the value's place: not there
+    if hasattr(value, "to_tuple"):
         return value[element]
     return value if element == 0 else None  # a block that returns a plain tensor: element 0 is it
 
@@ -348,9 +350,22 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
     return found
 
 
+HEAD_COUNT_NAMES = ("num_heads", "num_attention_heads", "n_heads", "n_head")  # MPT's n_heads, GPT-1's n_head
+
+
 def num_heads(attention) -> int:
-    # MiniMax's lightning attention holds num_attention_heads itself and no config
-    return getattr(attention, "num_heads", None) or getattr(attention, "num_attention_heads", None) or attention.config.num_attention_heads
+    """The attention's query heads, as the module or its config names them (MiniMax's lightning attention
+    holds num_attention_heads itself and no config; MPT's and GPT-1's hold no config either)."""
+    for holder in (attention, getattr(attention, "config", None)):
+        for name in HEAD_COUNT_NAMES:
+            n = getattr(holder, name, None)
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return n
+    from atlas.errors import AtlasError
+
+    raise AtlasError(f"transformers' {type(attention).__name__}", None,
+                     f"holds its head count under none of {', '.join(HEAD_COUNT_NAMES)}, nor has a config that does: "
+                     "add its name to HEAD_COUNT_NAMES in atlas/model/trace.py")
 
 
 def eager_attention_function(attention):
