@@ -1,0 +1,39 @@
+"""Decoder-only families added by the fam3 task, each against a hand derivation.
+
+As in tests/test_families_more2.py, every expected figure is derived here from the sizes in the family's
+config.json, read from the file by the test and put through a formula written out by hand; none is
+copied from the facts under test. Each formula first asserts the settings it relies on (biases, a tied
+head, the expert layout), so a config that changes one fails here rather than passing a formula that no
+longer applies. Where the vendor's checkpoint name gives a parameter count, the test compares it at the
+vendor's rounding.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+from tests.test_families import BYTES, gqa_attention, model_total, sizes, stored, swiglu, vocabulary_matrices
+
+
+def accounting(f):
+    return f["accounting"]["model"]
+
+
+# --- GraniteMoeShared (the configuration class's defaults) ----------------------------------------
+
+
+def test_granitemoeshared_a_shared_swiglu_beside_fused_experts(collected):
+    f, c = collected("granitemoeshared").facts, released_config("granitemoeshared")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K, S = c["num_local_experts"], c["num_experts_per_tok"], c["shared_intermediate_size"]
+    assert not c["attention_bias"] and not c["tie_word_embeddings"] and S > 0
+    # router (a bias-free linear to E logits), E SwiGLU experts of width F, the shared SwiGLU of width S, two RMSNorms
+    block = gqa_attention(d, H, KV, hd) + E * d + E * swiglu(d, F) + swiglu(d, S) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert accounting(f)["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # embedding, final norm, head; per block q/k/v/o, two norms, the router, the two fused expert
+    # tensors and the shared expert's two (gate and up fused in input_linear)
+    assert stored(f)["tensors"] == 3 + L * (4 + 2 + 1 + 2 + 2)
+    # The class's sizes are not IBM's 7B-1B: they come to 37.4 B in all, 11.5 B active.
+    assert round(total / 1e9, 1) == 37.4 and round(accounting(f)["active"] / 1e9, 1) == 11.5
