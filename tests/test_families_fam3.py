@@ -37,3 +37,19 @@ def test_granitemoeshared_a_shared_swiglu_beside_fused_experts(collected):
     assert stored(f)["tensors"] == 3 + L * (4 + 2 + 1 + 2 + 2)
     # The class's sizes are not IBM's 7B-1B: they come to 37.4 B in all, 11.5 B active.
     assert round(total / 1e9, 1) == 37.4 and round(accounting(f)["active"] / 1e9, 1) == 11.5
+
+
+# --- AFM-4.5B (Arcee) -----------------------------------------------------------------------------
+
+
+def test_arcee_an_ungated_squared_relu_mlp_of_two_matrices(collected):
+    f, c = collected("arcee").facts, released_config("arcee")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["hidden_act"] == "relu2" and not c["mlp_bias"] and not c["attention_bias"] and not c["tie_word_embeddings"]
+    block = gqa_attention(d, H, KV, hd) + 2 * d * F + 2 * d  # up and down, no gate; two RMSNorms
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 3 + L * (4 + 2 + 2)
+    # Arcee calls it a 4.5B model and the Hub lists 4.6B for the repository: ours is 4.62 B.
+    assert round(total / 1e9, 1) == 4.6
