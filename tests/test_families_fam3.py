@@ -53,3 +53,22 @@ def test_arcee_an_ungated_squared_relu_mlp_of_two_matrices(collected):
     assert stored(f)["tensors"] == 3 + L * (4 + 2 + 2)
     # Arcee calls it a 4.5B model and the Hub lists 4.6B for the repository: ours is 4.62 B.
     assert round(total / 1e9, 1) == 4.6
+
+
+# --- GLM-4-9B-Chat (model_type glm) ---------------------------------------------------------------
+
+
+def test_glm_two_norms_a_block_qkv_biases_and_a_fused_swiglu(collected):
+    f, c = collected("glm").facts, released_config("glm")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["attention_bias"] and not c["tie_word_embeddings"] and "partial_rotary_factor" not in c
+    # biases on q, k and v only: the output projection has none
+    attention = gqa_attention(d, H, KV, hd) + H * hd + 2 * KV * hd
+    block = attention + swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    # per block q/k/v weights and biases, o, the fused gate_up and down, two norms
+    assert stored(f)["tensors"] == 3 + L * (7 + 2 + 2)
+    # Zhipu calls it a 9B model: 9.40 B, rounded.
+    assert round(total / 1e9) == 9
