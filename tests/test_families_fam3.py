@@ -72,3 +72,47 @@ def test_glm_two_norms_a_block_qkv_biases_and_a_fused_swiglu(collected):
     assert stored(f)["tensors"] == 3 + L * (7 + 2 + 2)
     # Zhipu calls it a 9B model: 9.40 B, rounded.
     assert round(total / 1e9) == 9
+
+
+# --- Granite SWA (the configuration class's defaults) ---------------------------------------------
+
+
+def kinds(facts):
+    return sorted((k["attention_type"], k["count"]) for k in facts["block_kinds"])
+
+
+def test_granite_swa_windowed_blocks_a_sink_per_head_and_a_tied_head(collected):
+    f, c = collected("granite_swa").facts, released_config("granite_swa")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert c["tie_word_embeddings"] and not c["attention_bias"] and not c["mlp_bias"]
+    block = gqa_attention(d, H, KV, hd) + H + swiglu(d, F) + 2 * d  # one sink logit a head, two RMSNorms
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 2 + L * (4 + 1 + 3 + 2)
+    # every fourth block (0, 4, ...) global, the others windowed
+    assert kinds(f) == [("full_attention", L // 4), ("sliding_attention", L - L // 4)]
+    # the class's sizes come to 2.14 B, the "2b" of the checkpoint's name
+    assert round(total / 1e9) == 2
+
+
+def test_granite_swa_sink_is_proven_as_a_scale_on_the_heads_outputs(collected):
+    components = collected("granite_swa").facts["equations"]["components"]
+    attention = {k: c for k, c in components.items() if k.endswith("self_attn")}
+    assert sorted(attention) == ["global_block.self_attn", "sliding_window_block.self_attn"]
+    for c in attention.values():
+        assert c["facts"]["sink_placement"]["value"] == "output_scale" and c["facts"]["sinks"]["value"] is True
+        assert c["proof"]["error"] <= c["proof"]["tolerance"]
+
+
+def test_a_sink_in_the_softmax_does_not_reproduce_granite_swa(project_copy):
+    """The declared placement matters: without it the steps put the sink in the softmax, and the first
+    step that reads the module's returned weights diverges, so the build stops naming it."""
+    from tests.conftest import run_build
+
+    module = project_copy / "atlas/families/granite_swa.py"
+    text = module.read_text()
+    module.write_text(text.replace('equations={"*.self_attn": {"sink_placement": "output_scale"}},', ""))
+    result = run_build(project_copy, "--family", "granite_swa", "--out", str(project_copy / "site"))
+    assert result.returncode == 1
+    assert "a learned sink logit per head, dropped after the softmax" in result.stderr and "does not reproduce" in result.stderr
