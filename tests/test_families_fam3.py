@@ -116,3 +116,31 @@ def test_a_sink_in_the_softmax_does_not_reproduce_granite_swa(project_copy):
     result = run_build(project_copy, "--family", "granite_swa", "--out", str(project_copy / "site"))
     assert result.returncode == 1
     assert "a learned sink logit per head, dropped after the softmax" in result.stderr and "does not reproduce" in result.stderr
+
+
+# --- K-EXAONE 236B-A23B ---------------------------------------------------------------------------
+
+
+def test_exaone_moe_a_dense_first_block_then_sigmoid_routed_experts_beside_a_shared_one(collected):
+    f, c = collected("exaone_moe").facts, released_config("exaone_moe")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K, S, Fe = c["num_experts"], c["num_experts_per_tok"], c["num_shared_experts"], c["moe_intermediate_size"]
+    dense = c["first_k_dense_replace"]
+    assert dense == 1 and not c["tie_word_embeddings"] and S == 1
+    attention = gqa_attention(d, H, KV, hd) + 2 * hd  # q_norm and k_norm, one head wide
+    dense_block = attention + swiglu(d, F) + 2 * d
+    moe_block = attention + E * d + E * swiglu(d, Fe) + swiglu(d, S * Fe) + 2 * d  # router, routed, shared, norms
+    parameters = 2 * V * d + d + dense * dense_block + (L - dense) * moe_block
+    buffers = (L - dense) * E  # the router's selection bias on every mixture block
+    assert accounting(f)["parameters"] == parameters and model_total(f) == parameters + buffers
+    assert accounting(f)["active"] == parameters + buffers - (L - dense) * (E - K) * swiglu(d, Fe)
+    assert stored(f)["weight_parameters"] == parameters + buffers
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * (parameters + buffers)}
+    # per block q/k/v/o, q/k norms and two norms; the dense MLP's three; a mixture's router, its bias,
+    # one tensor per expert and projection and the shared expert's three
+    assert stored(f)["tensors"] == 3 + dense * (8 + 3) + (L - dense) * (8 + 2 + 3 * E + 3)
+    # every fourth block global: the windowed ones are the dense block and three in four mixtures
+    assert kinds(f) == [("full_attention", L // 4), ("sliding_attention", 1), ("sliding_attention", L - L // 4 - 1)]
+    # LG names it 236B total, 23B active (A23B): ours are 236.6 B and 23.7 B, cut (not rounded) to the billion.
+    assert int(model_total(f) / 1e9) == 236
+    assert int(accounting(f)["active"] / 1e9) == 23

@@ -38,6 +38,8 @@ def _layer_of(cfg, module):
 
 def _window(part: Part, module) -> int | None:
     w = _attr(module, "sliding_window")
+    if w is not None and getattr(module, "is_sliding", None) is False:
+        return None  # fam3: the module keeps the config's window but applies it only where it is_sliding (K-EXAONE)
     if w is None and part.attention_type == "sliding_attention":
         cfg = part.ctx.tiny_config if module is part.tiny else part.ctx.full_config
         w = getattr(cfg, "sliding_window", None)
