@@ -144,3 +144,26 @@ def test_exaone_moe_a_dense_first_block_then_sigmoid_routed_experts_beside_a_sha
     # LG names it 236B total, 23B active (A23B): ours are 236.6 B and 23.7 B, cut (not rounded) to the billion.
     assert int(model_total(f) / 1e9) == 236
     assert int(accounting(f)["active"] / 1e9) == 23
+
+
+# --- GraniteMoE SWA (the configuration class's defaults) ------------------------------------------
+
+
+def test_granitemoe_swa_sinks_windows_and_fused_experts_without_a_shared_one(collected):
+    f, c = collected("granitemoe_swa").facts, released_config("granitemoe_swa")
+    V, d, L, H, KV, hd, F = sizes(c)
+    E, K = c["num_local_experts"], c["num_experts_per_tok"]
+    assert c["shared_intermediate_size"] == 0 and not c["tie_word_embeddings"] and not c["attention_bias"]
+    # attention with one sink a head, the router, E fused SwiGLU experts, two RMSNorms
+    block = gqa_attention(d, H, KV, hd) + H + E * d + E * swiglu(d, F) + 2 * d
+    total = vocabulary_matrices(c) * V * d + d + L * block
+    assert model_total(f) == stored(f)["weight_parameters"] == total
+    assert accounting(f)["active"] == total - L * (E - K) * swiglu(d, F)
+    assert stored(f)["bytes_by_dtype"] == {"BF16": BYTES[c["torch_dtype"]] * total}
+    assert stored(f)["tensors"] == 3 + L * (4 + 1 + 2 + 1 + 2)
+    assert kinds(f) == [("full_attention", L // 4), ("sliding_attention", L - L // 4)]
+    components = f["equations"]["components"]
+    assert {k: v["facts"]["sink_placement"]["value"] for k, v in components.items() if k.endswith("self_attn")} == {
+        "global_block.self_attn": "output_scale", "sliding_window_block.self_attn": "output_scale"}
+    # the class's sizes are not IBM's 3B-A600M: 37.0 B in all, 11.1 B active
+    assert round(total / 1e9, 1) == 37.0 and round(accounting(f)["active"] / 1e9, 1) == 11.1
