@@ -194,6 +194,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     types = getattr(run.config, "layer_types", None) or [None] * n
     softmax_blocks = [i for i in range(n) if types[i] != "linear_attention" and runs[i][0]]
     shared = bool(c.get("n_shared_experts", c.get(_file_name(name, "n_shared_experts"))) or c.get("moe_num_shared_experts")
+                  or c.get("num_shared_experts")  # K-EXAONE's name (fam3)
                   or any(c.get("num_shared_expert") or []))  # Hunyuan: one count per layer
     # a score for every expert, zero where not chosen, scaling each expert's input (Llama 4's dense dispatch)
     dense = any(t.has("router_scores", i) for i in range(n))

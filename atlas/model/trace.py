@@ -351,13 +351,16 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
 
 
 HEAD_COUNT_NAMES = ("num_heads", "num_attention_heads", "n_heads", "n_head")  # MPT's n_heads, GPT-1's n_head
+# a config's own field comes first there: LFM2's config.json also carries the original code's num_heads (32),
+# which Lfm2Config keeps as a stray attribute beside its num_attention_heads
+CONFIG_HEAD_COUNT_NAMES = ("num_attention_heads", "n_heads", "n_head", "num_heads")
 
 
 def num_heads(attention) -> int:
     """The attention's query heads, as the module or its config names them (MiniMax's lightning attention
     holds num_attention_heads itself and no config; MPT's and GPT-1's hold no config either)."""
-    for holder in (attention, getattr(attention, "config", None)):
-        for name in HEAD_COUNT_NAMES:
+    for holder, names in ((attention, HEAD_COUNT_NAMES), (getattr(attention, "config", None), CONFIG_HEAD_COUNT_NAMES)):
+        for name in names:
             n = getattr(holder, name, None)
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return n

@@ -359,6 +359,13 @@ def _softmax(s, sinks=None):
 
 softmax = Function("softmax", lambda s: _softmax(s), lambda s: rf"\operatorname{{softmax}}({s})")
 softmax_with_sinks = Function("softmax", _softmax, lambda s, sinks: rf"\operatorname{{softmax}}(\left[{s},\ {sinks}\right])_{{:,\,1..T}}")
+# A sink applied after the softmax (Granite SWA): each query's share left to the real keys, the
+# sigmoid of the log-sum-exp of its scores less the head's sink logit, as (batch, queries, heads, 1) to
+# scale the heads' outputs; it equals the share softmax([S, sink]) gives the keys, written the module's way
+sink_share = Function(
+    "sink share",
+    lambda s, sinks: (_torch().logsumexp(s, dim=-1) - sinks.reshape(1, -1, 1)).sigmoid().transpose(1, 2)[..., None],
+    lambda s, sinks: rf"\operatorname{{sigmoid}}\big(\log\textstyle\sum_{{s}} e^{{{s}}}-{sinks}\big)")
 topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, lambda s, k: rf"\operatorname{{top}}_{{{k}}}({s})")
 # a table's rows at the given indices (an embedding's lookup)
 rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{table}_{{{ids},:}}")

@@ -38,6 +38,8 @@ def _layer_of(cfg, module):
 
 def _window(part: Part, module) -> int | None:
     w = _attr(module, "sliding_window")
+    if w is not None and getattr(module, "is_sliding", None) is False:
+        return None  # the module keeps the config's window but applies it only where it is_sliding (K-EXAONE)
     if w is None and part.attention_type == "sliding_attention":
         cfg = part.ctx.tiny_config if module is part.tiny else part.ctx.full_config
         w = getattr(cfg, "sliding_window", None)
@@ -112,13 +114,23 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         steps.append(Step(expr=E.Let(S, S + mask), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         part.note("sinks", True, "the module holds one sink logit per head")
-
+    after = "sinks" in dict(part.tiny.named_parameters(recurse=False)) and part.declared("sink_placement") == "output_scale"
+    if after:  # the sink scales the heads' outputs after a plain softmax (Granite SWA's eager attention)
+        part.note("sink_placement", "output_scale", "declared by the family: the module's softmax is over the keys alone, "
+                  "and the heads' outputs are scaled by the share the sink leaves them")
+        steps.append(Step(expr=E.Let(P, E.softmax(S), "over keys; the sink acts on the outputs below"), value="attention_probabilities", summary=True))
+    elif "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         steps.append(Step(expr=E.Let(P, E.softmax_with_sinks(S, E.Weight("sinks", r"\sigma_h")), "a learned sink logit per head, dropped after the softmax"),
                           value="attention_probabilities", summary=True))
     else:
         steps.append(Step(expr=E.Let(P, E.softmax(S), "over keys"), value="attention_probabilities", summary=True))
+    O = E.Sym("O", T.v("O_h"))
+    if after:
+        steps.append(Step(expr=E.Let(O, E.mix(P, V))))
+        steps.append(Step(expr=E.Let(O, O * E.sink_share(S, E.Weight("sinks", r"\sigma_h")), "the share the sink leaves the keys"),
+                          value="attention_head_outputs", summary=True))
     steps += [
-        Step(expr=E.Let(E.Sym("O", T.v("O_h")), E.mix(P, V)), value="attention_head_outputs"),
+        *([] if after else [Step(expr=E.Let(O, E.mix(P, V)), value="attention_head_outputs")]),
         Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
              value=None if gated or sub_norm else "attention_premix"),
     ]

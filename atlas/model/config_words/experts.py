@@ -516,7 +516,7 @@ def _prefix_dense_pattern(key, v, c):
             "full attention, the others a sliding window")
 
 
-# --- fam4: AFMoE's (Trinity's) names for the router's settings ------------------------------------
+# --- AFMoE's (Trinity's) names for the router's settings ------------------------------------
 
 _alias("score_func", "scoring_func")
 _alias("num_expert_groups", "n_group")

@@ -369,7 +369,7 @@ def _attn_rotary_emb(key, v, c):
             "configuration class does not read this key and sets partial_rotary_factor itself")
 
 
-# --- fam4: AFMoE's pattern of windowed and global blocks ------------------------------------------
+# --- AFMoE's pattern of windowed and global blocks ------------------------------------------
 
 @explains("global_attn_every_n_layers")
 def _global_every(key, v, c):
@@ -377,4 +377,24 @@ def _global_every(key, v, c):
     words = f"Every {_ordinal(n)} block attends to the whole context, the others within the sliding window"
     if isinstance(c.raw.get("layer_types"), list):
         words += "; layer_types gives the same pattern block by block, and the model reads layer_types"
+    return words
+
+
+# --- Granite SWA's per-layer rotary base ----------------------------------------------------
+
+@explains("layer_rope_theta")
+def _layer_rope_theta(key, v, c):
+    # one rotary base a layer, 0 for a layer that gets no rotary angles at all (NoPE)
+    values = list(v) if isinstance(v, (list, tuple)) else []
+    if not values:
+        return "One rotary base a layer; unset, every layer takes rope_theta"
+    without = sum(1 for x in values if not x)
+    bases = sorted({float(x) for x in values if x})
+    words = f"One rotary base a layer, {_plural(len(values), 'layer')} listed"
+    if bases:
+        words += ": " + ", ".join(_num(b) for b in bases) + (" on every rotated layer" if len(bases) == 1 else "")
+    if without:
+        words += f"; {_plural(without, 'layer')} at 0 take no positions at all (NoPE)"
+    else:
+        words += "; no layer is without positions"
     return words

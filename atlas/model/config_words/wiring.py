@@ -237,7 +237,7 @@ for _kind, _sublayer in (("full_attn", "softmax attention"), ("linear_attn", "li
     _residual_factors(_kind, _sublayer)
 
 
-# --- fam4: AFMoE's muP switch -----------------------------------------------------------------------
+# --- AFMoE's muP switch -----------------------------------------------------------------------
 
 _switch("mup_enabled", "The token embeddings are multiplied by the square root of the width before block 0 (muP's input scale)",
         "The token embeddings enter block 0 unscaled (muP's input scale is off)")

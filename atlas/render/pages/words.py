@@ -293,7 +293,9 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
         parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):
         parts.append(f"scores soft-capped at {fact(node, 'softcap'):g}")
-    if fact(node, "sinks"):
+    if fact(node, "sinks") and fact(node, "sink_placement") == "output_scale":  # Granite SWA's form
+        parts.append("a learned sink logit per head scales each head's output by the share it leaves the keys")
+    elif fact(node, "sinks"):
         parts.append("a learned sink logit per head joins each softmax")
     scaling = fact(node, "scaling")
     if scaling is not None:
