@@ -144,6 +144,7 @@ def _per_block_words(config, size: str, label: str) -> str:
 
 def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     """What the comparison looks at, each in words at this config's values (None where it has none)."""
+    from atlas.inputs.layers import heterogeneous
     from atlas.model.config_words import settings_words
 
     s = checkpoint_sizes(config)
@@ -161,7 +162,9 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
     if isinstance(moe_width, list):  # one width per layer (Hunyuan): words for it only where every layer agrees
         moe_width = moe_width[0] if moe_width and len(set(moe_width)) == 1 else None
     mlp_label = "dense MLP" if moe_width else ("expert" if experts else "MLP")
-    if None in (s["num_kv_heads"], s["head_dim"], s["qk_head_dim"]):  # sizes of their own on some blocks (Gemma 4)
+    if not s["num_heads"] and not heterogeneous(config):  # no attention at all (Mamba's, RWKV's class): no heads to describe
+        heads = head_width = None
+    elif None in (s["num_kv_heads"], s["head_dim"], s["qk_head_dim"]):  # sizes of their own on some blocks (Gemma 4)
         heads = f"{_count(s['num_heads'], 'query head')}, {_per_block_words(config, 'num_kv_heads', 'key/value head')}"
         head_width = _per_block_words(config, "head_dim", "dims per head")
     else:

@@ -38,8 +38,10 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
     if heterogeneous(config):
         per_block = [checkpoint_sizes(layer) for layer in layer_configs(config)]
         return {k: (v if all(b[k] == v for b in per_block) else None) for k, v in per_block[0].items()}
-    heads = config.num_attention_heads
-    head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or config.hidden_size // heads
+    # read through the class's own names (getattr follows attribute_map and properties); an attention-free
+    # model's class (Mamba's, RWKV's) has no heads at all, and its head sizes are then None
+    heads = getattr(config, "num_attention_heads", None)
+    head_dim = getattr(config, "v_head_dim", None) or getattr(config, "head_dim", None) or (config.hidden_size // heads if heads else None)
     rope, nope = getattr(config, "qk_rope_head_dim", None), getattr(config, "qk_nope_head_dim", None)
     experts = routed_experts(config)
     if experts and getattr(config, "zero_expert_num", None):

@@ -39,8 +39,8 @@ def _period(pattern: list) -> int:
 def tiny_values(config) -> dict[str, Any]:
     """The config values the preview changes, by the generic rule (a family's ``preview`` adds to it)."""
     values: dict[str, Any] = {k: v for k, v in TINY.items() if getattr(config, k, None) is not None}
-    heads, kv_heads = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
-    if kv_heads:
+    heads, kv_heads = getattr(config, "num_attention_heads", None), getattr(config, "num_key_value_heads", None)
+    if kv_heads and heads:
         # at least two key-value heads where the checkpoint has two or more: with one, every query head
         # reads the same keys and the run cannot show which key head a query head shares
         values["num_key_value_heads"] = max(min(2, kv_heads), TINY["num_attention_heads"] * kv_heads // heads)
