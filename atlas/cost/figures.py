@@ -120,7 +120,7 @@ def _cache_words(kinds: list[dict[str, Any]]) -> str:
         parts.append("a recurrent block keeps its convolution's last inputs and its RG-LRU's state, one number a channel, "
                      "however long the context (transformers holds both on the block's modules)")
     if "state" in attention:
-        parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and each head's "
+        parts.append("a state-space block keeps a state of fixed size, its convolution's last inputs and its scan's "
                      "recurrent state, however long the context")
     if "full_and_state" in attention:
         parts.append("a block that runs attention and a state-space mixer side by side keeps both: the attention's keys and "

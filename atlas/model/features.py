@@ -140,6 +140,8 @@ def _no_positions(facts):
     if unused:
         return (f"blocks {index_ranges(unused)} apply no rotary embedding: their attention is handed the angles and, "
                 "as its proof measured on the preview run, turns neither queries nor keys")
+    if _heads(facts)[0] == 0:  # no attention at all (Mamba's stack): nothing to give positions to, so no NoPE either
+        return None
     has_table = any(path.rpartition(".")[2] in POSITION_EMBEDDING_NAMES for path, _ in _module_lines(facts))
     if _rotary(facts) is None and not has_table and not _alibi(facts):
         return "the model has neither a rotary embedding, nor ALiBi, nor a learned position table: no block is given positions"
@@ -158,8 +160,9 @@ def _alibi(facts):
 
 
 def _heads(facts) -> tuple[int, int]:
+    """Query and key/value heads; 0 and 0 on an attention-free stack (Mamba's), whose sizes name none."""
     sizes = facts["config"]["standardized"]
-    return sizes["num_heads"], sizes["num_kv_heads"]
+    return sizes.get("num_heads") or 0, sizes.get("num_kv_heads") or 0
 
 
 def _generic(path: str, facts) -> str:

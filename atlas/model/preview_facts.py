@@ -23,7 +23,7 @@ from atlas.model.preview_data import (
     uncaptured,
     weight_histograms,
 )
-from atlas.model.sizes import block_sizes, checkpoint_sizes
+from atlas.model.sizes import block_sizes, checkpoint_sizes, mamba_stack
 
 
 def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
@@ -185,8 +185,10 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "head width": head_width,
         "latents": latent,
         # (where intermediate_size only names the experts' width, as DeepseekV4Config maps it, there is no dense MLP to describe)
-        "MLP width": (f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"]
+        "MLP width": (f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"] and not mamba_stack(config)
                       and getattr(type(config), "attribute_map", {}).get("intermediate_size") != "moe_intermediate_size" else None),
+        # a Mamba stack's intermediate_size is its mixer's inner width: there is no MLP
+        "mixer width": f"a mixer inner width of {s['intermediate_size']:,}" if s["intermediate_size"] and mamba_stack(config) else None,
         "expert width": f"expert hidden width {moe_width:,}" if moe_width else None,
         "routed experts": f"top-{s['top_k']} of {experts:,} routed experts" if experts else None,
         "shared experts": _count(get("n_shared_experts"), "shared expert") if experts and get("n_shared_experts") else None,

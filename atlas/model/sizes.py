@@ -140,10 +140,37 @@ def _first(config, keys: tuple[str, ...]):
 SSM_SIZE_KEYS = ("ssm_inner_size", "ssm_projection_size")  # the sizes below, present only on a model with such a mixer
 
 
+def mamba_stack(config) -> str | None:
+    """"mamba1" or "mamba2" where the configuration class is an attention-free Mamba stack's own (MambaConfig,
+    FalconMambaConfig, Mamba2Config), None elsewhere. Those classes name the mixer's sizes without a mamba_
+    prefix: expand, state_size, conv_kernel (and Mamba-2's num_heads, head_dim, n_groups), and give no
+    attention heads at all."""
+    if hasattr(config, "num_attention_heads") or not all(
+            isinstance(getattr(config, k, None), int) for k in ("state_size", "conv_kernel")):
+        return None
+    if not isinstance(getattr(config, "expand", None), (int, float)):
+        return None
+    heads, head_dim = getattr(config, "num_heads", None), getattr(config, "head_dim", None)
+    return "mamba2" if isinstance(heads, int) and isinstance(head_dim, int) else "mamba1"
+
+
+def _mamba_stack_sizes(config, kind: str) -> dict[str, int]:
+    # both mixers are expand × width wide inside, as the classes compute it (MambaConfig derives
+    # intermediate_size from expand; Mamba2Mixer multiplies expand by the width itself)
+    inner = int(config.expand * config.hidden_size)
+    if kind == "mamba1":  # the scan input x and the gate z, each the inner width
+        return {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner}
+    groups = getattr(config, "n_groups", None) or 1
+    return {"ssm_inner_size": inner, "ssm_projection_size": 2 * inner + 2 * groups * config.state_size + config.num_heads}
+
+
 def ssm_sizes(config) -> dict[str, int]:
     """A state-space mixer's sizes where the config gives them (nothing on a model without one): the
     inner width the heads span, and the one input projection's width (gate, the convolved x, B and C,
     one time step per head)."""
+    stack = mamba_stack(config)
+    if stack:
+        return _mamba_stack_sizes(config, stack)
     heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
     if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
         return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}

@@ -12,7 +12,7 @@ from typing import Any
 
 from atlas.inputs.config_keys import TOP_K_KEYS
 from atlas.model.block_kinds import window_narrows
-from atlas.model.sizes import expert_key, ssm_sizes
+from atlas.model.sizes import expert_key, mamba_stack, ssm_sizes
 
 TINY = {
     "hidden_size": 64,
@@ -168,9 +168,30 @@ TINY_SSM = {
 }
 
 
+TINY_STATE = 16  # an attention-free Mamba stack's state per channel (Mamba-1) or per head channel (Mamba-2)
+TINY_MAMBA2_HEADS = 8
+
+
+def tiny_mamba_stack(config, kind: str) -> dict[str, Any]:
+    """An attention-free Mamba stack's own sizes, shrunk with the width so that the class's checks and
+    derivations hold: the inner width stays expand × width (Mamba2Config requires num_heads × head_dim to
+    equal it), and the time-step rank follows the class's own rule, ceil(width / 16)."""
+    width = TINY["hidden_size"]
+    inner = int(config.expand * width)
+    values: dict[str, Any] = {"state_size": TINY_STATE, "time_step_rank": -(-width // 16), "intermediate_size": inner}
+    if kind == "mamba2":
+        values.update(num_heads=TINY_MAMBA2_HEADS, head_dim=inner // TINY_MAMBA2_HEADS,
+                      n_groups=TINY_SSM["n_groups"], chunk_size=TINY_SSM["chunk_size"])
+        values.pop("intermediate_size")
+    return values
+
+
 def tiny_ssm_values(config) -> dict[str, Any]:
     if not ssm_sizes(config):
         return {}
+    stack = mamba_stack(config)
+    if stack:
+        return tiny_mamba_stack(config, stack)
     values = {k: v for k, v in TINY_SSM.items() if isinstance(getattr(config, k, None), int)}
     expand = getattr(config, "mamba_expand", None)
     if isinstance(expand, int) and "mamba_d_head" in values and "mamba_d_ssm" not in values:

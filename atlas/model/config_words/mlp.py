@@ -20,6 +20,8 @@ from atlas.numbers import grouped
 @explains("intermediate_size")
 def _intermediate(key, v, c):
     width = grouped(c.count("intermediate_size"))
+    if c.mamba_stack():
+        return f"The Mamba mixers' inner width, which the scan input and the gate each have: {width}"
     if "moe_intermediate_size" in c.raw:
         return f"The hidden width of a dense MLP, wherever a block keeps one: {width}"
     if c.experts():
@@ -116,6 +118,8 @@ def _block_multiple_of(key, v, c):
 
 @explains("hidden_act", "hidden_activation", "activation_function")
 def _activation(key, v, c):
+    if c.mamba_stack():  # no MLP: the mixer's convolution output and its gate go through it
+        return f"The activation of the Mamba mixers, after the convolution and on the gate: {activation_words(c.text(key))}"
     where = "every MLP and expert" if c.experts() else "every MLP"
     return f"The activation named for {where}: {activation_words(c.text(key))}"
 

@@ -71,7 +71,13 @@ def _undefined_setting(key, v, c):
 
 # --- generation: defaults that change no single forward pass --------------------------------------
 
-_switch("use_cache", "Generation keeps a key/value cache by default", "Generation recomputes every position by default, keeping no key/value cache")
+@explains("use_cache")
+def _use_cache(key, v, c):
+    if c.mamba_stack():  # no keys or values: the cache is each mixer's convolution inputs and scan state
+        return ("Generation keeps each mixer's fixed-size state between steps by default" if c.flag(key)
+                else "Generation recomputes every position by default, keeping no state between steps")
+    return ("Generation keeps a key/value cache by default" if c.flag(key)
+            else "Generation recomputes every position by default, keeping no key/value cache")
 
 
 @explains("cache_implementation")

@@ -86,6 +86,12 @@ class _Config:
         value = self.raw.get(key)
         return None if value is None else self.count(key, value)
 
+    def mamba_stack(self) -> bool:
+        """An attention-free stack of Mamba mixers (MambaConfig's keys: state_size, conv_kernel, expand, and no
+        attention heads): its MLP-sounding keys (intermediate_size, hidden_act, use_bias) are the mixer's."""
+        return (all(isinstance(self.raw.get(k), (int, float)) for k in ("state_size", "conv_kernel", "expand"))
+                and "num_attention_heads" not in self.raw)
+
     def experts(self) -> tuple[str, int] | None:
         key = next((k for k in EXPERT_COUNT_KEYS if self.raw.get(k)), None)
         return (key, self.count(key, self.raw[key])) if key else None

@@ -28,6 +28,31 @@ def _ssm_state(key, v, c):
             "their inner width")
 
 
+@explains("state_size")
+def _mamba_state_size(key, v, c):
+    return (f"Each Mamba mixer's scan keeps {grouped(c.count(key))} values of state for each channel of its "
+            "inner width")
+
+
+@explains("expand")
+def _mamba_expand(key, v, c):
+    e, width = c.number(key), c.get_count("hidden_size")
+    words = f"The Mamba mixers work at {_num(e)} times the stream's width inside"
+    return words + (f": {grouped(width)} becomes {_num(e * width)}" if width else "")
+
+
+@explains("time_step_init_scheme")
+def _dt_init_scheme(key, v, c):
+    return (f'How the random initialization sets the time-step projection\'s weights, "{c.text(key)}"; trained '
+            "weights replace them, so it changes nothing in the model")
+
+
+@explains("time_step_scale")
+def _dt_scale(key, v, c):
+    return (f"A factor {_num(c.number(key))} on the spread of the time-step projection's random initialization; "
+            "trained weights replace it, so it changes nothing in the model")
+
+
 @explains("mamba_expand")
 def _ssm_expand(key, v, c):
     e = c.number("mamba_expand")
@@ -132,6 +157,9 @@ def _time_step_rank(key, v, c):
 
 @explains("time_step_min")
 def _dt_min(key, v, c):
+    if c.mamba_stack():  # MambaMixer reads it only to initialize dt_proj's bias
+        return (f"The least step size the random initialization of the Mamba mixers gives, {_num(c.number(key))}; "
+                "trained weights replace it, so it changes nothing in the model")
     return (f"The least step size of the state-space blocks, {_num(c.number(key))}: the random initialization "
             "gives no smaller step, and where the model sets a floor on the step, this is it")
 

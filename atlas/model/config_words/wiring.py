@@ -48,8 +48,10 @@ _switch("attention_bias", "The attention's projections add a learned bias", "The
 _switch("mlp_bias", "The MLP's projections add a learned bias", "The MLP's projections have no bias")
 
 _switch("bias", "The blocks' linear projections add a learned bias", "The blocks' linear projections have no bias")
-_switch("use_bias", "The attention's and the MLP's projections add a learned bias",
-        "The attention's and the MLP's projections have no bias")
+@explains("use_bias")
+def _use_bias(key, v, c):
+    where = "The Mamba mixers' input and output projections" if c.mamba_stack() else "The attention's and the MLP's projections"
+    return f"{where} add a learned bias" if c.flag(key) else f"{where} have no bias"
 _switch("attention_out_bias", "The attention's output projection adds a learned bias",
         "The attention's output projection has no bias")
 _switch("lm_head_bias", "The output head adds a learned bias to every logit", "The output head has no bias")

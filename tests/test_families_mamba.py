@@ -1,0 +1,73 @@
+"""Mamba (state-spaces/mamba-130m-hf): an attention-free stack, against a hand derivation from its config.
+
+Every expected figure is derived here from config.json's sizes through formulas written out by hand, as
+the reference Mamba block lays its weights out; none is copied from the facts under test.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import released_config
+
+
+def mamba_mixer(d: int, inner: int, state: int, conv: int, rank: int) -> int:
+    """One Mamba mixer without linear biases (use_bias false) and with a convolution bias (use_conv_bias)."""
+    return (d * 2 * inner               # in_proj: the scan input and the gate
+            + inner * conv + inner      # the depthwise causal convolution and its bias
+            + inner * (rank + 2 * state)  # x_proj: the time step's low rank, B and C
+            + rank * inner + inner      # dt_proj widens the time step back, with a bias
+            + inner * state + inner     # A_log and D
+            + inner * d)                # out_proj
+
+
+def test_mamba_total_is_embeddings_and_mixers_with_a_tied_head(collected):
+    f, c = collected("mamba").facts, released_config("mamba")
+    V, d, L = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"]
+    inner, state, conv, rank = c["expand"] * d, c["state_size"], c["conv_kernel"], c["time_step_rank"]
+    assert c["tie_word_embeddings"] and not c["use_bias"] and c["use_conv_bias"]
+    assert rank == -(-d // 16) and c["intermediate_size"] == inner  # the reference block's own rules
+    block = d + mamba_mixer(d, inner, state, conv, rank)  # an RMSNorm and the mixer
+    total = V * d + L * block + d  # the embedding (the head shares it), the blocks, norm_f
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == model["active"] == total
+    assert f["checkpoint_check"]["predicted"]["weight_parameters"] == total
+    # the released model's name: about 130 million
+    assert round(total / 1e7) == 13
+
+
+def test_mamba_has_no_attention_no_positions_and_a_fixed_state(collected):
+    f, c = collected("mamba").facts, released_config("mamba")
+    sizes = f["config"]["standardized"]
+    assert sizes["num_heads"] is None and sizes["num_kv_heads"] is None
+    assert [k["count"] for k in f["block_kinds"]] == [c["num_hidden_layers"]]
+    # no attention is not "no positions given to the attention": there is no NoPE to claim
+    assert not any(feature["abbreviation"] == "NoPE" for feature in f["features"])
+    inner = c["expand"] * c["hidden_size"]
+    summary = f["cost"]["summary"]
+    assert summary["kv_cache_bytes_per_position"] == 0
+    # each block keeps conv_kernel inputs of the convolution and state_size values per inner channel, at BF16
+    assert summary["kv_cache_bytes"] == c["num_hidden_layers"] * (inner * c["conv_kernel"] + inner * c["state_size"]) * 2
+    assert f["sheet"]["heads"]["query"] is None
+
+
+def test_mamba_preview_is_an_attention_free_tiny_stack(collected):
+    preview = collected("mamba").facts["preview"]
+    tiny = preview["config"]
+    assert tiny["num_heads"] is None and tiny["hidden_size"] < released_config("mamba")["hidden_size"]
+    words = {d["what"]: d["tiny"] for d in preview["differences"]}
+    assert words["mixer width"] == f"a mixer inner width of {tiny['ssm_inner_size']}" and "MLP width" not in words, words
+
+
+def test_mamba_config_words_speak_of_the_mixer_not_an_mlp():
+    import json
+
+    from atlas.model import config_words
+    from tests.conftest import ROOT
+
+    path = ROOT / "atlas/checkpoints/state-spaces/mamba-130m-hf/config.json"
+    raw = json.loads(path.read_text())
+    words = config_words.explain_config(raw, str(path))
+    inner = raw["expand"] * raw["hidden_size"]
+    assert raw["intermediate_size"] == inner and f"{inner:,}" in words["intermediate_size"]
+    for key in ("intermediate_size", "hidden_act", "use_bias", "use_cache"):
+        assert "MLP" not in words[key] and "key/value" not in words[key] and "Mamba" in words[key] or "state" in words[key], (key, words[key])
+    assert f"{raw['state_size']} values of state" in words["state_size"]
