@@ -69,5 +69,6 @@ def test_mamba_config_words_speak_of_the_mixer_not_an_mlp():
     inner = raw["expand"] * raw["hidden_size"]
     assert raw["intermediate_size"] == inner and f"{inner:,}" in words["intermediate_size"]
     for key in ("intermediate_size", "hidden_act", "use_bias", "use_cache"):
-        assert "MLP" not in words[key] and "key/value" not in words[key] and "Mamba" in words[key] or "state" in words[key], (key, words[key])
+        said = words[key]
+        assert "MLP" not in said and "key/value" not in said and ("Mamba" in said or "state" in said), (key, said)
     assert f"{raw['state_size']} values of state" in words["state_size"]
