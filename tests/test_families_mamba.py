@@ -72,3 +72,26 @@ def test_mamba_config_words_speak_of_the_mixer_not_an_mlp():
         said = words[key]
         assert "MLP" not in said and "key/value" not in said and ("Mamba" in said or "state" in said), (key, said)
     assert f"{raw['state_size']} values of state" in words["state_size"]
+
+
+def test_falcon_mamba_is_mambas_tensors_with_an_untied_head(collected):
+    f, c = collected("falcon_mamba").facts, released_config("falcon_mamba")
+    V, d, L = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"]
+    inner, state, conv, rank = c["expand"] * d, c["state_size"], c["conv_kernel"], c["time_step_rank"]
+    assert not c["tie_word_embeddings"] and not c["use_bias"] and c["use_conv_bias"] and c["intermediate_size"] == inner
+    # the three norms inside each mixer hold no weights: a block stores exactly Mamba's tensors
+    total = 2 * V * d + L * (d + mamba_mixer(d, inner, state, conv, rank)) + d
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == f["checkpoint_check"]["predicted"]["weight_parameters"] == total
+    assert round(total / 1e7) == 727  # TII's model card: 7.27B parameters
+
+
+def test_falcon_mamba_norms_are_written_at_the_checkpoints_widths(collected):
+    f, c = collected("falcon_mamba").facts, released_config("falcon_mamba")
+    components = f["equations"]["components"]
+    for norm, width in (("dt_layernorm", c["time_step_rank"]), ("b_layernorm", c["state_size"]), ("c_layernorm", c["state_size"])):
+        steps = [step["tex"] for step in components[f"state_space_block.mixer.{norm}"]["steps"]]
+        assert steps[0].startswith(rf"\rho=\tfrac{{1}}{{{width}}}"), (norm, steps)
+        assert "no gain" in steps[-1]
+    mixer = " ".join(step["tex"] for step in components["state_space_block.mixer"]["steps"])
+    assert r"\operatorname{Norm}_B(B)" in mixer and r"A=-e^{A_{\log}}" in mixer

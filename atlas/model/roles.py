@@ -276,8 +276,10 @@ def _read_block_roles(block) -> BlockRoles:
     # the norm over the heads' outputs, as wide as what the output projection reads (Jamba's time-step, B and C
     # norms are narrower, and its mixer gates without a norm)
     out_proj = getattr(ssm_module, _child(ssm_module, OUTPUT_PROJ_NAMES) or "", None) if ssm_module is not None else None
+    # (a learned weight: Falcon Mamba's weightless norms hold a dummy buffer "weight" as wide as the inner width)
     gated_norm = next((n for n, m in ssm_module.named_children() if _is_norm(m) and out_proj is not None
-                       and getattr(m, "weight", None) is not None and m.weight.shape[0] == out_proj.weight.shape[1]), None) if ssm_module is not None else None
+                       and "weight" in dict(m.named_parameters(recurse=False)) and m.weight.shape[0] == out_proj.weight.shape[1]),
+                      None) if ssm_module is not None else None
     return BlockRoles(
         attention=attention,
         mlp=mlp,

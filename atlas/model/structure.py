@@ -42,10 +42,12 @@ def has_epsilon(module) -> bool:
 
 def is_weightless_norm(module) -> bool:
     """A module with no children and no tensors that holds an epsilon: a norm without a gain (Llama 4's
-    query and key norm, Gemma 4's value and router norms)."""
+    query and key norm, Gemma 4's value and router norms). A buffer the module does not save may stand beside
+    the epsilon (Falcon Mamba's mixer norms hold a dummy "weight" of ones for a kernel, never applied)."""
     if any(True for _ in module.children()) or any(True for _ in module.parameters(recurse=False)):
         return False
-    if any(True for _ in module.buffers(recurse=False)):
+    unsaved = getattr(module, "_non_persistent_buffers_set", set())
+    if any(name not in unsaved for name, _ in module.named_buffers(recurse=False)):
         return False
     return has_epsilon(module)
 

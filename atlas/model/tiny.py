@@ -175,10 +175,12 @@ TINY_MAMBA2_HEADS = 8
 def tiny_mamba_stack(config, kind: str) -> dict[str, Any]:
     """An attention-free Mamba stack's own sizes, shrunk with the width so that the class's checks and
     derivations hold: the inner width stays expand × width (Mamba2Config requires num_heads × head_dim to
-    equal it), and the time-step rank follows the class's own rule, ceil(width / 16)."""
+    equal it)."""
     width = TINY["hidden_size"]
     inner = int(config.expand * width)
-    values: dict[str, Any] = {"state_size": TINY_STATE, "time_step_rank": -(-width // 16), "intermediate_size": inner}
+    # the time-step rank at 8, not the rule's ceil(64 / 16) = 4: a width no other tiny size has (conv_kernel is 4), so a
+    # norm over it (Falcon Mamba's) is read back to the checkpoint's time_step_rank
+    values: dict[str, Any] = {"state_size": TINY_STATE, "time_step_rank": 8, "intermediate_size": inner}
     if kind == "mamba2":
         values.update(num_heads=TINY_MAMBA2_HEADS, head_dim=inner // TINY_MAMBA2_HEADS,
                       n_groups=TINY_SSM["n_groups"], chunk_size=TINY_SSM["chunk_size"])

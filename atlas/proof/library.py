@@ -163,6 +163,24 @@ def norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     return part.choose("norm", variants)
 
 
+# the sizes a norm's axis may be: a width of the stream, of a mixer or of its parts (a vocabulary's size, a
+# layer count or a token id that the tiny config happens to make equal is no axis)
+NORM_AXIS_SIZES = ("hidden_size", "intermediate_size", "time_step_rank", "state_size", "ssm_state_size",
+                   "kv_lora_rank", "q_lora_rank")
+
+
+def _checkpoint_width(tiny_cfg, cfg, width: int) -> int | None:
+    """The checkpoint's width of an axis the tiny run shows ``width`` wide: the checkpoint's value of the
+    axis sizes the tiny config gives that width (Falcon Mamba's time-step norm: time_step_rank), where they
+    agree; None where none has it (DeepSeek-V4's norm over its four streams at once) or sizes the tiny
+    config makes equal differ at the checkpoint's."""
+    from atlas.inputs.layers import global_value
+
+    keys = [k for k in NORM_AXIS_SIZES if global_value(tiny_cfg, k) == width]
+    full = {global_value(cfg, k) for k in keys}
+    return full.pop() if len(full) == 1 and None not in full else None
+
+
 def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
     """x divided by its root mean square, by its length, or centred and divided by its deviation, over
     the last axis, which one measured; no gain, no bias."""
@@ -178,6 +196,8 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
         width = None
     elif width is not None and global_value(tiny_cfg, "head_dim") == width and global_value(cfg, "head_dim"):
         width = global_value(cfg, "head_dim")
+    elif width is not None:
+        width = _checkpoint_width(tiny_cfg, cfg, width)
     part.note("eps", eps.full, "the module's epsilon")
     part.note("gain", "none", "the module holds no tensor")
     xs, rho, mu, var, out = E.Sym("x", x), E.Sym("rho", r"\rho", False), E.Sym("mu", r"\mu", False), E.Sym("var", r"\sigma^2", False), E.Sym("y", y)

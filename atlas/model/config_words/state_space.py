@@ -41,6 +41,12 @@ def _mamba_expand(key, v, c):
     return words + (f": {grouped(width)} becomes {_num(e * width)}" if width else "")
 
 
+@explains("mixer_rms_eps")
+def _mixer_rms_eps(key, v, c):
+    return (f"The epsilon inside the RMS norms each mixer applies, with no gain, to its time step, B and C before "
+            f"the scan: {_num(c.number(key))}")
+
+
 @explains("time_step_init_scheme")
 def _dt_init_scheme(key, v, c):
     return (f'How the random initialization sets the time-step projection\'s weights, "{c.text(key)}"; trained '
