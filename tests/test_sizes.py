@@ -66,6 +66,33 @@ def test_llama_3_1_lists_8b_70b_and_405b(collected):
     assert rows[-1]["kv_cache_per_token"] == 126 * 8 * 128 * 2 * 2 == 516_096
 
 
+def gemma3_total(c: dict) -> int:
+    """Gemma 3's text model: a tied vocabulary matrix, and per block a grouped-query attention with a q and
+    a k norm one head wide, a GELU-gated MLP (three matrices, as SwiGLU's) and four norms (before and after
+    each sublayer), then the final norm."""
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["attention_bias"] and c.get("tie_word_embeddings", True)
+    return V * d + d + L * (gqa_attention(d, H, KV, hd) + 2 * hd + swiglu(d, F) + 4 * d)
+
+
+def test_gemma_3_lists_1b_4b_12b_27b_counting_the_text_model_of_each_wrapper(collected):
+    rows = collected("gemma3").facts["sizes"]
+    assert [r["repo"] for r in rows] == [f"google/gemma-3-{n}-it" for n in ("1b", "4b", "12b", "27b")]
+    for r in rows:
+        whole = config_of(r["repo"])
+        c = whole.get("text_config", whole)  # the 4B and up are Gemma3ForConditionalGeneration's files
+        assert r["text_model_of"] == ("the file's text_config" if "text_config" in whole else None), r["repo"]
+        total = gemma3_total(c)
+        assert r["total"] == r["active"] == total, r["repo"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c), r["repo"]
+        # the wrapper names the dtype once, beside text_config: bfloat16, 2 bytes a value, the tied head once
+        assert r["bytes_by_dtype"] == {"BF16": 2 * total}, r["repo"]
+        # Google names each size by its whole model, the vision tower (about 0.4 B) included: the text model
+        # lies under the name and within 0.45 B of it (1B: 1.00, 4B: 3.88, 12B: 11.77, 27B: 27.01)
+        named = float(r["repo"].split("-")[2][:-1])
+        assert named - 0.45 < total / 1e9 <= named + 0.01, r["repo"]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

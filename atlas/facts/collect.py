@@ -268,7 +268,12 @@ def _predicted_layout(family, checkpoint, model=None, with_predictor=False):
         changed = family.but(config_overrides={**family.config_overrides, **changes})
         return build_on_meta(changed, transformers_config(changed, checkpoint), checkpoint.config_path)
 
-    predict = LayoutPredictor(checkpoint.config, build, _stored_rules(checkpoint))
+    raw = checkpoint.config
+    whole = checkpoint.file_config or {}
+    if not ({"torch_dtype", "dtype"} & set(raw)) and {"torch_dtype", "dtype"} & set(whole):
+        # a wrapper's file names the weights' dtype once, beside its text_config (Gemma 3's 4B and up)
+        raw = {**raw, **{k: whole[k] for k in ("torch_dtype", "dtype") if k in whole}}
+    predict = LayoutPredictor(raw, build, _stored_rules(checkpoint))
     tensors = predict()
     entries = checkpoint.pinned.get("stored_buffers", [])
     if entries:

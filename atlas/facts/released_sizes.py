@@ -65,10 +65,15 @@ def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str, Any]:
-    section = family.config_section
-    if section is None and isinstance(read_json_object(CHECKPOINTS / repo / "config.json").get("text_config"), dict):
-        section = "text_config"  # a wrapper's file: the family's architecture is its text model
-    sized = family.but(checkpoint=repo, config_section=section, config_overrides={}, override_reasons={})
+    section, wrapper = family.config_section, family.wrapper_class
+    whole = read_json_object(CHECKPOINTS / repo / "config.json")
+    if section is None and isinstance(whole.get("text_config"), dict):
+        # a wrapper's file (Gemma 3's 4B and up: Gemma3ForConditionalGeneration): the family's architecture
+        # is its text model, and the file names the wrapper it was saved from
+        section = "text_config"
+        named = whole.get("architectures")
+        wrapper = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+    sized = family.but(checkpoint=repo, config_section=section, wrapper_class=wrapper, config_overrides={}, override_reasons={})
     checkpoint = load_pinned(repo, section=section)
     preflight.check_pinned(checkpoint)
     preflight.check_raw_config(sized, checkpoint)

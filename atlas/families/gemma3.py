@@ -21,6 +21,7 @@ FAMILY = Family(
     ),
     tags=("Sliding/global pattern", "Q/K norm", "Sandwich norms", "Tied embeddings"),
     checkpoint="google/gemma-3-1b-it",
+    sizes=("google/gemma-3-4b-it", "google/gemma-3-12b-it", "google/gemma-3-27b-it"),
     model_class="Gemma3ForCausalLM",
     config_class="Gemma3TextConfig",
 )
