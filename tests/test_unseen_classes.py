@@ -24,6 +24,13 @@ CASES = {
                 ["atlas/families/gpt_neo.py: preview", "GPTNeoConfig", "attention_types"]),
     # MPT keeps its head count as n_heads on the attention itself, and no config: read, then proven or not
     "mpt": ("MptForCausalLM", "MptConfig", dict(vocab_size=1000, d_model=64, n_layers=2, n_heads=4), ["mpt"]),
+    # RWKV's attention returns its state as a list where an attention's weights would be: the identity says so
+    "rwkv": ("RwkvForCausalLM", "RwkvConfig",
+             dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, attention_hidden_size=64, intermediate_size=256),
+             ["RwkvForCausalLM", "attention_rows"]),
+    # xLSTM keeps its blocks in no ModuleList of num_hidden_layers modules
+    "xlstm": ("xLSTMForCausalLM", "xLSTMConfig", dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_heads=4),
+              ["xLSTMForCausalLM", "ModuleList"]),
 }
 
 

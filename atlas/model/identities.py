@@ -44,6 +44,11 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
             raise AtlasError(f"the preview run of transformers' {type(preview.model).__name__}", None,
                              f"the identity {ident} reads a value the run did not give ({e}); the atlas does not "
                              "know where this class keeps it") from None
+        except (AttributeError, TypeError, RuntimeError) as e:  # a value of another kind there (RWKV's state list)
+            raise AtlasError(f"the preview run of transformers' {type(preview.model).__name__}", None,
+                             f"the identity {ident} cannot be measured on the values the run captured "
+                             f"({type(e).__name__}: {' '.join(str(e).split())}); the atlas does not know this class's "
+                             "values there") from None
         worst = max(residuals)
         measured.append({
             "id": ident,

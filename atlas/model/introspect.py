@@ -90,7 +90,12 @@ def find_block_list(model, num_layers: int) -> tuple[str, Any]:
     for path, module in model.named_modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) == num_layers:
             return path, module
-    raise LookupError(f"no ModuleList of {num_layers} blocks in {type(model).__name__}")
+    from atlas.errors import AtlasError
+
+    # (xLSTM keeps its blocks otherwise): one line naming the class, not an internal error
+    raise AtlasError(f"transformers' {type(model).__name__}", None,
+                     f"holds no ModuleList of {num_layers} modules, one per configured block, where the atlas "
+                     "looks for a model's blocks; the atlas does not know how this class keeps them")
 
 
 # --- the printout ----------------------------------------------------------------------------------
