@@ -27,6 +27,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
+from atlas import errors
 from atlas.model.introspect import num_blocks
 from atlas.model.reads import DELTA_RULE_ARGS, Read
 from atlas.model.resolver import Placement, Resolution, mark_parallel, resolve
@@ -110,10 +111,8 @@ def call_argument(module, args: tuple, kwargs: dict, position: int):
 def pick(value, element: int | None):
     if element is None:
         return value
-    if isinstance(value, (tuple, list)):
-        return value[element] if element < len(value) else None  # a shorter output than the value's place: not there
-    if hasattr(value, "to_tuple"):
-        return value[element]
+    if isinstance(value, (tuple, list)) or hasattr(value, "to_tuple"):  # a shorter tuple than the place: not there
+        return value[element] if not isinstance(value, (tuple, list)) or element < len(value) else None
     return value if element == 0 else None  # a block that returns a plain tensor: element 0 is it
 
 
@@ -351,22 +350,17 @@ def delta_rule_functions(mixer) -> dict[str, Any]:
 
 
 HEAD_COUNT_NAMES = ("num_heads", "num_attention_heads", "n_heads", "n_head")  # MPT's n_heads, GPT-1's n_head
-# a config's own field comes first there: LFM2's config.json also carries the original code's num_heads (32),
-# which Lfm2Config keeps as a stray attribute beside its num_attention_heads
-CONFIG_HEAD_COUNT_NAMES = ("num_attention_heads", "n_heads", "n_head", "num_heads")
+CONFIG_HEAD_COUNT_NAMES = ("num_attention_heads", "n_heads", "n_head", "num_heads")  # own field first: LFM2 keeps a stray num_heads
 
 
 def num_heads(attention) -> int:
-    """The attention's query heads, as the module or its config names them (MiniMax's lightning attention
-    holds num_attention_heads itself and no config; MPT's and GPT-1's hold no config either)."""
+    """The attention's query heads, as the module or its config names them (MiniMax's, MPT's, GPT-1's: no config)."""
     for holder, names in ((attention, HEAD_COUNT_NAMES), (getattr(attention, "config", None), CONFIG_HEAD_COUNT_NAMES)):
         for name in names:
             n = getattr(holder, name, None)
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return n
-    from atlas.errors import AtlasError
-
-    raise AtlasError(f"transformers' {type(attention).__name__}", None,
+    raise errors.AtlasError(f"transformers' {type(attention).__name__}", None,
                      f"holds its head count under none of {', '.join(HEAD_COUNT_NAMES)}, nor has a config that does: "
                      "add its name to HEAD_COUNT_NAMES in atlas/model/trace.py")
 

@@ -62,6 +62,15 @@ def _soft_tokens(key, v, c):
     return words
 
 
+@explains("mm_tokens_per_image")
+def _mm_tokens(key, v, c):
+    n = c.count(key)
+    side = int(n ** 0.5)  # the projector's own rounding: a square grid of int(√n) a side
+    return (f"Each image enters the text as {_plural(side * side, 'soft token')}: the projector average-pools the "
+            f"vision tower's square grid of patch outputs to {side} × {side}, and those embeddings replace the "
+            f"image placeholders")
+
+
 @explains("num_media_embeds")
 def _media_embeds(key, v, c):
     return f"Embeddings each image contributes to the sequence: {grouped(c.count(key))}"
