@@ -153,6 +153,19 @@ CASES = [
      f"{QWEN}/checkpoint.json: repo: says 'Qwen/Qwen3-8B', but the file is in the folder of 'Qwen/Qwen3-0.6B'"),
     ("pinned-no-revision", lambda e, t: e.json(f"{QWEN}/checkpoint.json", without("revision")), 1,
      f"{QWEN}/checkpoint.json: revision: missing"),
+    # the vendor's count: in the vendor's form, with its words and address, and agreeing with ours or saying why not
+    ("published-figure-in-words", lambda e, t: e.json(f"{QWEN}/checkpoint.json", lambda c: c["published"].update(total="about 600 million")), 1,
+     f"{QWEN}/checkpoint.json: published.total: must be a count as the vendor writes it: a number and K, M, B or T (\"7.27B\"), or the whole count (\"2,795,443,200\"), not 'about 600 million'"),
+    ("published-source-not-https", lambda e, t: e.json(f"{QWEN}/checkpoint.json", lambda c: c["published"].update(source="huggingface.co/Qwen/Qwen3-0.6B")), 1,
+     f"{QWEN}/checkpoint.json: published.source: must be the https:// address a reader can check the figure at, not 'huggingface.co/Qwen/Qwen3-0.6B'"),
+    ("published-unknown-key", lambda e, t: e.json(f"{QWEN}/checkpoint.json", lambda c: c["published"].update(activated="0.6B")), 1,
+     f"{QWEN}/checkpoint.json: published.activated: unknown: give total, active, says, source and differs only"),
+    # by hand from Qwen3-0.6B's config.json: 151,936 × 1,024 (tied) + 1,024 + 28 × (6,291,456 attention + 256 q/k norms
+    # + 9,437,184 MLP + 2,048 norms) = 596,049,920, which is 0.6B at one decimal, not 0.7B; and a reason where it agrees is stale
+    ("published-disagrees-without-a-reason", lambda e, t: e.json(f"{QWEN}/checkpoint.json", lambda c: c["published"].update(total="0.7B")), 1,
+     f"{QWEN}/checkpoint.json: published.total: says 0.7B, but the atlas counts 596,049,920 parameters, 0.6B at those digits: give the reason they differ in published.differs"),
+    ("published-reason-where-it-agrees", lambda e, t: e.json(f"{QWEN}/checkpoint.json", lambda c: c["published"].update(differs="the card rounds")), 1,
+     f"{QWEN}/checkpoint.json: published.differs: gives a reason they differ, but every figure agrees with the atlas's count at its digits"),
     ("pinned-buffer-without-dtype", lambda e, t: e.json(f"{GPT2}/checkpoint.json", lambda c: c["stored_buffers"][0].pop("dtype")), 1,
      f"{GPT2}/checkpoint.json: stored_buffers[0].dtype: missing"),
     ("pinned-buffer-dtype-a-list", lambda e, t: e.json(f"{GPT2}/checkpoint.json", lambda c: c["stored_buffers"][0].update(dtype=["F32"])), 1,

@@ -22,8 +22,10 @@ def check(collected: Collected) -> None:
     name = facts["family"]["name"]
     check_accounting(name, facts["accounting"])
     check_checkpoint_totals(facts["checkpoint_check"])
-    for size in facts.get("sizes", []):  # each released size's files against its own pinned headers
+    check_published(facts["checkpoint"]["repo"], facts["checkpoint"]["published"])
+    for size in facts.get("sizes", []):  # each released size's files against its own pinned headers and the vendor's count
         check_checkpoint_totals(size["check"])
+        check_published(size["repo"], size["published"])
     check_tensor_summary(facts["checkpoint_check"], collected.pinned_layout if collected.pinned_layout is not None else collected.layout)
     if collected.local_tensors is not None:
         check_local_headers(facts["checkpoint_check"]["local"]["directory"], collected.layout, collected.local_tensors)
@@ -102,6 +104,22 @@ def check_model_figure(family: str, cost: dict[str, Any]) -> None:
 
 
 # --- the pinned checkpoint -------------------------------------------------------------------------
+
+
+def check_published(repo: str, published: dict[str, Any] | None) -> None:
+    """The vendor's counts agree with ours at the vendor's digits, or checkpoint.json says why they do not;
+    a reason given where every figure agrees is a stale one."""
+    if published is None:
+        return
+    where = f"atlas/checkpoints/{repo}/checkpoint.json"
+    apart = [row for row in published["figures"] if not row["agrees"]]
+    if apart and not published["differs"]:
+        row = apart[0]
+        raise AtlasError(where, f"published.{row['what']}",
+                         f"says {row['figure']}, but the atlas counts {grouped(row['exact'])} parameters, {row['ours']} at those digits: "
+                         f"give the reason they differ in published.differs")
+    if published["differs"] and not apart:
+        raise AtlasError(where, "published.differs", "gives a reason they differ, but every figure agrees with the atlas's count at its digits")
 
 
 def check_checkpoint_totals(check: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from atlas.facts.lineage import lineage
 from atlas.facts.sheet import sheet
 from atlas.facts.released_sizes import released_sizes
+from atlas.facts.published import comparison as published_comparison
 from atlas.facts import sources
 from atlas.cost import figures as cost
 from atlas.model import architecture, config_words, features, files, introspect
@@ -35,7 +36,7 @@ from atlas.inputs.family import StoredTensor
 from atlas.model.checkpoint_layout import LayoutPredictor, StoredRules, cut_unstored, expand_stored_buffers, layout_summary
 from atlas.inputs.safetensors_headers import read_checkpoint
 
-SCHEMA = 5  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides; 5: the fact sheet)
+SCHEMA = 6  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides; 5: the fact sheet; 6: the vendor's published counts)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:
@@ -134,6 +135,8 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "printout": introspect.printout(model),
         "excerpts": _excerpts(model),
     }
+    # the vendor's counts beside ours, at the vendor's digits (atlas.check.claims fails a disagreement without a reason)
+    facts["checkpoint"]["published"] = published_comparison(checkpoint.pinned.get("published"), facts["accounting"]["model"])
     run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
     facts["features"] = features.derive(facts, blocks_without_rotary(config))
     describe_values(facts["support"], architecture.profile(facts))

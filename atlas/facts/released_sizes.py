@@ -21,6 +21,7 @@ from typing import Any
 
 from atlas.cost.blocks import block_terms
 from atlas.cost.coefficients import FIXED_STATES
+from atlas.facts.published import comparison as published_comparison
 from atlas.inputs import preflight
 from atlas.inputs.checkpoint import build_on_meta, load_pinned, read_json_object, transformers_config
 from atlas.inputs.checkpoint import CHECKPOINTS
@@ -61,6 +62,7 @@ def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
         "bytes_by_dtype": check["predicted"]["bytes_by_dtype"],
         "check": {"figures": [], "pinned_file": check["pinned_file"]},  # the family page's own section checks these
         "headers_checked": sum(1 for row in check["figures"] if row["checked"]),
+        "published": facts["checkpoint"]["published"],
     }
 
 
@@ -108,4 +110,5 @@ def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str
         "bytes_by_dtype": check["predicted"]["bytes_by_dtype"],
         "check": {"figures": check["figures"], "pinned_file": check["pinned_file"]},
         "headers_checked": sum(1 for row in check["figures"] if row["checked"]),
+        "published": published_comparison(checkpoint.pinned.get("published"), accounting),
     }

@@ -123,6 +123,7 @@ def check_pinned(checkpoint) -> None:
     if "safetensors" in pinned and not isinstance(pinned["safetensors"], dict):
         raise AtlasError(where, "safetensors", "must be an object of header figures")
     _check_config_source(where, pinned, checkpoint.file_config or checkpoint.config)
+    _check_published(where, pinned)
     buffers = pinned.get("stored_buffers", [])
     if not isinstance(buffers, list):
         raise AtlasError(where, "stored_buffers", "must be a list of stored tensors")
@@ -142,6 +143,33 @@ def check_pinned(checkpoint) -> None:
             raise AtlasError(where, f"{field}.shape", f"must be a list of non-negative integers, not {shape!r}")
         if entry.get("role", "buffer") not in ("parameter", "buffer", "scale", "rotary"):
             raise AtlasError(where, f"{field}.role", f"must be parameter, buffer, scale or rotary, not {entry.get('role')!r}")
+
+
+# checkpoint.json's published figures (atlas.facts.published): a count in a unit ("7.27B", "0.36B", "1T") or
+# to the unit, grouped or not ("2,795,443,200"); each set beside the atlas's count of the same name
+PUBLISHED_FIGURE = re.compile(r"(\d+)(?:\.(\d+))?([KMBT])|(\d{1,3}(?:,\d{3})+|\d+)()()")
+PUBLISHED_FIGURES = ("total", "active")
+
+
+def _check_published(where, pinned) -> None:
+    """published: the vendor's counts as it states them, where a reader can check them, and why ours differ."""
+    published = pinned.get("published")
+    if published is None:
+        return
+    if not isinstance(published, dict) or "total" not in published:
+        raise AtlasError(where, "published", "must be an object with the vendor's total, its words (says) and its source")
+    if extra := sorted(set(published) - {*PUBLISHED_FIGURES, "says", "source", "differs"}):
+        raise AtlasError(where, f"published.{extra[0]}", "unknown: give total, active, says, source and differs only")
+    for what in PUBLISHED_FIGURES:
+        if what in published and not (isinstance(published[what], str) and PUBLISHED_FIGURE.fullmatch(published[what])):
+            raise AtlasError(where, f"published.{what}", f"must be a count as the vendor writes it: a number and K, M, B or T (\"7.27B\"), or the whole count (\"2,795,443,200\"), not {published[what]!r}")
+    for key in ("says", "differs"):
+        if key in published and not (isinstance(published[key], str) and published[key].strip()):
+            raise AtlasError(where, f"published.{key}", "must be words (a non-empty string)")
+    if "says" not in published:
+        raise AtlasError(where, "published.says", "missing: give the vendor's words for the figure")
+    if not (isinstance(published.get("source"), str) and published["source"].startswith("https://")):
+        raise AtlasError(where, "published.source", f"must be the https:// address a reader can check the figure at, not {published.get('source')!r}")
 
 
 CONFIG_STATUSES = {  # how close config.json is to the released file, weakest last
