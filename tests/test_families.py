@@ -469,8 +469,13 @@ def test_every_family_has_its_module_notes_and_checkpoint_folder(name):
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_no_file_outside_the_family_names_it(name):
-    """Nothing registers a family anywhere else: no quoted name, no import, no path outside its own files."""
-    pattern = re.compile(rf"""(['"]){re.escape(name)}\1|families[./]{re.escape(name)}\b""")
+    """Nothing registers a family anywhere else: no quoted name, no import, no path outside its own files.
+    A family named as a layer kind is (mamba2: the family and its mixer) is looked for by path alone, since
+    the kind's name is quoted wherever the proofs and the words handle the kind, for every family with it."""
+    from atlas.proof.kinds import BUILDERS
+
+    quoted = "" if name in BUILDERS else rf"""(['"]){re.escape(name)}\1|"""
+    pattern = re.compile(rf"""{quoted}families[./]{re.escape(name)}\b""")
     for path in OUTSIDE:
         text = path.read_text(errors="replace")
         assert not pattern.search(text), f"{path.relative_to(ROOT)} names the family {name!r}"

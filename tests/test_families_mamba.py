@@ -95,3 +95,45 @@ def test_falcon_mamba_norms_are_written_at_the_checkpoints_widths(collected):
         assert "no gain" in steps[-1]
     mixer = " ".join(step["tex"] for step in components["state_space_block.mixer"]["steps"])
     assert r"\operatorname{Norm}_B(B)" in mixer and r"A=-e^{A_{\log}}" in mixer
+
+
+def mamba2_mixer(d: int, heads: int, head_dim: int, groups: int, state: int, conv: int) -> int:
+    """One Mamba-2 mixer without linear biases (use_bias false), with a convolution bias (use_conv_bias)."""
+    inner = heads * head_dim
+    conv_width = inner + 2 * groups * state  # the convolution runs over the scan input, B and C together
+    return (d * (inner + conv_width + heads)  # in_proj: the gate, the convolved part, a time step per head
+            + conv_width * conv + conv_width  # the depthwise causal convolution and its bias
+            + 3 * heads                       # dt_bias, A_log and D: one each per head
+            + inner                           # the gated norm's gain
+            + inner * d)                      # out_proj
+
+
+def test_mamba2_total_is_the_vendors_count_exactly(collected):
+    f, c = collected("mamba2").facts, released_config("mamba2")
+    V, d, L = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"]
+    heads, head_dim, groups, state = c["num_heads"], c["head_dim"], c["n_groups"], c["state_size"]
+    assert heads * head_dim == c["expand"] * d and not c["tie_word_embeddings"] and not c["use_bias"]
+    total = 2 * V * d + L * (d + mamba2_mixer(d, heads, head_dim, groups, state, c["conv_kernel"])) + d
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == model["active"] == total
+    assert f["checkpoint_check"]["predicted"]["weight_parameters"] == total
+    assert total == 7_285_403_648  # the Codestral Mamba model card's count of parameters
+    published = f["checkpoint"]["published"]
+    [figure] = published["figures"]
+    assert (figure["figure"], figure["ours"], figure["agrees"]) == ("7,285,403,648", "7,285,403,648", True)
+    assert published["differs"] is None
+
+
+def test_mamba2_keeps_a_state_per_head_and_no_cache_that_grows(collected):
+    f, c = collected("mamba2").facts, released_config("mamba2")
+    assert f["config"]["standardized"]["num_heads"] is None  # no attention heads, though the mixer has heads
+    assert not any(feature["abbreviation"] == "NoPE" for feature in f["features"])
+    summary = f["cost"]["summary"]
+    assert summary["kv_cache_bytes_per_position"] == 0
+    conv_width = c["num_heads"] * c["head_dim"] + 2 * c["n_groups"] * c["state_size"]
+    per_block = conv_width * c["conv_kernel"] + c["num_heads"] * c["head_dim"] * c["state_size"]
+    assert summary["kv_cache_bytes"] == c["num_hidden_layers"] * per_block * 2  # at BF16
+    # Mamba2Config names no length: the sheet says no limit, not the controls' last stop
+    assert "max_position_embeddings" not in c and f["sheet"]["context"]["value"] is None
+    assert f["cost"]["context"] == {"default": 4096, "max": 4096, "stated": False}
+    assert [a["attention"] for a in f["sheet"]["attention"]] == ["state"]

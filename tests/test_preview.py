@@ -171,7 +171,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     assert len(own.hidden_states) == n + 1
     exact = dict(rtol=0, atol=0)
     first_input = own.hidden_states[0]
-    if c["model_type"] in ("mamba", "falcon_mamba"):  # MambaModel records each block's output, then norm_f's, and not the embeddings
+    if c["model_type"] in ("mamba", "falcon_mamba", "mamba2"):  # MambaModel (and Mamba2Model) records each block's output, then norm_f's, and not the embeddings
         with torch.no_grad():  # what enters block 0, from the model's own table
             first_input = run.model.get_input_embeddings()(run.ids)
         torch.testing.assert_close(L[0].input, first_input, **exact)

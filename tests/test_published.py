@@ -73,10 +73,12 @@ def test_the_page_shows_the_vendors_count_on_the_sheet_and_why_in_the_parameters
     sheet = page[page.index('<dl class="sheet'):page.index("</dl>", page.index('<dl class="sheet'))]
     cell = re.search(r"<dt>vendor's count</dt><dd>(.*?)</dd>", sheet).group(1)
     assert re.sub(r"<[^>]+>", "", cell) == "1T · 32B active; ours 1T · 33B active at those digits"
-    assert 'href="https://huggingface.co/moonshotai/Kimi-K2-Instruct"' in cell and 'href="#published"' in cell
+    # the site links nowhere off itself: the figure leads to the paragraph, which names the address as text
+    assert 'href="#published"' in cell and "https://" not in cell
     why = re.search(r'<p id="published">(.*?)</p>', page).group(1)
+    assert '<code class="url">https://huggingface.co/moonshotai/Kimi-K2-Instruct</code>' in why and "href=" not in why
     text = re.sub(r"<[^>]+>", "", why)
-    assert "“32 billion activated parameters and 1 trillion total parameters”" in text
+    assert "“32 billion activated parameters and 1 trillion total parameters” (at https://huggingface.co/moonshotai/Kimi-K2-Instruct)" in text
     assert "Its total of 1T agrees with ours: 1,026,408,232,448, which is 1T at those digits;" in text
     assert "its active count of 32B differs from ours: 32,861,500,928, which is 33B at those digits." in text
     assert "They differ because its active figure agrees with ours once the embedding table is left out" in text
@@ -97,3 +99,5 @@ def test_every_size_of_llama_3_1_and_qwen3_has_the_vendors_count(collected):
     text = re.sub(r"<[^>]+>", "", sizes)
     assert "70B; ours 71B [1]" in text and "405B; ours 406B [1]" in text and "8B, as ours" in text
     assert "Where the vendor's count is not ours at its digits: the name cuts the count down to the whole billion rather than rounding it." in text
+    assert "href=\"http" not in sizes
+    assert "Where each vendor's count is read: meta-llama/Llama-3.1-8B at https://huggingface.co/meta-llama/Llama-3.1-8B;" in text

@@ -35,6 +35,12 @@ BOTH = rf"^rebuilt gpt2, {OTHER} in [\d.]+ s \(worker (\d+)\)$"
 DEADLINE = 10  # the second server's --rebuild-deadline
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT as a terminal gives it: a shell that starts pytest in the background (`make test &`,
+    nohup) hands its children SIGINT ignored, and Python then installs no handler for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Live:
     """A running `build.py --family gpt2 --family gptj --serve 0` and every line it has printed."""
 
@@ -42,7 +48,7 @@ class Live:
         self.project = project
         self.process = subprocess.Popen(
             [sys.executable, "build.py", "--family", "gpt2", "--family", OTHER, "--out", "site", "--serve", "0", *args],
-            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_at_a_terminal)
         self.lines: list[str] = []
         self.errors: list[str] = []
         self.new: queue.Queue = queue.Queue()

@@ -105,6 +105,18 @@ def test_library_messages_are_one_line_without_what_changes_between_runs():
     assert "[…]" in library_message(ValueError("Known: [" + ", ".join(f"'Arch{i}'" for i in range(40)) + "]"))
 
 
+def test_a_library_message_that_prints_the_module_tree_names_the_class_and_keeps_the_reason():
+    """nnterp's message on an attention-free model is the whole printed model, then its reason."""
+    import torch
+
+    from atlas.model.tool_runs import library_message
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(3, 1)))
+    assert "\n" in repr(model)
+    text = library_message(AttributeError(f"{model} has no attribute layers"))
+    assert text == "AttributeError: Sequential(…) has no attribute layers"
+
+
 def test_search_finds_a_value_by_a_libraries_name():
     from atlas.render.search import tool_names
 

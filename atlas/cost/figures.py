@@ -57,7 +57,9 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     head = model.get_output_embeddings()
     head_values = head.weight.numel()
     hidden = config.hidden_size
-    max_context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or DEFAULT_CONTEXT
+    # a state-space stack states no length at all; the controls still need a last stop
+    stated_context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    max_context = stated_context or DEFAULT_CONTEXT
     collapse, _ = stream_collapse_flops(model)
     flops = {
         "head": {"flops": 2 * head_values + collapse,
@@ -79,7 +81,7 @@ def cost_facts(family: str, model, config, facts: dict[str, Any], layout: list, 
     if published:
         active["published"] = published
     out = {
-        "context": {"default": min(DEFAULT_CONTEXT, max_context), "max": max_context},
+        "context": {"default": min(DEFAULT_CONTEXT, max_context), "max": max_context, "stated": bool(stated_context)},
         "cache": {
             "dtypes": CACHE_DTYPES,
             "latent": latent,

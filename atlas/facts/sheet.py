@@ -40,7 +40,7 @@ def sheet(facts: dict[str, Any], rope: Any, no_rotary: list[int]) -> dict[str, A
         "heads": {**_heads(sizes), "elsewhere": _other_heads(facts), "href": softmax or "#config-sizes"},
         "attention": _attention_kinds(facts, attention_pages),
         "positions": _positions(facts, rope, no_rotary, softmax),
-        "context": {"value": facts["cost"]["context"]["max"], "href": "#cost"},
+        "context": {"value": facts["cost"]["context"]["max"] if facts["cost"]["context"]["stated"] else None, "href": "#cost"},
         "vocabulary": {"value": sizes.get("vocab_size"), "href": "#config-sizes"},
         "kv_cache": _kv_cache(facts["cost"]),
         "weights": _weights(facts),
