@@ -100,4 +100,4 @@ def test_every_size_of_llama_3_1_and_qwen3_has_the_vendors_count(collected):
     assert "70B; ours 71B [1]" in text and "405B; ours 406B [1]" in text and "8B, as ours" in text
     assert "Where the vendor's count is not ours at its digits: the name cuts the count down to the whole billion rather than rounding it." in text
     assert "href=\"http" not in sizes
-    assert "Where each vendor's count is read: meta-llama/Llama-3.1-8B at https://huggingface.co/meta-llama/Llama-3.1-8B;" in text
+    assert "Where the vendors' counts are read: https://huggingface.co/meta-llama/Llama-3.1-8B; https://huggingface.co/meta-llama/Llama-3.1-70B;" in text

@@ -93,6 +93,30 @@ def test_gemma_3_lists_1b_4b_12b_27b_counting_the_text_model_of_each_wrapper(col
         assert named - 0.45 < total / 1e9 <= named + 0.01, r["repo"]
 
 
+def test_exaone_lists_the_three_sizes_of_exaone_3_5_beside_its_first_release(collected):
+    """EXAONE's files name Llama's sizes under GPT-2's keys (num_layers); the cards count without the
+    vocabulary matrices ("Number of Parameters (without embeddings)"), so ours at their digits differs by
+    exactly those matrices, and the build says why."""
+    rows = collected("exaone").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct", "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct",
+                                         "LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "LGAI-EXAONE/EXAONE-3.5-32B-Instruct"]
+    without_embeddings = {"2.4B": 2.14, "3.5-7.8B": 6.98, "32B": 30.95}  # the EXAONE 3.5 cards
+    for r in rows:
+        c = config_of(r["repo"])
+        d, H, KV, L, F, V = (c[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "num_layers", "intermediate_size", "vocab_size"))
+        hd = c.get("head_dim", d // H)
+        matrices = (1 if c["tie_word_embeddings"] else 2) * V * d
+        total = matrices + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+        assert r["total"] == r["active"] == total and r["layers"] == L, r["repo"]
+        assert r["kv_cache_per_token"] == L * 2 * KV * hd * 2, r["repo"]
+        card = next((v for k, v in without_embeddings.items() if r["repo"].endswith(k + "-Instruct")), None)
+        if card is not None:
+            assert round((total - matrices) / 1e9, 2) == card, r["repo"]
+            [figure] = r["published"]["figures"]
+            assert figure["figure"] == f"{card}B" and not figure["agrees"] and r["published"]["differs"]
+    assert rows[0]["total"] == 2_405_327_360 and rows[0]["bytes_by_dtype"] == {"BF16": 2 * rows[0]["total"]}  # the tied head stored once
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

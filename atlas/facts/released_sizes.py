@@ -75,7 +75,12 @@ def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str
         section = "text_config"
         named = whole.get("architectures")
         wrapper = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
-    sized = family.but(checkpoint=repo, config_section=section, wrapper_class=wrapper, config_overrides={}, override_reasons={})
+    # the drawn file's edits are its own, but the class that builds the family (an override of architectures:
+    # EXAONE 3's files name their remote code's class) is the family's, for every size
+    family_wide = [key for key in ("architectures",) if key in family.config_overrides]
+    sized = family.but(checkpoint=repo, config_section=section, wrapper_class=wrapper,
+                       config_overrides={key: family.config_overrides[key] for key in family_wide},
+                       override_reasons={key: family.override_reasons[key] for key in family_wide if key in family.override_reasons})
     checkpoint = load_pinned(repo, section=section)
     preflight.check_pinned(checkpoint)
     preflight.check_raw_config(sized, checkpoint)
