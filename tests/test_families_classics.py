@@ -174,3 +174,29 @@ def test_opt_learned_positions_and_inline_mlp(collected):
     support = {v["name"]: v for h in f["support"]["hosts"] for v in h["values"]}
     assert support["mlp_output"]["blocks"] == list(range(L)) and support["mlp_output"]["module"].endswith(".fc2")
     assert identity(f, "embeddings")["holds"] and identity(f, "attention_add")["holds"]
+
+
+def test_olmo_total_is_a_llama_block_with_weightless_layernorms_and_a_tied_head(collected):
+    """OLMo 1B: no norm stores a tensor, so a block is the attention and the SwiGLU MLP alone."""
+    f, c = collected("olmo").facts, released_config("olmo")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    assert c["num_key_value_heads"] == c["num_attention_heads"] and not c["attention_bias"] and c["tie_word_embeddings"]
+    block = 4 * d * d + 3 * d * F  # q, k, v, o at full width; gate, up, down
+    total = V * d + L * block  # the embedding (the head shares it); the final norm holds nothing either
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == model["active"] == total == 1_176_764_416
+    assert f["checkpoint_check"]["predicted"]["weight_parameters"] == total
+    assert round(total / 1e9) == 1  # the model's name: OLMo-1B
+
+
+def test_olmo_norms_are_layernorms_without_tensors_whose_epsilon_is_measured(collected):
+    f = collected("olmo").facts
+    components = f["equations"]["components"]
+    for norm in ("transformer_block.input_layernorm", "transformer_block.post_attention_layernorm", "norm"):
+        facts = components[norm]["facts"]
+        assert facts["kind"]["value"] == f["equations"]["kinds"][norm] == "weightless_norm", norm
+        assert facts["norm"]["value"] == "layer" and facts["eps"]["value"] == 1e-5, (norm, facts)
+        assert "measured on a probe input" in facts["eps"]["how"], norm
+    # the final norm has a row, and a page, though it holds nothing
+    rows = {r["path"]: r for r in f["accounting"]["model"]["rows"]}
+    assert rows["model.norm"]["parameters"] == 0 and rows["model.norm"]["class"] == "OlmoLayerNorm"

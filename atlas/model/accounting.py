@@ -11,6 +11,7 @@ from typing import Any
 
 from atlas.model.block_kinds import BlockKind
 from atlas.model.introspect import count, module_node
+from atlas.model.structure import is_weightless_norm
 from atlas.numbers import grouped
 
 
@@ -69,7 +70,8 @@ def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], b
         n_buffers = count(module, "buffer")
         new = [p for p in module.parameters() if id(p) not in owners]
         tied = [p for p in module.parameters() if id(p) in owners]
-        if new or tied or n_buffers:
+        # a norm without tensors (OLMo's final LayerNorm) holds nothing, yet computes what the head reads: a row of its own
+        if new or tied or n_buffers or is_weightless_norm(module):
             row = {"path": path, "class": type(module).__name__, "parameters": sum(p.numel() for p in new), "stored_buffers": n_buffers}
             if tied:
                 # A module whose weight is another's (a tied output head): shown, counted where it was first seen.

@@ -25,10 +25,53 @@ def _tensor_names(module) -> set[str]:
 
 
 def norm_epsilon(module) -> float:
-    """A norm's epsilon, under whichever attribute its class keeps it; LookupError where it keeps none."""
+    """A norm's epsilon, under whichever attribute its class keeps it, or measured where the class fixes it
+    in its forward (OLMo's weightless LayerNorm); LookupError where it has none."""
     for attr in ("variance_epsilon", "eps", "epsilon"):
         if isinstance(getattr(module, attr, None), float):
             return getattr(module, attr)
+    if _is_fixed_epsilon_norm(module):
+        return fixed_epsilon(module)
+    raise LookupError("no epsilon")
+
+
+def _is_fixed_epsilon_norm(module) -> bool:
+    """No children, no tensors, and torch's LayerNorm's ``normalized_shape``: a norm whose epsilon is a
+    literal of its forward, not an attribute."""
+    shape = getattr(module, "normalized_shape", None)
+    return (isinstance(shape, tuple) and all(isinstance(n, int) and n > 0 for n in shape)
+            and not any(True for _ in module.children()) and not any(True for _ in module.parameters(recurse=False))
+            and not any(True for _ in module.buffers(recurse=False)))
+
+
+_FIXED_EPSILONS: dict[type, float] = {}
+
+
+def fixed_epsilon(module) -> float:
+    """The epsilon a norm's forward adds to its mean square (or variance), measured on a probe of a tiny
+    variance, where the epsilon dominates: (x − μ)² / y² − σ² for a LayerNorm, x² / y² − ⟨x²⟩ for an RMS
+    norm, whichever gives one value on every row; rounded to three significant figures. The class fixes
+    it, so it is measured once per class; LookupError where neither form gives one value."""
+    if type(module) in _FIXED_EPSILONS:
+        return _FIXED_EPSILONS[type(module)]
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn((8, *module.normalized_shape), generator=generator, dtype=torch.float64) * 1e-3
+    with torch.no_grad():
+        y = module(x.float()).double()
+    axes = tuple(range(1, x.dim()))
+    centred = x - x.mean(axes, keepdim=True)
+    estimates = {
+        "layer": (centred.pow(2) / y.pow(2)).mean(axes) - centred.pow(2).mean(axes),
+        "rms": (x.pow(2) / y.pow(2)).mean(axes) - x.pow(2).mean(axes),
+    }
+    for rows in estimates.values():
+        value = rows.mean().item()
+        if value > 0 and (rows - value).abs().max().item() <= 1e-3 * value:
+            eps = float(f"{value:.3g}")
+            _FIXED_EPSILONS[type(module)] = eps
+            return eps
     raise LookupError("no epsilon")
 
 

@@ -198,7 +198,8 @@ def weightless_norm(part: Part, x: str = "x", y: str = "y") -> Chain:
         width = global_value(cfg, "head_dim")
     elif width is not None:
         width = _checkpoint_width(tiny_cfg, cfg, width)
-    part.note("eps", eps.full, "the module's epsilon")
+    fixed = not any(isinstance(getattr(part.full, a, None), float) for a in ("variance_epsilon", "eps", "epsilon"))
+    part.note("eps", eps.full, "a literal of the class's forward, measured on a probe input" if fixed else "the module's epsilon")
     part.note("gain", "none", "the module holds no tensor")
     xs, rho, mu, var, out = E.Sym("x", x), E.Sym("rho", r"\rho", False), E.Sym("mu", r"\mu", False), E.Sym("var", r"\sigma^2", False), E.Sym("y", y)
 

@@ -365,7 +365,7 @@ def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]
         embedding = kinds.get(nid) == "embedding"
         if embedding:
             part = at.get(row["path"]) or (listed("token_embeddings") if not before else None)
-        elif kinds.get(nid) == "norm":
+        elif kinds.get(nid) in ("norm", "weightless_norm"):  # a gain or none (OLMo's final LayerNorm)
             # a norm on the embeddings before block 0 (BLOOM's) is drawn before the blocks, with its own value
             part = "embedding_norm_output" if at.get(row["path"]) == "embedding_norm_output" else listed("final_norm_output")
         else:

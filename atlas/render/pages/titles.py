@@ -39,6 +39,10 @@ TITLES = {
 }
 
 
+# A norm without tensors, by the form its proof measured (atlas.proof.library.weightless_norm).
+WEIGHTLESS_WORDS = {"rms": "RMS norm without a gain", "layer": "LayerNorm without gain or bias", "l2": "L2 norm without a gain"}
+
+
 ROLE_TITLES = {
     "mamba2": "Mamba-2 state-space mixer",
     "mamba1": "Mamba state-space mixer (selective scan)",
@@ -90,6 +94,10 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
     if name == "mlp" and r == "gated_mlp":
         return "Dense MLP"
     used = USED_AS_TITLES.get((node["used_as"] or {}).get("as")) if (node["used_as"] or {}).get("by_kind") == "model" else None
+    if r == "weightless_norm" and ((node["used_as"] or {}).get("by") == "model" or "RMSNorm" in TITLES.get(name, "")):
+        # a block's or the model's norm that holds nothing (OLMo's LayerNorms): named by what it measured to compute
+        plain = WEIGHTLESS_WORDS.get(fact(node, "norm"), "Norm without a gain")
+        return f"Final {plain[0].lower() + plain[1:] if plain.startswith('Norm') else plain}" if (node["used_as"] or {}).get("by") == "model" else TITLES[name].replace("RMSNorm", plain)
     if norm:
         if (node["used_as"] or {}).get("by") == "model":
             return f"Final {norm}"
