@@ -147,3 +147,55 @@ def test_xglm_sinusoidal_positions_hold_no_weights(collected):
     assert f"10000^{{-j/{half - 1}}}" in looked_up and "(t+2)" in looked_up
     # Meta's name for the checkpoint is its size: 564M, to the million.
     assert round(total / 1e6) == 564
+
+
+def test_nanochat_total_is_attention_and_a_squared_relu_mlp_with_no_norm_tensors(collected):
+    """nanochat d32: every norm is weightless, no projection has a bias, the head is untied."""
+    f, c = collected("nanochat").facts, released_config("nanochat")
+    V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+    assert c["num_key_value_heads"] == c["num_attention_heads"] and not c["attention_bias"] and not c["tie_word_embeddings"]
+    assert d == 32 * 64 and F == 4 * d  # nanochat's sizing rule at depth 32
+    total = 2 * V * d + L * (4 * d * d + 2 * d * F)  # embedding and head; q, k, v, o; fc1 and fc2
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == model["active"] == total == 1_879_048_192
+    assert f["checkpoint_check"]["predicted"]["weight_parameters"] == total
+    [figure] = f["checkpoint"]["published"]["figures"]
+    assert (figure["figure"], figure["ours"], figure["agrees"]) == ("1.9B", "1.9B", True)
+
+
+def test_nanochat_one_norm_runs_before_block_0_and_after_the_last(collected):
+    """model.norm is called twice a forward: its first call is the embedding norm, its last the final norm,
+    and each is read, proven and reached by the tools as what it is."""
+    f = collected("nanochat").facts
+    identities = {i["statement"]: i for i in f["preview"]["identities"]}
+    assert identities["embedding_norm_output == layers[0].input"]["holds"]
+    steps = [step["tex"] for step in f["equations"]["components"]["model"]["steps"]]
+    assert steps[1] == r"x_0=\operatorname{Norm}_{\mathrm{emb}}(e)" and r"\hat x=\operatorname{Norm}(x_L)" in steps
+    tools = f["tools"]["values"]
+    assert tools["embedding_norm_output"]["nnsight"]["accesses"][0]["text"] == "model.model.norm.output"
+    assert tools["final_norm_output"]["nnsight"]["why"] == (
+        "the forward calls this module 2 times and .output is its first call's; the value is its last call's")
+    assert tools["final_norm_output"]["transformer_lens"]["accesses"][0]["text"] == 'cache["ln_final.hook_out"]'
+    # the rotation turns each half by minus its angle, and the per-head norms follow it
+    attention = f["equations"]["components"]["transformer_block.self_attn"]["facts"]
+    assert attention["rotary_layout"]["value"] == "halves_reversed_then_head_norms"
+
+
+def test_a_norm_the_forward_calls_twice_is_found_from_its_source():
+    import torch
+
+    from atlas.model.roles import _calls_twice
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(4)
+
+        def forward(self, x):
+            return self.norm(self.norm(x) + 1)
+
+    class Once(Twice):
+        def forward(self, x):
+            return self.norm(x)
+
+    assert _calls_twice(Twice(), "norm") and not _calls_twice(Once(), "norm")

@@ -38,6 +38,10 @@ class Read:
     # expert_slots of an experts class that runs its own loop, never dispatched to transformers' experts
     # functions (LongCat-Flash): each slot from that forward, every other slot's weight set to zero
     own_loop: bool = False
+    # a module the forward calls twice (nanochat's norm, before block 0 and after the last): its first call's
+    # value, not the last one's
+    first_call: bool = False
+    last_call: bool = False  # said only: a module's later calls overwrite its earlier ones anyway
 
     def words(self) -> str:
         where = "the module's own" if not self.module else f"the child module {self.module}'s"
@@ -53,6 +57,10 @@ class Read:
                 text += ", summed over the experts (it holds one row per expert and token)"
             if self.flatten_tokens:
                 text += ", rows unflattened to batch × seq"
+            if self.first_call:
+                text += " at its first call (the forward calls it again after the last block)"
+            if self.last_call:
+                text += " at its last call (the forward calls it before block 0 too)"
             return text
         if self.kind == "attention_args":
             return f"inside the forward: the arguments of the attention function, element {self.element}"

@@ -60,6 +60,18 @@ def _child(module, names: tuple[str, ...]) -> str | None:
     return next((n for n in names if n in children), None)
 
 
+def _calls_twice(parent, name: str) -> bool:
+    """The parent's forward calls its child ``name`` more than once (read from its source, as the pages'
+    evidence reads call sites): a norm it applies before the blocks and again after them."""
+    import inspect
+
+    try:
+        source = inspect.getsource(type(parent).forward)
+    except (OSError, TypeError):
+        return False
+    return source.count(f"self.{name}(") >= 2
+
+
 def _is_norm(module) -> bool:
     return "norm" in type(module).__name__.lower()
 
@@ -404,6 +416,8 @@ def find_roles(model, num_layers: int) -> Roles:
     positions = _child(parent, POSITION_EMBEDDING_NAMES)
     embedding_norm = _child(parent, EMBEDDING_NORM_NAMES)
     embedding_norm = embedding_norm if embedding_norm != final else None
+    if embedding_norm is None and final and _calls_twice(parent, final):
+        embedding_norm = final  # one norm before block 0 and after the last (nanochat's model.norm)
     return Roles(
         embedding=embedding,
         position_embedding=join_path(parent_path, positions) if positions else None,

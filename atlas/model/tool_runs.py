@@ -102,6 +102,7 @@ def seen_modules(model, run: PreviewRun) -> dict[str, Seen]:
 
         def hook(m, args, kwargs, output, path=path, parameters=parameters):
             if path in seen:
+                seen[path] = dataclasses.replace(seen[path], calls=seen[path].calls + 1)
                 return
             if isinstance(output, (tuple, list)):
                 returns, elements = "tuple", list(output)

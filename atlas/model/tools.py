@@ -104,6 +104,7 @@ class Seen:
     changed_outputs: tuple[int, ...] = ()
     called_at: int = 0  # the moments, counted over the forward, its first call began and returned
     returned_at: int = 0
+    calls: int = 1  # how many times the forward called it (nanochat's norm: before block 0 and after the last)
 
 
 def path_steps(path: str, block_list: str, index: int | None) -> list[list[Any]]:
@@ -135,6 +136,8 @@ def nnsight_access(placement: Placement, block_list: str, index: int | None, see
             return Access(None, "its module was not called on the run")
         if read.sum_experts:
             return Access(None, "the module returns one row per expert and token; the atlas sums them over the experts")
+        if own.calls > 1 and not read.first_call:
+            return Access(None, f"the forward calls this module {own.calls} times and .{read.kind} is its first call's; the value is its last call's")
         if read.kind == "call_argument":
             position = own.parameters.index(read.module) if read.module in own.parameters else 0
             steps += _argument(own, position)

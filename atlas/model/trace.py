@@ -130,6 +130,7 @@ class _Capture:
         self.experts_index: dict[int, int] = {}  # id(experts module) -> block index
         self.linear_index: dict[int, int] = {}  # id(linear-attention mixer) -> block index
         self.mixing: int | None = None  # the block whose linear-attention mixer is running now
+        self.calls: dict[int, int] = {}  # id(module) -> its calls in the forward running now (a read of the first call)
 
     def store(self, name: str, index: int | None, tensor) -> None:
         if tensor is not None:
@@ -160,13 +161,17 @@ class _Capture:
 
     def module_hook(self, reads: list[tuple[str, int | None, Read, Any]]):
         def hook(module, args, kwargs, output):
+            self.calls[id(module)] = self.calls.get(id(module), 0) + 1
             for name, index, read, host_module in reads:
+                if read.first_call and self.calls[id(module)] > 1:
+                    continue
                 if read.kind == "input":
                     tensor = call_argument(module, args, kwargs, read.element or 0)
                 else:
                     tensor = pick(output, read.element)
                 self.store(name, index, self.shaped(read, tensor, host_module))
             if module is self.model:
+                self.calls.clear()  # the forward has ended: the next one's first calls are first again
                 logits = self.trace.captured.get(("logits", None))
                 if logits is not None:
                     import torch

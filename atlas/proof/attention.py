@@ -15,7 +15,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, _attr, add_handed_residual, linear_call, linear_dims, norm_call, sub
 from atlas.proof.positions import (PAIRS_TEX, ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
-                                   _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_interleaved,
+                                   _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_half_reversed, rotate_interleaved,
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
 from atlas.proof.scores import _heads, _mask, _scores_to_output
 from atlas.proof.steps import Chain, Step
@@ -182,7 +182,11 @@ def attention(part: Part) -> Chain:
                                          "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place, PAIRS_TEX),
                                          "not_applied": lambda: _attention(part, None),
                                          # per-head q/k norms applied to the rotated queries and keys (Hunyuan)
-                                         "halves_then_head_norms": lambda: _attention(part, rotate_half, norm_after_rotary=True)})
+                                         "halves_then_head_norms": lambda: _attention(part, rotate_half, norm_after_rotary=True),
+                                         # the halves turned by minus the angles, then the norms (nanochat)
+                                         "halves_reversed_then_head_norms": lambda: _attention(
+                                             part, rotate_half_reversed, r"\operatorname{rot}([a;b])=[b;-a]\ \text{(turned by }-\theta\text{)}",
+                                             norm_after_rotary=True)})
 
 
 def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False,
@@ -262,7 +266,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
     qn, kn = next(((q, k) for q, k in QK_NORM_NAMES if {q, k} <= names), QK_NORM_NAMES[0])
     norms = {n: getattr(part.tiny, n) for n in (qn, kn) if n in names}
-    per_head = bool(norms) and norms[qn].weight.shape[-1] == td
+    # a gain one head wide, or none (nanochat's weightless q/k norms, called on each head's vector)
+    per_head = bool(norms) and (getattr(norms[qn], "weight", None) is None or norms[qn].weight.shape[-1] == td)
     if norms and not per_head:  # normalized across all heads' width, before the split (OLMo 2)
         steps += [Step(rf"{Q}\leftarrow\operatorname{{Norm}}_q({Q}),\ {K}\leftarrow\operatorname{{Norm}}_k({K})\quad\text{{across the whole width}}", ("Q", "K"),
                        lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)))]

@@ -353,6 +353,7 @@ def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]
     """The model from input to output: embeddings, the blocks, what follows them, the logits."""
     n = facts["model"]["num_blocks"]
     at = {v["module"]: v["name"] for v in vals.values() if "output" in v["read_at"]}
+    twice = {v["module"] for v in vals.values() if v["name"] == "embedding_norm_output"} & {v["module"] for v in vals.values() if v["name"] == "final_norm_output"}
 
     def listed(name: str) -> str | None:
         return name if name in vals else None
@@ -371,6 +372,8 @@ def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]
         else:
             part = listed("lm_head_output") if kinds.get(nid) == "linear" else None
         step = {"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None}
+        if row["path"] in twice:  # one norm before block 0 and after the last (nanochat's): drawn at both
+            before.append({**step, "sub": "embedding_norm_output", "part": "embedding_norm_output"})
         (before if embedding or part == "embedding_norm_output" else after).append(step)
     return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": listed("layer_output"), "link": "blocks"}] + after + [
         {"label": "logits", "sub": "the output", "part": listed("logits"), "link": "model"}
