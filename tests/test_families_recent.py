@@ -254,3 +254,31 @@ def test_solar_open_a_mixture_with_a_shared_expert_in_every_block(collected):
     # 12.05 billion active, 12 at whole billions.
     assert round(total / 1e10) == 10
     assert round(f["accounting"]["model"]["active"] / 1e9) == 12
+
+
+def test_mimo_v2_flash_total_and_active_by_hand(collected):
+    """MiMo-V2-Flash: windowed blocks build twice the key/value heads and a sink per head; values are
+    narrower than queries and keys; block 0 is dense, the rest mixtures of 256 experts, 8 per token."""
+    f, c = collected("mimo_v2_flash").facts, released_config("mimo_v2_flash")
+    V, d, L, H, KV = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
+    qk, v, E, k, Fe, F = c["head_dim"], c["v_head_dim"], c["n_routed_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"], c["intermediate_size"]
+    global_blocks = [i for i in range(L) if i == 0 or (i + 1) % 6 == 0]  # the class's pattern: block 0 and every sixth
+
+    def attention(kv_heads, sinks):
+        return d * H * qk + d * kv_heads * qk + d * kv_heads * v + H * v * d + (H if sinks else 0)
+
+    def block_attention(i):
+        return attention(KV, False) if i in global_blocks else attention(2 * KV, True)
+
+    expert = 3 * d * Fe
+    router = E * d + E  # the gate's weight and its selection bias
+    total = 2 * V * d + d + sum(block_attention(i) + 2 * d for i in range(L)) + 3 * d * F + (L - 1) * (E * expert + router)
+    active = total - (L - 1) * (E - k) * expert
+    model = f["accounting"]["model"]
+    # the selection bias is a stored buffer (e_score_correction_bias), not a parameter: in the total, not the parameters
+    assert model["total"] == total and model["stored_buffers"] == (L - 1) * E and model["parameters"] == total - (L - 1) * E
+    assert model["active"] == active
+    assert round(total / 1e9) == 309 and round(active / 1e9) == 15  # Xiaomi's card: 309B total, 15B active
+    # the cache a token adds: keys 192 wide and values 128 wide per key/value head, 8 heads in windowed blocks
+    per_token = sum((KV if i in global_blocks else 2 * KV) * (qk + v) * 2 for i in range(L))
+    assert f["cost"]["summary"]["kv_cache_bytes_per_position"] == per_token

@@ -76,6 +76,9 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     if attention_type in SLIDING_TYPES and not window:
         raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
     attention = block.get_submodule(roles.attention) if roles.attention else None
+    groups = getattr(attention, "num_key_value_groups", None)
+    if isinstance(groups, int) and groups > 0 and heads and heads % groups == 0:
+        kv_heads = heads // groups  # the module builds its own count (MiMo-V2-Flash's windowed blocks double the config's)
     expand = None
     if _latent(config):
         kind = "latent"

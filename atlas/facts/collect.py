@@ -102,7 +102,7 @@ def collect(name: str, weights: Path | None = None) -> Collected:
         "config": {
             "standardized": _standardized_sizes(config),
             # blocks built with sizes of their own (Gemma 4's global blocks), against the standardized ones
-            **({"block_sizes": own} if (own := differing_block_sizes(config)) else {}),
+            **({"block_sizes": own} if (own := differing_block_sizes(config, model)) else {}),
             # read again from the file: building the transformers config rewrites parts of the dict it
             # is given (rope_scaling gains rope_theta and rope_type), and the page shows the file
             "raw": _raw_config(checkpoint),

@@ -14,7 +14,7 @@ from typing import Any
 from atlas.model.block_kinds import kinds_of_blocks
 from atlas.model.introspect import find_block_list, num_blocks
 from atlas.model.preview import PreviewRun
-from atlas.model.sizes import block_sizes, checkpoint_sizes
+from atlas.model.sizes import block_sizes, checkpoint_sizes, own_kv_heads
 from atlas.model.vocabulary import LAYOUTS, layout_of, standard_value
 
 MAX_AXIS = 64  # preview tensors keep at most this many entries per axis (evenly strided)
@@ -42,6 +42,8 @@ def tiny_block_sizes(preview: PreviewRun) -> dict[str, dict[str, int]]:
         if any(own[k] is not None for k in varying):
             found[str(i)] = {k: own[k] for k in varying if own[k] is not None}
     found = found if any(own != whole for own in (block_sizes(config, i) for i in range(config.num_hidden_layers))) else {}
+    for block, kv in own_kv_heads(preview.model, config).items():  # an attention that builds its own count (MiMo-V2-Flash)
+        found.setdefault(str(block), {})["num_kv_heads"] = kv
     for block, attended in attended_keys(preview).items():
         found.setdefault(block, {})["key"] = attended
     return found

@@ -51,7 +51,8 @@ def checkpoint_sizes(config) -> dict[str, int | None]:
         "num_heads": heads,
         "num_kv_heads": getattr(config, "num_key_value_heads", None) or _falcon_style_kv_heads(config) or heads,
         "head_dim": head_dim,
-        "qk_head_dim": (rope + nope) if (rope and nope) else head_dim,
+        # queries and keys wider than values without latent attention (MiMo-V2-Flash: head_dim 192, v_head_dim 128)
+        "qk_head_dim": (rope + nope) if (rope and nope) else (getattr(config, "head_dim", None) or head_dim),
         "vocab_size": config.vocab_size,
         "intermediate_size": _intermediate_size(config),
         "num_experts": experts,
@@ -94,19 +95,44 @@ def block_sizes(config, index: int) -> dict[str, int | None]:
     return checkpoint_sizes(layer_config(config, index))
 
 
-def differing_block_sizes(config) -> dict[str, dict[str, int]]:
+def differing_block_sizes(config, model=None) -> dict[str, dict[str, int]]:
     """The blocks built with sizes of their own, and those sizes: {block: {size: value}}, each against
-    the whole configuration's own (empty where every block is built alike)."""
+    the whole configuration's own (empty where every block is built alike). With ``model``, also the
+    key/value heads a block's attention builds for itself (MiMo-V2-Flash's windowed blocks double them)."""
     from atlas.inputs.layers import global_config, heterogeneous
 
-    if not heterogeneous(config):
+    found: dict[str, dict[str, int]] = {}
+    if heterogeneous(config):
+        whole = checkpoint_sizes(global_config(config))
+        for i in range(config.num_hidden_layers):
+            own = {k: v for k, v in block_sizes(config, i).items() if v != whole.get(k)}
+            if own:
+                found[str(i)] = own
+    if model is not None:
+        for i, kv in own_kv_heads(model, config).items():
+            found.setdefault(str(i), {})["num_kv_heads"] = kv
+    return found
+
+
+def own_kv_heads(model, config) -> dict[int, int]:
+    """{block: key/value heads} for the blocks whose attention builds another count than the config's
+    num_key_value_heads, read from the module's grouping of its query heads."""
+    from atlas.inputs.layers import heterogeneous
+    from atlas.model.introspect import find_block_list, num_blocks
+    from atlas.model.roles import block_roles
+
+    if heterogeneous(config):
         return {}
-    whole = checkpoint_sizes(global_config(config))
+    sizes = checkpoint_sizes(config)
+    heads, kv = sizes.get("num_heads"), sizes.get("num_kv_heads")
+    if not isinstance(heads, int) or not isinstance(kv, int):
+        return {}
     found = {}
-    for i in range(config.num_hidden_layers):
-        own = {k: v for k, v in block_sizes(config, i).items() if v != whole.get(k)}
-        if own:
-            found[str(i)] = own
+    for i, block in enumerate(find_block_list(model, num_blocks(config))[1]):
+        name = block_roles(block).attention
+        groups = getattr(block.get_submodule(name), "num_key_value_groups", None) if name else None
+        if isinstance(groups, int) and groups > 0 and heads % groups == 0 and heads // groups != kv:
+            found[i] = heads // groups
     return found
 
 

@@ -70,6 +70,13 @@ def tiny_values(config) -> dict[str, Any]:
             values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
     mlp_kinds = getattr(config, "mlp_layer_types", None)
     if mlp_kinds and len(mlp_kinds) == config.num_hidden_layers:
+        if layer_types and len(layer_types) == len(mlp_kinds):
+            # every pairing of an attention kind with an MLP kind the stack has (MiMo-V2-Flash: a dense global
+            # block 0, windowed mixtures, global mixtures from block 5): the shortest start that has them all
+            pairs = list(zip(layer_types, mlp_kinds))
+            values["num_hidden_layers"] = max(values["num_hidden_layers"],
+                                              next(n for n in range(1, len(pairs) + 1) if set(pairs[:n]) == set(pairs)))
+            values["layer_types"] = list(layer_types[: values["num_hidden_layers"]])
         # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
         values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     values.update(tiny_ssm_values(config))

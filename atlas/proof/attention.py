@@ -193,6 +193,8 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                norm_after_rotary: bool = False, alibi: str | None = None, layout: str | None = None) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
+    # values narrower than queries and keys where the module says so (MiMo-V2-Flash's v_head_dim)
+    dv = _attr(part.full, "v_head_dim") if isinstance(_attr(part.full, "v_head_dim"), int) else d
     width = part.ctx.full_config.hidden_size
     names = set(dict(part.tiny.named_children()))
     steps: list[Step] = []
@@ -208,7 +210,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             if gated and name == "q_proj":
                 steps.append(Step(expr=E.Let(E.Sym(stream, f"[{Q};G]"), projected, maps=(width, T.times(heads, 2 * d)))))
                 continue
-            steps.append(Step(expr=E.Let(E.Sym(stream, sym), projected, maps=(width, T.times(heads, d)))))
+            steps.append(Step(expr=E.Let(E.Sym(stream, sym), projected, maps=(width, T.times(heads, dv if stream == "V" else d)))))
         if keys_as_values:  # no value projection: the values are the keys' projection, before its norm and rotation
             part.note("values", "the key projection's output", "the module has no value projection")
             steps.append(Step(rf"{V}={K}\quad\text{{(no value projection: the key projection's output serves as values)}}", "V", lambda e: e["K"], summary=True))
@@ -252,6 +254,11 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         part.note("key_multiplier", key_scale, "the module's key_multiplier, applied to the keys before the rotation")
         steps.append(Step(rf"{K}\leftarrow{T.num(float(key_scale))}\,{K}\quad\text{{(the module's key\_multiplier)}}", "K",
                           lambda e: tiny_key_scale * e["K"], summary=True))
+    value_scale, tiny_value_scale = _attr(part.full, "v_scale"), _attr(part.tiny, "v_scale")
+    if isinstance(value_scale, float) and (value_scale != 1 or tiny_value_scale != 1):  # values times a constant (MiMo-V2-Flash)
+        part.note("value_scale", value_scale, "the module's v_scale (the config's attention_value_scale), applied to the values")
+        steps.append(Step(rf"{V}\leftarrow{T.num(value_scale)}\,{V}\quad\text{{(the module's v\_scale)}}", "V",
+                          lambda e: tiny_value_scale * e["V"], summary=True))
     if prescaled:
         scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
         steps.append(Step(rf"{Q}\leftarrow{T.num(scale)}\,{Q}\quad\text{{(scaled before the scores)}}", "Q", lambda e: tiny_scale * e["Q"]))
@@ -277,7 +284,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         B, T_ = e["x"].shape[:2]
         return (e["Q"].view(B, T_, th, td).transpose(1, 2), e["K"].view(B, T_, tkv, td).transpose(1, 2), e["V"].view(B, T_, tkv, -1).transpose(1, 2))
 
-    steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')},\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(d)}}}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
+    same_width_values = "" if dv != d else r",\ " + T.v('V_g')
+    values_words = "" if dv == d else rf";\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(dv)}}}"
+    steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')}{same_width_values}\in\mathbb{{R}}^{{T\times{T.num(d)}}}{values_words}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
     head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}"
                        + (r"\ \text{(after the rotation)}" if norm_after_rotary else ""),
                        ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}")] if norms and per_head else []
@@ -339,7 +348,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                           ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, d, out_proj, T.times(h, d), prescaled, gated=gated or own_gate, alibi=alibi)
+    _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi)
     if "resid_dropout" in names:
         steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
     return add_handed_residual(part, Chain(steps, inputs, "y", output_element=0))

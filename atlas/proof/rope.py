@@ -82,7 +82,11 @@ def frequencies(rope: Rope, seq_len: int):
         turning = d // 2
         f = torch.where(j < turning, base ** (-2 * j / rope.head_dim), torch.zeros_like(j)) / float(p.get("factor", 1.0))
         return f, 1.0
-    f = base ** (-2 * j / d)
+    # transformers divides by the rotated width int(head_dim × partial_rotary_factor) even where it is odd
+    # (a tiny head's 16 × 0.334 = 5: three pairs over a width of 5), and turns twice the pairs
+    partial = p.get("partial_rotary_factor")
+    width = int(rope.head_dim * float(partial)) if isinstance(partial, (int, float)) and 0 < partial < 1 else d
+    f = base ** (-2 * j / (width if 2 * rope.pairs - 1 <= width <= 2 * rope.pairs else d))
     if rope.kind == "linear":
         return f / float(p["factor"]), 1.0
     if rope.kind == "llama3":

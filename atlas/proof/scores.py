@@ -24,6 +24,9 @@ def _heads(part: Part, tiny: bool):
     h = _attr(m, "num_heads") or cfg.num_attention_heads
     cfg = _layer_of(cfg, m)  # a block built with sizes of its own (Gemma 4's global blocks)
     kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
+    groups = _attr(m, "num_key_value_groups")
+    if isinstance(groups, int) and groups > 0 and h % groups == 0 and h // groups != kv:
+        kv = h // groups  # the module builds its own count (MiMo-V2-Flash's windowed blocks double the config's)
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
 
@@ -111,7 +114,12 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                           lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window) + e[selected][:, None], value="attention_scores", summary=True))
     elif not chunk:
         mask = E.Mask(M, rule, lambda width: _mask(width, tiny_window), S)
-        steps.append(Step(expr=E.Let(S, S + mask), value="attention_scores"))
+        shifted = _shifted_by_row_max(part)
+        steps.append(Step(expr=E.Let(S, S + mask), value=None if shifted else "attention_scores"))
+        if shifted:  # the module subtracts each row's largest score before its softmax (MiMo-V2-Flash's eager attention)
+            part.note("row_max_shift", True, "measured: every row of the scores the softmax received has its largest entry at exactly 0")
+            steps.append(Step(r"S_h\leftarrow S_h-\max_s S_{h,ts}\quad\text{(each row shifted by its largest score; the softmax is unchanged by it)}",
+                              "S", lambda e: e["S"] - e["S"].amax(dim=-1, keepdim=True), value="attention_scores"))
     if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
         part.note("sinks", True, "the module holds one sink logit per head")
     after = "sinks" in dict(part.tiny.named_parameters(recurse=False)) and part.declared("sink_placement") == "output_scale"
@@ -143,6 +151,19 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                           value="attention_premix", summary=True))
     n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
     steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
+
+
+def _shifted_by_row_max(part: Part) -> bool:
+    """Whether the scores the module's softmax received on the run were shifted so that every row's largest
+    entry is exactly 0 (its eager attention subtracts the row's max), where no sink column explains it."""
+    from atlas.proof.core import captured_value
+
+    if "sinks" in dict(part.tiny.named_parameters(recurse=False)):
+        return False
+    scores = captured_value(part, "attention_scores")
+    if scores is None or not hasattr(scores, "amax") or scores.numel() == 0:
+        return False
+    return bool((scores.amax(dim=-1) == 0).all())
 
 
 def _chunk(part: Part, cfg) -> int | None:

@@ -213,6 +213,19 @@ def _mamba_norm_before_gate(key, v, c):
     return words
 
 
+@explains("rms_norm")
+def _rms_norm_switch(key, v, c):
+    return ("Read by the reference Mamba-2 block, not by transformers' Mamba2 mixer, which always builds its gated RMS "
+            "norm before the output projection, whatever this says")
+
+
+@explains("norm_before_gate")
+def _norm_before_gate(key, v, c):
+    return ("Read by the reference Mamba-2 kernels' gated norm, not by transformers' Mamba2 mixer: it multiplies the scan's "
+            "output by SiLU of the gate first and then normalizes the product, whatever this says (its fused kernel call "
+            "passes norm_before_gate=False)")
+
+
 _switch("mamba_proj_bias", "The state-space blocks' input and output projections add a learned bias",
         "The state-space blocks' input and output projections have no bias")
 

@@ -164,6 +164,17 @@ def _key_multiplier(key, v, c):
             "every attention score is scaled by it too")
 
 
+@explains("attention_value_scale")
+def _attention_value_scale(key, v, c):
+    words = (f"The values are multiplied by {_factor(c, key)} straight after their projection, before the heads "
+             "mix them, so every head's output is scaled by it too")
+    width, heads, value_width = c.raw.get("hidden_size"), c.raw.get("num_attention_heads"), c.raw.get("v_head_dim")
+    if all(isinstance(n, int) and n > 0 for n in (width, heads, value_width)):
+        words += (f"; the square root of the width over the heads' joined value width, √({grouped(width)} / "
+                  f"({heads} × {value_width})), is {_num(round(math.sqrt(width / (heads * value_width)), 4))}")
+    return words
+
+
 def _factors(c: _Config, key: str, v: Any, n: int) -> list[int | float]:
     if not isinstance(v, list) or len(v) != n:
         c.fail(key, f"must be a list of {n} numbers")
