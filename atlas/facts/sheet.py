@@ -170,7 +170,7 @@ def _positions(facts: dict[str, Any], rope: Any, no_rotary: list[int], attention
     table = next((path for path in outside if path.split(".")[-1] in POSITION_TABLES), None)
     said = {c.get("facts", {}).get("positions", {}).get("value") for c in facts["equations"]["components"].values()}
     if rope and rotary:
-        words = "RoPE, " + _rope_words(rope)
+        words = "RoPE, " + _rope_words(rope, facts["config"]["standardized"].get("qk_head_dim") or facts["config"]["standardized"].get("head_dim"))
         if no_rotary:
             words += f"; none in {len(no_rotary)} of {facts['model']['num_blocks']} blocks ({index_ranges(no_rotary)})"
         # the rotary module has no page of its own: the attention's proven steps turn queries and keys
@@ -187,10 +187,10 @@ def _positions(facts: dict[str, Any], rope: Any, no_rotary: list[int], attention
     return {"words": "none: no block is given positions", "href": attention_page or "#blocks"}
 
 
-def _rope_words(rope: dict[str, Any]) -> str:
+def _rope_words(rope: dict[str, Any], head_dim: int | None = None) -> str:
     """One rotary setting ("θ 50,000, yarn × 32 from 4,096"), or one per layer type."""
     if rope and all(isinstance(v, dict) for v in rope.values()):
-        return "; ".join(f"{kind.replace('_', ' ')}: {_rope_words(one)}" for kind, one in rope.items())
+        return "; ".join(f"{kind.replace('_', ' ')}: {_rope_words(one, head_dim)}" for kind, one in rope.items())
     parts = [f"θ {_number(rope['rope_theta'])}"] if rope.get("rope_theta") is not None else []
     kind = rope.get("rope_type") or rope.get("type")
     if kind and kind != "default":
@@ -200,7 +200,10 @@ def _rope_words(rope: dict[str, Any]) -> str:
         parts.append(scaled)
     partial = rope.get("partial_rotary_factor")
     if partial is not None and partial < 1:
-        parts.append(f"on {_number(partial * 100)}% of each head's dims")
+        turned = int(head_dim * partial) if head_dim else None
+        # the dims transformers turns (int(head_dim × factor)), where the factor's percentage would round them
+        parts.append(f"on {_number(partial * 100)}% of each head's dims" if not turned or turned == head_dim * partial
+                     else f"on {turned} of each head's {head_dim} dims (partial_rotary_factor {_number(partial)})")
     return ", ".join(parts)
 
 
