@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import copy_project, run_build, snapshot
+from tests.conftest import ROOT, copy_project, run_build, snapshot
 
 QWEN = "atlas/checkpoints/Qwen/Qwen3-0.6B"
 GPT2 = "atlas/checkpoints/openai-community/gpt2"
 MODULE = "atlas/families/qwen3_0_6b.py"
 NOTES = "atlas/families/qwen3_0_6b.md"
+NONE_YET = "\n\nNone yet.\n"  # prose a made-up family's notes might hold, on the file's last line
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +218,9 @@ CASES = [
      "AssertionError: the model is not what the notes say"),
     ("notes-not-utf8", lambda e, t: e.write(NOTES, b"# Notes\n\nCaf\xe9 au lait.\n"), 1,
      f"{NOTES}: byte 12: not UTF-8 text; save the notes as UTF-8"),
+    ("notes-say-none", lambda e, t: e.write(NOTES, e.path(NOTES).read_text() + NONE_YET), 1,
+     f'{NOTES}: line {len(((ROOT / NOTES).read_text() + NONE_YET).splitlines())}: the prose says "None", a word a page shows only where a value went missing; '
+     "write what it means instead (code in a ```python block may say it)"),
     ("notes-unknown-fact", lambda e, t: e.write(NOTES, e.path(NOTES).read_text() + "\nIt has {{ config.raw.no_such_key }} experts.\n"), 1,
      f"{NOTES}: {{{{ config.raw.no_such_key }}}}: names no fact of this family"),
 ]

@@ -159,6 +159,7 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
         where = _shown(path)
         text = substitute(read_notes(path, where), facts, where)
         tokens = md.parse(text)
+        _check_prose(tokens, where)
         for token in tokens:
             fence = token.info.strip() if token.type == "fence" else ""
             if not fence or fence.split()[0].lower() not in PYTHON_LANGUAGES:
@@ -177,6 +178,19 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
     html_text = "".join(parts)
     return {"files": [str(_shown(p)) for p in files], "html": _with_outputs(html_text, blocks), "blocks": blocks,
             "setup": setup(facts, run)}
+
+
+def _check_prose(tokens, where: Path) -> None:
+    """The notes' prose says none of the words a page shows only where a value went missing (None, null,
+    undefined, NaN, atlas.check.visible_text): named here, at its line, not later as a page's fault."""
+    from atlas.check.visible_text import UNSAID
+
+    for token in tokens:
+        found = UNSAID.search(token.content) if token.type == "inline" else None
+        if found:
+            line = token.map[0] + 1 if token.map else 0
+            raise AtlasError(where, f"line {line}", f'the prose says "{found.group(1)}", a word a page shows only where a value '
+                                                    "went missing; write what it means instead (code in a ```python block may say it)")
 
 
 def read_notes(path: Path, where: Path) -> str:
