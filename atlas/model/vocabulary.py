@@ -154,10 +154,10 @@ VOCABULARY: tuple[StandardValue, ...] = (
     # a state-space (Mamba-2) mixer, in blocks that have one
     StandardValue("ssm_norm_output", "layers[i]", "Residual", "The stream normalized for the state-space mixer", extension=True),
     StandardValue("ssm_input", "layers[i].ssm", "Residual", "The tensor the state-space (or short-convolution, or recurrent) mixer is called on", extension=True),
-    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection, its parts side by side (a Mamba-2 mixer: the gate, the convolution's inputs x, B and C, a time step per head; a short convolution: B, C and x)", extension=True),
+    StandardValue("ssm_projections", "layers[i].ssm", "SSMProjections", "The one input projection, its parts side by side (a Mamba-2 mixer: the gate, the convolution's inputs x, B and C, a time step per head; a Mamba mixer: the scan's input and the gate; a short convolution: B, C and x)", extension=True),
     StandardValue("ssm_scan_output", "layers[i].ssm", "SSMInner", "Each head's read-out of its recurrent state plus the skip D·x, before the gate", extension=True),
     StandardValue("ssm_gate", "layers[i].ssm", "SSMInner", "The gate z: what the scan's output is multiplied by after a SiLU", extension=True),
-    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "What the output projection receives: the gated and normalized heads (Mamba-2), or an RG-LRU's state times its gate branch", extension=True),
+    StandardValue("ssm_premix", "layers[i].ssm", "SSMInner", "What the output projection receives: the gated heads, normalized where the mixer has a gated norm (Mamba-2), the scan's read-out times SiLU of the gate (Mamba), C times the convolved B·x (a short convolution), or an RG-LRU's state times its gate branch", extension=True),
     StandardValue("ssm_output", "layers[i].ssm", "Residual", "The state-space (or short-convolution, or recurrent) mixer's contribution to the residual stream", extension=True),
     # a recurrent block with an RG-LRU (RecurrentGemma's), in the state-space mixer's place
     StandardValue("rglru_input", "layers[i].ssm", "RecurrentChannels", "What the RG-LRU receives: the x branch after its short causal convolution", extension=True),
