@@ -137,3 +137,23 @@ def test_mamba2_keeps_a_state_per_head_and_no_cache_that_grows(collected):
     assert "max_position_embeddings" not in c and f["sheet"]["context"]["value"] is None
     assert f["cost"]["context"] == {"default": 4096, "max": 4096, "stated": False}
     assert [a["attention"] for a in f["sheet"]["attention"]] == ["state"]
+
+
+def test_mamba_lists_its_sizes_from_130m_to_2_8b_each_exact(collected):
+    """The released sizes (the reference block's rules: inner width 2d, time-step rank ceil(d / 16)),
+    each against the hand derivation, its name at two figures and its fixed state per block."""
+    import json
+
+    from tests.conftest import ROOT
+
+    rows = collected("mamba").facts["sizes"]
+    names = ["130m", "370m", "790m", "1.4b", "2.8b"]
+    assert [r["repo"] for r in rows] == [f"state-spaces/mamba-{n}-hf" for n in names]
+    for r, name in zip(rows, names):
+        c = json.loads((ROOT / "atlas/checkpoints" / r["repo"] / "config.json").read_text())
+        V, d, L = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"]
+        assert c["intermediate_size"] == c["expand"] * d and c["time_step_rank"] == -(-d // 16)
+        total = V * d + L * (d + mamba_mixer(d, c["intermediate_size"], c["state_size"], c["conv_kernel"], c["time_step_rank"])) + d
+        assert r["total"] == r["active"] == total and r["kv_cache_per_token"] == 0, r["repo"]
+        named = float(name[:-1]) * (1e6 if name.endswith("m") else 1e9)
+        assert float(f"{total:.2g}") == named, (r["repo"], total)

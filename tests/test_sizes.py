@@ -117,6 +117,29 @@ def test_exaone_lists_the_three_sizes_of_exaone_3_5_beside_its_first_release(col
     assert rows[0]["total"] == 2_405_327_360 and rows[0]["bytes_by_dtype"] == {"BF16": 2 * rows[0]["total"]}  # the tied head stored once
 
 
+def test_qwen3_moe_lists_235b_a22b_beside_30b_a3b(collected):
+    """Every block a mixture of 128 SwiGLU experts, 8 per token, with q/k norms one head wide; Qwen's cards:
+    "30.5B in total and 3.3B activated", "235B in total and 22B activated"."""
+    rows = collected("qwen3_moe").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, H, KV, hd, _ = sizes(c)
+        E, k, Fe = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"]
+        assert not c["mlp_only_layers"] and c["decoder_sparse_step"] == 1 and not c["tie_word_embeddings"]
+        block = gqa_attention(d, H, KV, hd) + 2 * hd + E * d + E * swiglu(d, Fe) + 2 * d  # attention, q/k norms, router, experts, norms
+        total = 2 * V * d + d + L * block
+        active = total - L * (E - k) * swiglu(d, Fe)
+        assert (r["total"], r["active"]) == (total, active), r["repo"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c), r["repo"]
+    big = rows[1]
+    assert round(big["total"] / 1e9) == 235 and round(big["active"] / 1e9) == 22
+    assert [f["agrees"] for f in big["published"]["figures"]] == [True, True]
+    small = rows[0]["published"]
+    # 3,353,032,704 is 3.4B rounded: the card's 3.3B is it cut to one decimal, and checkpoint.json says so
+    assert [f["ours"] for f in small["figures"]] == ["30.5B", "3.4B"] and int(rows[0]["active"] / 1e8) == 33 and small["differs"]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

@@ -22,6 +22,7 @@ FAMILY = Family(
     ),
     tags=("Mamba", "Attention-free", "Dense"),
     checkpoint="state-spaces/mamba-130m-hf",
+    sizes=("state-spaces/mamba-370m-hf", "state-spaces/mamba-790m-hf", "state-spaces/mamba-1.4b-hf", "state-spaces/mamba-2.8b-hf"),
     model_class="MambaForCausalLM",
     config_class="MambaConfig",
 )

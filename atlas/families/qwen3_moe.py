@@ -19,6 +19,7 @@ FAMILY = Family(
     ),
     tags=("Softmax top-k routing", "Q/K norm"),
     checkpoint="Qwen/Qwen3-30B-A3B",
+    sizes=("Qwen/Qwen3-235B-A22B",),
     model_class="Qwen3MoeForCausalLM",
     config_class="Qwen3MoeConfig",
 )
