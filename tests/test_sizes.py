@@ -140,6 +140,21 @@ def test_qwen3_moe_lists_235b_a22b_beside_30b_a3b(collected):
     assert [f["ours"] for f in small["figures"]] == ["30.5B", "3.4B"] and int(rows[0]["active"] / 1e8) == 33 and small["differs"]
 
 
+def test_gemma_2_lists_2b_9b_and_27b_each_exact(collected):
+    """Gemma 2's blocks: attention, a GeGLU MLP, four RMS norms (before and after each sublayer), the head
+    tied to the embedding; the 2B's name cuts its 2.61B down, the others round to theirs."""
+    rows = collected("gemma2").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["google/gemma-2-2b", "google/gemma-2-9b", "google/gemma-2-27b"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, H, KV, hd, F = sizes(c)
+        total = V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 4 * d)
+        assert r["total"] == total and r["layers"] == L, r["repo"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c), r["repo"]
+    assert [round(r["total"] / 1e8) / 10 for r in rows] == [2.6, 9.2, 27.2]
+    assert [[f["agrees"] for f in r["published"]["figures"]] for r in rows] == [[False], [True], [True]]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

@@ -22,6 +22,7 @@ FAMILY = Family(
     ),
     tags=("Sliding/global alternation", "Sandwich norms", "Logit softcap", "Tied embeddings"),
     checkpoint="google/gemma-2-9b",
+    sizes=("google/gemma-2-2b", "google/gemma-2-27b"),
     model_class="Gemma2ForCausalLM",
     config_class="Gemma2Config",
 )
