@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
+
+# What a missing value turns into on its way to a page (Python's None, JSON's null, JavaScript's undefined
+# and NaN): no page may say them as words (atlas.check.visible_text), nor the notes' prose (atlas.inputs.notes)
+UNSAID_WORDS = ("None", "undefined", "NaN", "null")
+UNSAID = re.compile(r"\b(" + "|".join(UNSAID_WORDS) + r")\b")
 
 
 def grouped(n: int) -> str:

@@ -192,7 +192,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in range(n)}
     # ERNIE 4.5 names its first mixture block; LFM2-MoE counts its dense blocks
     dense = c.get("first_k_dense_replace") or c.get("moe_layer_start_index") or c.get("num_dense_layers") or 0
-    kinds = c.get("mlp_layer_types")
+    # the file's list, or the one the configuration class derives where the file has none (MiMo-V2-Flash)
+    kinds = c.get("mlp_layer_types") or getattr(run.config, "mlp_layer_types", None)
     if not dense and isinstance(kinds, list) and "sparse" in kinds:  # A.X K1 lists each block's MLP kind instead
         dense = kinds.index("sparse")
     # every block from the first sparse one is a mixture where the config names routed experts (a

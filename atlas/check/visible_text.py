@@ -27,9 +27,9 @@ import re
 from html.parser import HTMLParser
 
 from atlas.errors import AtlasError
+from atlas.numbers import UNSAID, UNSAID_WORDS
 
-WORDS = ("None", "undefined", "NaN", "null")
-UNSAID = re.compile(r"\b(" + "|".join(WORDS) + r")\b")
+WORDS = UNSAID_WORDS
 VERBATIM_CLASSES = frozenset({"code", "printout", "json", "language-python", "message"})
 VERBATIM_TAGS = frozenset({"pre", "code"})
 HIDDEN_TAGS = frozenset({"script", "style"})

@@ -26,4 +26,8 @@ FAMILY = Family(
     # six tiny blocks (the pattern's dense global block 0, windowed mixtures, a global mixture at block 5):
     # half the generic rule's 64 experts keeps the run's record under the preview's size
     preview=lambda config: {"n_routed_experts": 32},
+    not_applicable={
+        "attention_rows": "in the windowed blocks each head's learned sink logit joins the softmax and takes part of every row's probability mass",
+        "attention_softmax": "in the windowed blocks the softmax runs over the scores and the head's sink logit together; the sink's column is dropped after it",
+    },
 )

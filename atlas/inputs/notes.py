@@ -183,7 +183,7 @@ def family_notes(family, facts: dict[str, Any], run) -> dict[str, Any]:
 def _check_prose(tokens, where: Path) -> None:
     """The notes' prose says none of the words a page shows only where a value went missing (None, null,
     undefined, NaN, atlas.check.visible_text): named here, at its line, not later as a page's fault."""
-    from atlas.check.visible_text import UNSAID
+    from atlas.numbers import UNSAID
 
     for token in tokens:
         found = UNSAID.search(token.content) if token.type == "inline" else None

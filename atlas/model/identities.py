@@ -17,16 +17,6 @@ from atlas.model.trace import MissingValue
 TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
 
 
-def _sinks_of(model, resolution, index: int):
-    """Block ``index``'s attention's sink logits, where it holds a tensor of them; else None."""
-    import torch
-
-    block = find_block_list(model, num_blocks(model.config))[1][index]
-    attention = resolution.roles.blocks[index].attention
-    sinks = getattr(block.get_submodule(attention), "sinks", None) if attention else None
-    return sinks if isinstance(sinks, torch.Tensor) else None
-
-
 def _max_abs(tensor) -> float:
     return float(tensor.detach().abs().max()) if tensor.numel() else 0.0
 
@@ -155,17 +145,10 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
                         "why": "the router does not renormalize the chosen weights (norm_topk_prob is off)"})
     # softmax attention's identities, at the blocks that have it (a linear-attention or state-space block has no scores)
     softmax_blocks = [i for i in blocks if runs[i][0] and t.resolution.at("attention_probabilities", i).read is not None]
-    # a head's learned sink logit takes part of each row's mass, and its column is dropped after the softmax
-    # (gpt-oss; MiMo-V2-Flash's windowed blocks): there the rows of the rest do not sum to 1
-    sinking = [i for i in softmax_blocks if _sinks_of(preview.model, t.resolution, i) is not None]
-    sink_words = "each head's learned sink logit joins the softmax and takes part of every row's probability mass" if sinking else None
-    softmax_blocks = [i for i in softmax_blocks if i not in sinking]
     identity("attention_rows", "self_attn.attention_probabilities sum to 1 over the keys, at every head and query", softmax_blocks,
-             lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1), sink_words if not softmax_blocks else None)
+             lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,
-             lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities),
-             "the softmax runs over the scores and the head's sink logit together; the sink's column is dropped after it"
-             if sinking and not softmax_blocks else None)
+             lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
     if t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
         identity("embeddings", "embedding_norm_output == layers[0].input", None,
                  lambda _: _max_abs(t.embedding_norm_output - L[0].input))

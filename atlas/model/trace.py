@@ -161,10 +161,8 @@ class _Capture:
 
     def module_hook(self, reads: list[tuple[str, int | None, Read, Any]]):
         def hook(module, args, kwargs, output):
-            self.calls[id(module)] = self.calls.get(id(module), 0) + 1
-            for name, index, read, host_module in reads:
-                if read.first_call and self.calls[id(module)] > 1:
-                    continue
+            calls = self.calls[id(module)] = self.calls.get(id(module), 0) + 1
+            for name, index, read, host_module in (r for r in reads if not (r[2].first_call and calls > 1)):
                 if read.kind == "input":
                     tensor = call_argument(module, args, kwargs, read.element or 0)
                 else:
@@ -389,22 +387,29 @@ def _without_sink(module, key, softmax_input):
 
 
 @contextmanager
-def softmax_inputs() -> Iterator[list]:
-    """Keep the input of every softmax called inside the block: the eager attention's masked scores."""
-    import torch.nn.functional as F
-
+def _keeping(owner, name: str, keep: Callable[[Any, Any], Any]) -> Iterator[list]:
+    """``owner.name`` (a torch function) patched for the block's forward to keep ``keep(input, output)`` of
+    each call, in order; put back after."""
     kept: list = []
-    softmax = F.softmax
+    original = getattr(owner, name)
 
     def keeping(input, *args, **kwargs):
-        kept.append(input)
-        return softmax(input, *args, **kwargs)
+        out = original(input, *args, **kwargs)
+        kept.append(keep(input, out))
+        return out
 
-    F.softmax = keeping
+    setattr(owner, name, keeping)
     try:
         yield kept
     finally:
-        F.softmax = softmax
+        setattr(owner, name, original)
+
+
+def softmax_inputs():
+    """Keep the input of every softmax called inside the block: the eager attention's masked scores."""
+    import torch.nn.functional as F
+
+    return _keeping(F, "softmax", lambda input, out: input)
 
 
 def _hooks_keeping(module, keeping, stored: Callable[[list], None]) -> list:
@@ -436,24 +441,11 @@ def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
     return _hooks_keeping(module, softmax_inputs, lambda kept: capture.store("attention_scores", index, heads_apart(kept[0]) if kept else None))
 
 
-@contextmanager
-def sigmoid_outputs() -> Iterator[list]:
+def sigmoid_outputs():
     """Keep the output of every torch.sigmoid called inside the block (an RG-LRU's two gates, in order)."""
     import torch
 
-    kept: list = []
-    sigmoid = torch.sigmoid
-
-    def keeping(input, *args, **kwargs):
-        out = sigmoid(input, *args, **kwargs)
-        kept.append(out)
-        return out
-
-    torch.sigmoid = keeping
-    try:
-        yield kept
-    finally:
-        torch.sigmoid = sigmoid
+    return _keeping(torch, "sigmoid", lambda input, out: out)
 
 
 def _sigmoid_hooks(capture: "_Capture", module, wanted: list[tuple[str, int, int]]) -> list:

@@ -8,6 +8,7 @@ from atlas.numbers import grouped
 from atlas.render.pages.roles import anatomy, fact, gated_inner, kids_of, role, slug, norm_word
 from atlas.render.pages.sizes import Sizes, routing
 from atlas.render.pages.streams import branch_label, terminal
+from atlas.render.pages.flow import flow
 from atlas.render.pages.titles import title_of
 
 
@@ -347,37 +348,6 @@ def list_block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[
             + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
             + [("add", i, (d["y"], d["x"])) for i, d in enumerate(adds)], key=lambda piece: piece[2])],
     }
-
-
-def flow(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model from input to output: embeddings, the blocks, what follows them, the logits."""
-    n = facts["model"]["num_blocks"]
-    at = {v["module"]: v["name"] for v in vals.values() if "output" in v["read_at"]}
-    twice = {v["module"] for v in vals.values() if v["name"] == "embedding_norm_output"} & {v["module"] for v in vals.values() if v["name"] == "final_norm_output"}
-
-    def listed(name: str) -> str | None:
-        return name if name in vals else None
-
-    before, after = [], []
-    kinds = facts["equations"]["kinds"]  # what each module is, as the proof read it
-    for row in facts["accounting"]["model"]["rows"]:
-        name = row["path"].split(".")[-1]
-        nid = slug(name)
-        embedding = kinds.get(nid) == "embedding"
-        if embedding:
-            part = at.get(row["path"]) or (listed("token_embeddings") if not before else None)
-        elif kinds.get(nid) in ("norm", "weightless_norm"):  # a gain or none (OLMo's final LayerNorm)
-            # a norm on the embeddings before block 0 (BLOOM's) is drawn before the blocks, with its own value
-            part = "embedding_norm_output" if at.get(row["path"]) == "embedding_norm_output" else listed("final_norm_output")
-        else:
-            part = listed("lm_head_output") if kinds.get(nid) == "linear" else None
-        step = {"label": name, "sub": part or row["class"], "part": part, "link": nid if nid in known else None}
-        if row["path"] in twice:  # one norm before block 0 and after the last (nanochat's): drawn at both
-            before.append({**step, "sub": "embedding_norm_output", "part": "embedding_norm_output"})
-        (before if embedding or part == "embedding_norm_output" else after).append(step)
-    return before + [{"label": f"layers × {n}", "sub": "layer_output", "part": listed("layer_output"), "link": "blocks"}] + after + [
-        {"label": "logits", "sub": "the output", "part": listed("logits"), "link": "model"}
-    ]
 
 
 def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, Any]]) -> dict[str, Any]:
