@@ -169,6 +169,8 @@ def test_nanochat_one_norm_runs_before_block_0_and_after_the_last(collected):
     f = collected("nanochat").facts
     identities = {i["statement"]: i for i in f["preview"]["identities"]}
     assert identities["embedding_norm_output == layers[0].input"]["holds"]
+    used = f["equations"]["components"]["norm"]["used_as"]
+    assert (used["as"], used["again"]["as"]) == ("x0", "xn")  # run by the model's chain twice: titled for both uses
     steps = [step["tex"] for step in f["equations"]["components"]["model"]["steps"]]
     assert steps[1] == r"x_0=\operatorname{Norm}_{\mathrm{emb}}(e)" and r"\hat x=\operatorname{Norm}(x_L)" in steps
     tools = f["tools"]["values"]

@@ -126,11 +126,14 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     used_as: dict[str, dict[str, str]] = {}
     for pid, (_, chain) in proven.items():
         for step in chain.steps:
+            out = step.out if isinstance(step.out, str) else ",".join(step.out)
             if step.sub and step.sub not in used_as:
-                out = step.out if isinstance(step.out, str) else ",".join(step.out)
                 parent = ctx.parts.get(pid)
                 by_kind = parent.facts["kind"]["value"] if parent and "kind" in parent.facts else pid
                 used_as[step.sub] = {"by": pid, "by_kind": by_kind, "as": out, "step": step.tex}
+            elif step.sub and used_as[step.sub]["by"] == pid and out != used_as[step.sub]["as"] and "again" not in used_as[step.sub]:
+                # the same child run by a later step of the same parent (nanochat's norm, before block 0 and after the last)
+                used_as[step.sub]["again"] = {"as": out, "step": step.tex}
     feeds = _feeds(proven, ctx.block_ids)
     components = {}
     # the angles are the model's own steps where its chain computes them: no block is handed them as given

@@ -97,7 +97,8 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
     if r == "weightless_norm" and ((node["used_as"] or {}).get("by") == "model" or "RMSNorm" in TITLES.get(name, "")):
         # a block's or the model's norm that holds nothing (OLMo's LayerNorms): named by what it measured to compute
         plain = WEIGHTLESS_WORDS.get(fact(node, "norm"), "Norm without a gain")
-        return f"Final {plain[0].lower() + plain[1:] if plain.startswith('Norm') else plain}" if (node["used_as"] or {}).get("by") == "model" else TITLES[name].replace("RMSNorm", plain)
+        where = "Embedding and final" if (node["used_as"] or {}).get("again") else "Final"  # one norm run twice (nanochat's)
+        return f"{where} {plain[0].lower() + plain[1:] if plain.startswith('Norm') else plain}" if (node["used_as"] or {}).get("by") == "model" else TITLES[name].replace("RMSNorm", plain)
     if norm:
         if (node["used_as"] or {}).get("by") == "model":
             return f"Final {norm}"
