@@ -200,3 +200,18 @@ def test_olmo_norms_are_layernorms_without_tensors_whose_epsilon_is_measured(col
     # the final norm has a row, and a page, though it holds nothing
     rows = {r["path"]: r for r in f["accounting"]["model"]["rows"]}
     assert rows["model.norm"]["parameters"] == 0 and rows["model.norm"]["class"] == "OlmoLayerNorm"
+
+
+def test_olmo_lists_7b_beside_1b_its_head_untied(collected):
+    import json
+
+    from tests.conftest import ROOT
+
+    rows = collected("olmo").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["allenai/OLMo-1B-hf", "allenai/OLMo-7B-hf"]
+    for r in rows:
+        c = json.loads((ROOT / "atlas/checkpoints" / r["repo"] / "config.json").read_text())
+        V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+        matrices = 1 if c["tie_word_embeddings"] else 2
+        assert r["total"] == matrices * V * d + L * (4 * d * d + 3 * d * F), r["repo"]  # no norm holds a tensor
+    assert round(rows[1]["total"] / 1e9) == 7 and rows[1]["published"]["figures"][0]["agrees"]  # the name's 7B

@@ -18,6 +18,7 @@ FAMILY = Family(
     ),
     tags=("LayerNorm", "SwiGLU", "Tied embeddings", "Dense"),
     checkpoint="allenai/OLMo-1B-hf",
+    sizes=("allenai/OLMo-7B-hf",),
     model_class="OlmoForCausalLM",
     config_class="OlmoConfig",
 )
