@@ -282,3 +282,18 @@ def test_mimo_v2_flash_total_and_active_by_hand(collected):
     # the cache a token adds: keys 192 wide and values 128 wide per key/value head, 8 heads in windowed blocks
     per_token = sum((KV if i in global_blocks else 2 * KV) * (qk + v) * 2 for i in range(L))
     assert f["cost"]["summary"]["kv_cache_bytes_per_position"] == per_token
+
+
+def test_ministral_total_and_its_interleaved_windows(collected):
+    """Ministral 8B: Mistral's block at 36 layers, one full-attention block then three windowed ones."""
+    f, c = collected("ministral").facts, released_config("ministral")
+    V, d, L, H, KV, hd, F = sizes(c)
+    assert not c["tie_word_embeddings"]
+    total = 2 * V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d)
+    model = f["accounting"]["model"]
+    assert model["parameters"] == model["total"] == total == 8_019_808_256
+    kinds = c["layer_types"]
+    assert kinds == (["full_attention"] + ["sliding_attention"] * 3) * (L // 4)
+    attention = {a["attention"]: a for a in f["sheet"]["attention"]}
+    assert attention["full"]["count"] == kinds.count("full_attention") == 9
+    assert attention["sliding"]["count"] == 27 and attention["sliding"]["window"] == c["sliding_window"]
