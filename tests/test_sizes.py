@@ -36,7 +36,13 @@ def kv_bytes_per_token(c: dict) -> int:
 
 
 def test_qwen3_lists_its_six_dense_sizes_each_exact(collected):
-    rows = collected("qwen3").facts["sizes"]
+    everything = collected("qwen3").facts["sizes"]
+    rows = [r for r in everything if r["built_as"] is None]
+    # the two mixtures of the same release stand beside them, built by their own class (checked in the qwen3_moe test)
+    assert [(r["repo"], r["built_as"]) for r in everything if r["built_as"]] == [
+        ("Qwen/Qwen3-30B-A3B", "Qwen3MoeForCausalLM"), ("Qwen/Qwen3-235B-A22B", "Qwen3MoeForCausalLM")]
+    moe = {r["repo"]: (r["total"], r["active"]) for r in collected("qwen3_moe").facts["sizes"]}
+    assert {r["repo"]: (r["total"], r["active"]) for r in everything if r["built_as"]} == moe
     assert [r["repo"] for r in rows] == list(QWEN3_PUBLISHED)  # smallest first, the drawn 8B among them
     assert [r["drawn"] for r in rows] == [r["repo"] == "Qwen/Qwen3-8B" for r in rows]
     for r in rows:
@@ -171,6 +177,9 @@ def test_the_family_page_shows_every_size(tmp_path):
     total = dense_total(config_of("meta-llama/Llama-3.1-405B"), qk_norm=False)
     assert f"{total:,}" in rows[2][1]
     assert '<a href="#sizes">Sizes</a>' in page
+    # the fact sheet names the sizes and leads to the table: 8B (8.03 B) to 405B (406 B)
+    sheet = page[page.index('<dl class="sheet'):page.index("</dl>", page.index('<dl class="sheet'))]
+    assert re.search(r'<dt>sizes</dt><dd><a href="#sizes">3 checkpoints, 8\.03 B to 406 B</a></dd>', sheet), sheet[-400:]
 
 
 def test_a_broken_size_config_stops_the_build_naming_its_file(project_copy):

@@ -36,7 +36,7 @@ from atlas.inputs.family import StoredTensor
 from atlas.model.checkpoint_layout import LayoutPredictor, StoredRules, cut_unstored, expand_stored_buffers, layout_summary
 from atlas.inputs.safetensors_headers import read_checkpoint
 
-SCHEMA = 7  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides; 5: the fact sheet; 6: the vendor's published counts; 7: whether the config states a context)
+SCHEMA = 8  # the version of the facts' shape, pinned by atlas/facts/facts.schema.json (2: the shape is checked; 3: the predicted files; 4: config_source, overrides; 5: the fact sheet; 6: the vendor's published counts; 7: whether the config states a context; 8: a size built by another class)
 
 
 def collect(name: str, weights: Path | None = None) -> Collected:

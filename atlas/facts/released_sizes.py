@@ -52,6 +52,7 @@ def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
     return {
         "repo": facts["checkpoint"]["repo"],
         "drawn": True,
+        "built_as": None,
         "text_model_of": None,
         "config_source": facts["checkpoint"]["config_source"]["status"],
         "total": accounting["total"],
@@ -64,6 +65,20 @@ def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
         "headers_checked": sum(1 for row in check["figures"] if row["checked"]),
         "published": facts["checkpoint"]["published"],
     }
+
+
+def _other_class(family, whole: dict[str, Any], section: str | None) -> tuple[str, str] | None:
+    """(model class, configuration class) where a size's file names a class of another model type than the
+    family's (a mixture of experts listed beside dense sizes), each as transformers maps the file's
+    model_type; None where the file is the family's own kind (or a wrapper of it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    named = whole.get("architectures")
+    model_class = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+    config_class = CONFIG_MAPPING_NAMES.get(whole.get("model_type"))
+    if section is not None or model_class in (None, family.model_class, family.wrapper_class) or config_class in (None, family.config_class):
+        return None
+    return model_class, config_class
 
 
 def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str, Any]:
@@ -81,6 +96,9 @@ def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str
     sized = family.but(checkpoint=repo, config_section=section, wrapper_class=wrapper,
                        config_overrides={key: family.config_overrides[key] for key in family_wide},
                        override_reasons={key: family.override_reasons[key] for key in family_wide if key in family.override_reasons})
+    built_as = _other_class(family, whole, section)
+    if built_as:  # a size of another class of the same line (Qwen3's mixtures beside its dense models)
+        sized = sized.but(model_class=built_as[0], config_class=built_as[1], config_overrides={}, override_reasons={})
     checkpoint = load_pinned(repo, section=section)
     preflight.check_pinned(checkpoint)
     preflight.check_raw_config(sized, checkpoint)
@@ -106,6 +124,7 @@ def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str
         "repo": repo,
         "drawn": False,
         "text_model_of": "the file's text_config" if section == "text_config" and family.config_section is None else None,
+        "built_as": built_as[0] if built_as else None,
         "config_source": (checkpoint.pinned.get("config_source") or {}).get("status", "not recorded"),
         "total": accounting["total"],
         "active": accounting["active"],

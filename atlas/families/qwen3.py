@@ -22,7 +22,9 @@ FAMILY = Family(
     ),
     tags=("Q/K norm", "SwiGLU", "Dense"),
     checkpoint="Qwen/Qwen3-8B",
-    sizes=("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-14B", "Qwen/Qwen3-32B"),
+    sizes=("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-14B", "Qwen/Qwen3-32B",
+           # the mixtures of experts of the same release, built by Qwen3MoeForCausalLM (their own page: qwen3_moe)
+           "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"),
     model_class="Qwen3ForCausalLM",
     config_class="Qwen3Config",
 )
