@@ -161,6 +161,19 @@ def test_gemma_2_lists_2b_9b_and_27b_each_exact(collected):
     assert [[f["agrees"] for f in r["published"]["figures"]] for r in rows] == [[False], [True], [True]]
 
 
+def test_phi_3_lists_medium_beside_mini(collected):
+    """Phi-3's fused qkv and gate/up projections hold the same values as separate ones; the report's
+    3.8B (mini) and 14B (medium)."""
+    rows = collected("phi3").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["microsoft/Phi-3-mini-4k-instruct", "microsoft/Phi-3-medium-4k-instruct"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, H, KV, hd, F = sizes(c)
+        assert r["total"] == 2 * V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d), r["repo"]
+        assert r["kv_cache_per_token"] == kv_bytes_per_token(c), r["repo"]
+    assert [[f["agrees"] for f in r["published"]["figures"]] for r in rows] == [[True], [True]]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

@@ -19,6 +19,7 @@ FAMILY = Family(
     ),
     tags=("Fused QKV", "Fused gate/up", "SwiGLU", "Dense"),
     checkpoint="microsoft/Phi-3-mini-4k-instruct",
+    sizes=("microsoft/Phi-3-medium-4k-instruct",),
     model_class="Phi3ForCausalLM",
     config_class="Phi3Config",
 )
