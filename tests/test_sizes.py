@@ -174,6 +174,23 @@ def test_phi_3_lists_medium_beside_mini(collected):
     assert [[f["agrees"] for f in r["published"]["figures"]] for r in rows] == [[True], [True]]
 
 
+def test_pythia_lists_70m_to_12b_each_exact_and_the_papers_non_embedding_counts(collected):
+    """GPT-NeoX blocks with biases everywhere and parallel attention and MLP; the Pythia paper's table
+    counts each model without its two vocabulary matrices."""
+    paper = {"70m": 18_915_328, "160m": 85_056_000, "410m": 302_311_424, "1b": 805_736_448, "1.4b": 1_208_602_624,
+             "2.8b": 2_517_652_480, "6.9b": 6_444_163_072}
+    rows = collected("pythia").facts["sizes"]
+    assert [r["repo"].split("-")[-1] for r in rows] == [*paper, "12b"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, F = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+        block = (d * 3 * d + 3 * d) + (d * d + d) + (d * F + F + F * d + d) + 4 * d  # qkv, dense, MLP (with biases), two LayerNorms
+        body = L * block + 2 * d  # and the final LayerNorm
+        assert r["total"] == 2 * V * d + body, r["repo"]
+        name = r["repo"].split("-")[-1]
+        if name in paper:
+            assert body == paper[name] and r["published"]["differs"], r["repo"]
+    assert rows[-1]["published"]["figures"][0]["agrees"]  # 11.85B: the name's 12B
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gpt2").facts["sizes"] == []
 

@@ -22,6 +22,8 @@ FAMILY = Family(
     ),
     tags=("Parallel attention and MLP", "Partial rotary", "LayerNorm", "GELU MLP"),
     checkpoint="EleutherAI/pythia-6.9b",
+    sizes=("EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "EleutherAI/pythia-410m", "EleutherAI/pythia-1b",
+           "EleutherAI/pythia-1.4b", "EleutherAI/pythia-2.8b", "EleutherAI/pythia-12b"),
     model_class="GPTNeoXForCausalLM",
     config_class="GPTNeoXConfig",
 )
