@@ -191,8 +191,32 @@ def test_pythia_lists_70m_to_12b_each_exact_and_the_papers_non_embedding_counts(
         if name in paper:
             assert body == paper[name] and r["published"]["differs"], r["repo"]
     assert rows[-1]["published"]["figures"][0]["agrees"]  # 11.85B: the name's 12B
+def biased_block(d: int, ffn: int) -> int:
+    """A GPT-2 or BLOOM block: two LayerNorms, fused qkv and output projections, an MLP, biases throughout."""
+    return 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ffn + ffn) + (ffn * d + d)
+
+
+def test_gpt2_and_bloom_list_their_sizes_each_exact(collected):
+    gpt2 = collected("gpt2").facts["sizes"]
+    assert [r["repo"] for r in gpt2] == ["openai-community/gpt2", "openai-community/gpt2-medium", "openai-community/gpt2-large", "openai-community/gpt2-xl"]
+    for r in gpt2:
+        c = config_of(r["repo"])
+        V, d, L, P = c["vocab_size"], c["n_embd"], c["n_layer"], c["n_positions"]
+        assert r["total"] == V * d + P * d + L * biased_block(d, 4 * d) + 2 * d, r["repo"]  # tied head, learned positions, ln_f
+    # the widely quoted counts of GPT-2 medium, large and XL
+    assert [r["total"] for r in gpt2[1:]] == [354_823_168, 774_030_080, 1_557_611_200]
+    bloom = collected("bloom").facts["sizes"]
+    assert [r["repo"].split("/")[1] for r in bloom] == ["bloom-560m", "bloom-1b1", "bloom-1b7", "bloom-3b", "bloom-7b1", "bloom"]
+    for r in bloom:
+        c = config_of(r["repo"])
+        V, d, L = c["vocab_size"], c["n_embed"], c["n_layer"]
+        assert r["total"] == V * d + 2 * d + L * biased_block(d, 4 * d) + 2 * d, r["repo"]  # the embedding's LayerNorm, ln_f
+        assert r["kv_cache_per_token"] == L * 2 * d * 2, r["repo"]
+    assert all(f["agrees"] for r in bloom for f in r["published"]["figures"])
+
+
 def test_a_family_without_sizes_has_none(collected):
-    assert collected("gpt2").facts["sizes"] == []
+    assert collected("gptj").facts["sizes"] == []
 
 
 def test_the_family_page_shows_every_size(tmp_path):

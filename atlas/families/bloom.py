@@ -29,6 +29,7 @@ FAMILY = Family(
     ),
     tags=("LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="bigscience/bloom-560m",
+    sizes=("bigscience/bloom-1b1", "bigscience/bloom-1b7", "bigscience/bloom-3b", "bigscience/bloom-7b1", "bigscience/bloom"),
     model_class="BloomForCausalLM",
     config_class="BloomConfig",
 )

@@ -20,6 +20,7 @@ FAMILY = Family(
     ),
     tags=("Learned positions", "LayerNorm", "GELU MLP", "Tied embeddings"),
     checkpoint="openai-community/gpt2",
+    sizes=("openai-community/gpt2-medium", "openai-community/gpt2-large", "openai-community/gpt2-xl"),
     model_class="GPT2LMHeadModel",
     config_class="GPT2Config",
 )
