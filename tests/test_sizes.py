@@ -215,6 +215,26 @@ def test_gpt2_and_bloom_list_their_sizes_each_exact(collected):
     assert all(f["agrees"] for r in bloom for f in r["published"]["figures"])
 
 
+def test_mixtral_and_gemma_list_their_other_size(collected):
+    mixtral = collected("mixtral").facts["sizes"]
+    assert [r["repo"] for r in mixtral] == ["mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x22B-v0.1"]
+    for r in mixtral:
+        c = config_of(r["repo"])
+        V, d, L, H, KV, hd, F = sizes(c)
+        E, k = c["num_local_experts"], c["num_experts_per_tok"]
+        block = gqa_attention(d, H, KV, hd) + E * d + E * swiglu(d, F) + 2 * d  # attention, router, experts, norms
+        total = 2 * V * d + d + L * block
+        assert (r["total"], r["active"]) == (total, total - L * (E - k) * swiglu(d, F)), r["repo"]
+    assert [[f["agrees"] for f in r["published"]["figures"]] for r in mixtral] == [[True, True], [True, True]]  # 46.7B/12.9B, 141B/39B
+    gemma = collected("gemma").facts["sizes"]
+    assert [r["repo"] for r in gemma] == ["google/gemma-2b", "google/gemma-7b"]
+    for r in gemma:
+        c = config_of(r["repo"])
+        V, d, L, H, KV, hd, F = sizes(c)
+        assert r["total"] == V * d + d + L * (gqa_attention(d, H, KV, hd) + swiglu(d, F) + 2 * d), r["repo"]  # tied head
+    assert gemma[0]["total"] == 2_506_172_416 and gemma[0]["kv_cache_per_token"] == 18 * 2 * 1 * 256 * 2  # one key/value head
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gptj").facts["sizes"] == []
 

@@ -20,6 +20,7 @@ FAMILY = Family(
     ),
     tags=("Multi-head attention", "GeGLU", "Tied embeddings", "Dense"),
     checkpoint="google/gemma-7b",
+    sizes=("google/gemma-2b",),
     model_class="GemmaForCausalLM",
     config_class="GemmaConfig",
 )

@@ -20,6 +20,7 @@ FAMILY = Family(
     ),
     tags=("Softmax top-k routing", "SwiGLU"),
     checkpoint="mistralai/Mixtral-8x7B-v0.1",
+    sizes=("mistralai/Mixtral-8x22B-v0.1",),
     model_class="MixtralForCausalLM",
     config_class="MixtralConfig",
 )
