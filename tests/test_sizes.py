@@ -235,6 +235,19 @@ def test_mixtral_and_gemma_list_their_other_size(collected):
     assert gemma[0]["total"] == 2_506_172_416 and gemma[0]["kv_cache_per_token"] == 18 * 2 * 1 * 256 * 2  # one key/value head
 
 
+def test_opt_lists_125m_to_66b_each_exact(collected):
+    """OPT's pre-norm sizes: biased attention and ReLU MLP, learned positions with OPT's offset of 2 rows."""
+    rows = collected("opt").facts["sizes"]
+    assert [r["repo"].split("-")[-1] for r in rows] == ["125m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, F, P = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["ffn_dim"], c["max_position_embeddings"]
+        assert c["do_layer_norm_before"] and c["word_embed_proj_dim"] == d
+        block = 4 * (d * d + d) + 2 * d + (d * F + F) + (F * d + d) + 2 * d
+        assert r["total"] == V * d + (P + 2) * d + L * block + 2 * d, r["repo"]
+    assert [r["total"] for r in rows[:4]] == [125_239_296, 1_315_758_080, 2_651_596_800, 6_658_473_984]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gptj").facts["sizes"] == []
 

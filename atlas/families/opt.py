@@ -31,6 +31,8 @@ FAMILY = Family(
     ),
     tags=("Learned positions", "LayerNorm", "ReLU MLP", "Tied embeddings"),
     checkpoint="facebook/opt-1.3b",
+    # the sizes that norm before each sublayer (opt-350m normalizes after and projects its embeddings: another arrangement)
+    sizes=("facebook/opt-125m", "facebook/opt-2.7b", "facebook/opt-6.7b", "facebook/opt-13b", "facebook/opt-30b", "facebook/opt-66b"),
     model_class="OPTForCausalLM",
     config_class="OPTConfig",
     preview=_tiny_widths,
