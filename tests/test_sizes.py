@@ -248,6 +248,24 @@ def test_opt_lists_125m_to_66b_each_exact(collected):
     assert [r["total"] for r in rows[:4]] == [125_239_296, 1_315_758_080, 2_651_596_800, 6_658_473_984]
 
 
+def test_deepseek_v2_lists_236b_beside_lite(collected):
+    """Latent attention (a query latent at 236B, none in Lite) and mixtures with shared experts after one
+    dense block; DeepSeek's paper: 236B in total, 21B activated for each token."""
+    rows = collected("deepseek_v2").facts["sizes"]
+    assert [r["repo"] for r in rows] == ["deepseek-ai/DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V2"]
+    for r in rows:
+        c = config_of(r["repo"])
+        V, d, L, H = c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
+        q_rank, kv_rank, nope, rope, v = c["q_lora_rank"], c["kv_lora_rank"], c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+        E, k, S, Fe, F, dense = c["n_routed_experts"], c["num_experts_per_tok"], c["n_shared_experts"], c["moe_intermediate_size"], c["intermediate_size"], c["first_k_dense_replace"]
+        queries = (d * q_rank + q_rank + q_rank * H * (nope + rope)) if q_rank else d * H * (nope + rope)
+        attention = queries + d * (kv_rank + rope) + kv_rank + kv_rank * H * (nope + v) + H * v * d
+        mixture = E * swiglu(d, Fe) + swiglu(d, S * Fe) + E * d  # routed experts, the shared ones as one MLP, the router
+        total = 2 * V * d + d + dense * (attention + swiglu(d, F) + 2 * d) + (L - dense) * (attention + mixture + 2 * d)
+        assert (r["total"], r["active"]) == (total, total - (L - dense) * (E - k) * swiglu(d, Fe)), r["repo"]
+    assert [f["agrees"] for f in rows[1]["published"]["figures"]] == [True, True]
+
+
 def test_a_family_without_sizes_has_none(collected):
     assert collected("gptj").facts["sizes"] == []
 

@@ -23,6 +23,7 @@ FAMILY = Family(
     ),
     tags=("Latent attention", "Shared expert", "YaRN", "Dense first blocks"),
     checkpoint="deepseek-ai/DeepSeek-V2-Lite",
+    sizes=("deepseek-ai/DeepSeek-V2",),
     model_class="DeepseekV2ForCausalLM",
     config_class="DeepseekV2Config",
 )
