@@ -29,7 +29,6 @@ from html.parser import HTMLParser
 from atlas.errors import AtlasError
 from atlas.numbers import UNSAID, UNSAID_WORDS
 
-WORDS = UNSAID_WORDS
 VERBATIM_CLASSES = frozenset({"code", "printout", "json", "language-python", "message"})
 VERBATIM_TAGS = frozenset({"pre", "code"})
 HIDDEN_TAGS = frozenset({"script", "style"})
@@ -102,7 +101,7 @@ def _may_say(page: str) -> bool:
     (the site is tens of megabytes); this test is a regex, and only a page that fails it is parsed."""
     text = html.unescape(EXEMPT_ELEMENTS.sub("", page))
     # the regex is slow on a long page; the words as plain substrings are a quick first test
-    return any(word in text for word in WORDS) and bool(UNSAID.search(text))
+    return any(word in text for word in UNSAID_WORDS) and bool(UNSAID.search(text))
 
 
 def unsaid_words(page: str) -> list[tuple[str, str]]:

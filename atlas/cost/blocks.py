@@ -12,6 +12,7 @@ from typing import Any
 from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.model.sizes import experts_per_token
+from atlas.model.structure import built_kv_heads
 from atlas.cost.coefficients import (BlockTerms, attention_flops_per_key, indexer_flops_per_key, latent_cache_values, linear_state_values,
                                      matrix_values, recurrent_state_values, ssm_state_values, standard_cache_values)
 from atlas.cost.compressed import compressed_block_terms, stream_mixing
@@ -76,9 +77,7 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     if attention_type in SLIDING_TYPES and not window:
         raise AtlasError(family, "cost figures", "a sliding-attention block without a sliding_window in the config")
     attention = block.get_submodule(roles.attention) if roles.attention else None
-    groups = getattr(attention, "num_key_value_groups", None)
-    if isinstance(groups, int) and groups > 0 and heads and heads % groups == 0:
-        kv_heads = heads // groups  # the module builds its own count (MiMo-V2-Flash's windowed blocks double the config's)
+    kv_heads = built_kv_heads(attention, heads) or kv_heads  # the module's own count (MiMo-V2-Flash's windowed blocks)
     expand = None
     if _latent(config):
         kind = "latent"

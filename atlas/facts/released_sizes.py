@@ -67,14 +67,19 @@ def _drawn(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _architecture(whole: dict[str, Any]) -> str | None:
+    """The class a config.json names first under ``architectures``, where it names one."""
+    named = whole.get("architectures")
+    return named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+
+
 def _other_class(family, whole: dict[str, Any], section: str | None) -> tuple[str, str] | None:
     """(model class, configuration class) where a size's file names a class of another model type than the
     family's (a mixture of experts listed beside dense sizes), each as transformers maps the file's
     model_type; None where the file is the family's own kind (or a wrapper of it)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    named = whole.get("architectures")
-    model_class = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+    model_class = _architecture(whole)
     config_class = CONFIG_MAPPING_NAMES.get(whole.get("model_type"))
     if section is not None or model_class in (None, family.model_class, family.wrapper_class) or config_class in (None, family.config_class):
         return None
@@ -88,8 +93,7 @@ def _measured(family, repo: str, predicted_layout, checkpoint_check) -> dict[str
         # a wrapper's file (Gemma 3's 4B and up: Gemma3ForConditionalGeneration): the family's architecture
         # is its text model, and the file names the wrapper it was saved from
         section = "text_config"
-        named = whole.get("architectures")
-        wrapper = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+        wrapper = _architecture(whole)
     # the drawn file's edits are its own, but the class that builds the family (an override of architectures:
     # EXAONE 3's files name their remote code's class) is the family's, for every size
     family_wide = [key for key in ("architectures",) if key in family.config_overrides]

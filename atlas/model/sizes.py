@@ -120,6 +120,7 @@ def own_kv_heads(model, config) -> dict[int, int]:
     from atlas.inputs.layers import heterogeneous
     from atlas.model.introspect import find_block_list, num_blocks
     from atlas.model.roles import block_roles
+    from atlas.model.structure import built_kv_heads
 
     if heterogeneous(config):
         return {}
@@ -130,9 +131,9 @@ def own_kv_heads(model, config) -> dict[int, int]:
     found = {}
     for i, block in enumerate(find_block_list(model, num_blocks(config))[1]):
         name = block_roles(block).attention
-        groups = getattr(block.get_submodule(name), "num_key_value_groups", None) if name else None
-        if isinstance(groups, int) and groups > 0 and heads % groups == 0 and heads // groups != kv:
-            found[i] = heads // groups
+        built = built_kv_heads(block.get_submodule(name), heads) if name else None
+        if built is not None and built != kv:
+            found[i] = built
     return found
 
 

@@ -35,6 +35,16 @@ def norm_epsilon(module) -> float:
     raise LookupError("no epsilon")
 
 
+def built_kv_heads(attention, heads) -> int | None:
+    """The key/value heads an attention builds for itself, from how it groups its ``heads`` query heads
+    (``num_key_value_groups``): MiMo-V2-Flash's windowed blocks build twice the config's count. None where
+    the module states no grouping."""
+    groups = getattr(attention, "num_key_value_groups", None)
+    if isinstance(groups, int) and not isinstance(groups, bool) and groups > 0 and isinstance(heads, int) and heads % groups == 0:
+        return heads // groups
+    return None
+
+
 def _is_fixed_epsilon_norm(module) -> bool:
     """No children, no tensors, and torch's LayerNorm's ``normalized_shape``: a norm whose epsilon is a
     literal of its forward, not an attribute."""

@@ -36,13 +36,7 @@ def rotate_half(x, cos, sin):
 
 def rotate_half_reversed(x, cos, sin):
     """The halves turned the other way, by minus each angle: rot([a; b]) = [b; -a] (nanochat's rotate_half)."""
-    import torch
-
-    rot = cos.shape[-1]
-    x_rot, x_pass = x[..., :rot], x[..., rot:]
-    half = rot // 2
-    turned = torch.cat((x_rot[..., half:], -x_rot[..., :half]), dim=-1)
-    return torch.cat((x_rot * cos + turned * sin, x_pass), dim=-1)
+    return rotate_half(x, cos, -sin)
 
 
 def rotate_half_angles(x, cos, sin):

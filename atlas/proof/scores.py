@@ -7,6 +7,7 @@ setting is read from the module (and its block's config) at both sizes, and the 
 
 from __future__ import annotations
 
+from atlas.model.structure import built_kv_heads
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -24,9 +25,7 @@ def _heads(part: Part, tiny: bool):
     h = _attr(m, "num_heads") or cfg.num_attention_heads
     cfg = _layer_of(cfg, m)  # a block built with sizes of its own (Gemma 4's global blocks)
     kv = getattr(cfg, "num_key_value_heads", None) or _attr(m, "num_kv_heads") or h  # Falcon's module holds its own count
-    groups = _attr(m, "num_key_value_groups")
-    if isinstance(groups, int) and groups > 0 and h % groups == 0 and h // groups != kv:
-        kv = h // groups  # the module builds its own count (MiMo-V2-Flash's windowed blocks double the config's)
+    kv = built_kv_heads(m, h) or kv  # the module's own count, where it builds one (MiMo-V2-Flash's windowed blocks)
     d = _attr(m, "head_dim") or getattr(cfg, "head_dim", None) or cfg.hidden_size // h
     return h, kv, d
 

@@ -94,13 +94,16 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
     if name == "mlp" and r == "gated_mlp":
         return "Dense MLP"
     used = USED_AS_TITLES.get((node["used_as"] or {}).get("as")) if (node["used_as"] or {}).get("by_kind") == "model" else None
-    if r == "weightless_norm" and ((node["used_as"] or {}).get("by") == "model" or "RMSNorm" in TITLES.get(name, "")):
+    by_model = (node["used_as"] or {}).get("by") == "model"
+    if r == "weightless_norm" and (by_model or "RMSNorm" in TITLES.get(name, "")):
         # a block's or the model's norm that holds nothing (OLMo's LayerNorms): named by what it measured to compute
         plain = WEIGHTLESS_WORDS.get(fact(node, "norm"), "Norm without a gain")
-        where = "Embedding and final" if (node["used_as"] or {}).get("again") else "Final"  # one norm run twice (nanochat's)
-        return f"{where} {plain[0].lower() + plain[1:] if plain.startswith('Norm') else plain}" if (node["used_as"] or {}).get("by") == "model" else TITLES[name].replace("RMSNorm", plain)
+        if not by_model:
+            return TITLES[name].replace("RMSNorm", plain)
+        where = "Embedding and final" if node["used_as"].get("again") else "Final"  # one norm run twice (nanochat's)
+        return f"{where} {plain[0].lower()}{plain[1:]}" if plain.startswith("Norm") else f"{where} {plain}"
     if norm:
-        if (node["used_as"] or {}).get("by") == "model":
+        if by_model:
             return f"Final {norm}"
         return TITLES[name].replace("RMSNorm", norm) if name in TITLES else norm
     if r == "linear" and linear_use(node):
