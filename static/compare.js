@@ -90,12 +90,14 @@
     var equations = [];
     Object.keys(a.equations).concat(Object.keys(b.equations).filter(function (c) { return !has(a.equations, c); })).forEach(function (cid) {
       var ea = a.equations[cid], eb = b.equations[cid];
-      if (!ea || !eb) { equations.push({ id: cid, kind: (ea || eb).kind, only: eb ? "b" : "a", facts: [], steps_a: [], steps_b: [] }); return; }
+      if (!ea || !eb) { equations.push({ id: cid, kind: (ea || eb).kind, only: eb ? "b" : "a", kind_b: null, facts: [], steps_a: [], steps_b: [] }); return; }
+      // as the build does: two kinds of computation have no step in common, each family's page shows its own
+      if (ea.kind !== eb.kind) { equations.push({ id: cid, kind: ea.kind, kind_b: eb.kind, only: null, facts: [], steps_a: [], steps_b: [] }); return; }
       var facts = rows(ea.facts, eb.facts).filter(function (r) { return r.differs; });
       var na = ea.steps.map(normalized), nb = eb.steps.map(normalized);
       var sa = ea.steps.filter(function (s) { return nb.indexOf(normalized(s)) < 0; });
       var sb = eb.steps.filter(function (s) { return na.indexOf(normalized(s)) < 0; });
-      if (facts.length || sa.length || sb.length) equations.push({ id: cid, kind: ea.kind, only: null, facts: facts, steps_a: sa, steps_b: sb });
+      if (facts.length || sa.length || sb.length) equations.push({ id: cid, kind: ea.kind, kind_b: null, only: null, facts: facts, steps_a: sa, steps_b: sb });
     });
     // as the build does (atlas/render/compare.py, _fold_repeats): a repeat of an earlier component's differences points to it
     var first = {};
@@ -208,8 +210,11 @@
     parts.push(section("support-diff", "support(): values one produces and the other does not, or under another condition", support));
     var eqs = [el("p", { text: "Steps are compared with their sizes set aside, so a step listed here computes something else, not merely at another width; each is shown as its family proves it, sizes and all." })];
     d.equations.forEach(function (e) {
-      var box = el("div", { "class": "eq-diff", id: "eq-" + e.id, "data-component": e.id }, [el("h3", {}, [el("code", { text: e.id }), " ", el("span", { "class": "small", text: "(" + e.kind + ")" })])]);
+      var box = el("div", { "class": "eq-diff", id: "eq-" + e.id, "data-component": e.id }, [el("h3", {}, [el("code", { text: e.id }), " ", el("span", { "class": "small", text: "(" + e.kind + (e.kind_b ? " / " + e.kind_b : "") + ")" })])]);
       if (e.only) box.appendChild(el("p", { text: "Only in " + (e.only === "a" ? d.a : d.b) + "." }));
+      if (e.kind_b) box.appendChild(el("p", {}, [e.kind + " in " + d.a + ", " + e.kind_b + " in " + d.b +
+        ": two kinds of computation with no step in common, each proven on its family's page (",
+        el("a", { href: "../" + d.a + "/c/" + e.id + ".html", text: d.a }), ", ", el("a", { href: "../" + d.b + "/c/" + e.id + ".html", text: d.b }), ")."]));
       if (e.same_as) box.appendChild(el("p", {}, ["The same differences as ", el("a", { href: "#eq-" + e.same_as }, [el("code", { text: e.same_as })]), "."]));
       if (e.facts.length) box.appendChild(table(d, e.facts));
       [["steps_a", d.a], ["steps_b", d.b]].forEach(function (p) {

@@ -92,6 +92,51 @@ def test_every_step_of_the_converted_kinds_is_expression_built(collected, name):
     assert converted
 
 
+# the families whose every block step is printed from its expression (DeepSeek-V4's blocks mix several
+# residual streams and Gemma 4's run a router beside their MLP: those steps are still written beside their code)
+WHOLE_BLOCKS = ["llama", "gpt2", "gemma2", "bloom", "opt", "falcon_h1", "minimax", "longcat_flash", "granite", "nemotron_h", "qwen3_next"]
+
+
+def _rotary_step(tex: str) -> bool:
+    """A step of the model's rotary angles (atlas.proof.rope), not yet printed from an expression."""
+    return tex.startswith(("p_t=", "f_", "f^", "g_", r"\theta", "R_", "R^", "a="))
+
+
+@pytest.mark.parametrize("name", WHOLE_BLOCKS)
+def test_blocks_and_the_whole_model_are_printed_from_what_ran(collected, name):
+    eq = collected(name).facts["equations"]
+    blocks = [pid for pid, kind in eq["kinds"].items() if kind == "block" and pid in eq["components"]]
+    assert blocks
+    for pid in blocks + ["blocks", "model"]:
+        raw = [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"] and not (pid == "model" and _rotary_step(s["tex"]))]
+        assert raw == [], (pid, raw)
+
+
+def test_the_stream_entering_block_0_is_named_by_what_computed_it(collected):
+    """Llama's blocks read the token embeddings themselves; GPT-2's read them plus the position table's rows."""
+    llama = [s["tex"] for s in collected("llama").facts["equations"]["components"]["model"]["steps"]]
+    assert r"x_L=\operatorname{Block}_{L-1}\circ\dots\circ\operatorname{Block}_0(e),\quad L=32" in llama
+    gpt2 = [s["tex"] for s in collected("gpt2").facts["equations"]["components"]["model"]["steps"]]
+    assert "x_0=e+p" in gpt2 and r"x_L=\operatorname{Block}_{L-1}\circ\dots\circ\operatorname{Block}_0(x_0),\quad L=12" in gpt2
+    # the head is printed as the linear map its own chain proved (GPT-2's head has no bias)
+    assert r"z=\hat x\,W_{\mathrm{out}}^{\top}" in gpt2
+    # CodeGen's head has a bias, which the page once left out of the typed step
+    codegen = [s["tex"] for s in collected("codegen").facts["equations"]["components"]["model"]["steps"]]
+    assert r"z=\hat x\,W_{\mathrm{out}}^{\top}+b_{\mathrm{out}}" in codegen
+
+
+def test_a_factor_printed_in_a_block_is_a_factor_run(monkeypatch):
+    """The residual add is one expression: a factor put into it is printed and multiplied, so a factor the
+    module does not apply fails the proof at that add, named as printed."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import stack
+
+    monkeypatch.setattr(stack, "_scaled", lambda delta, *args, **kwargs: E.Size(2.0, 2.0) * delta)
+    with pytest.raises(AtlasError, match=r"step `x'=x\+2\\,\\Delta_\{\\mathrm\{attn\}\}` does not reproduce"):
+        collect("llama")
+
+
 def test_deepseek_v4_names_each_norm_and_rotation_once(collected):
     eq = collected("deepseek_v4").facts["equations"]
     attentions = [pid for pid, kind in eq["kinds"].items() if kind == "shared_kv_attention"]

@@ -111,6 +111,7 @@ class Weight(Expr):
     name: str
     symbol: str
     shape: tuple[int, ...] | None = None
+    scalar: bool = False  # one number (a block's stored scale): printed s\,y, not s ⊙ y
 
     def tex(self, index=None):
         return self.symbol
@@ -166,7 +167,7 @@ class Bin(Expr):
             return f"{self.a.tex(index)}{self.op}{_wrap(self.b, SUM + 1, index)}"
         if self.op == "/":
             return rf"{_wrap(self.a, PRODUCT, index)}/{_wrap(self.b, PRODUCT + 1, index)}"
-        scalar = isinstance(self.a, Size)
+        scalar = isinstance(self.a, Size) or getattr(self.a, "scalar", False)
         joint = r"\," if scalar else r"\odot "
         return f"{_wrap(self.a, PRODUCT, index)}{joint}{_wrap(self.b, PRODUCT, index)}"
 
@@ -370,6 +371,14 @@ topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, 
 # a table's rows at the given indices (an embedding's lookup)
 rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{table}_{{{ids},:}}")
 # a tensor laid out as another (rows, one per token, back to the input's shape): printed as the tensor itself
+# the prompt's own tensors made from its token ids (batch, T): every token real (the attention mask), and
+# the positions 0..T-1
+every_token = Function("ones", lambda ids: _torch().ones_like(ids), lambda ids: r"(1,\dots,1)")
+positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"0,\dots,T-1")
+# n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
+copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
+# a tensor as rows, one per token (the layout a router and its experts read): printed as the tensor itself
+rows_of = Function("as rows", lambda y: y.reshape(-1, y.shape[-1]), lambda y: y)
 shaped_like = Function("shaped like", lambda y, like: y.reshape(like.shape), lambda y, like: y)
 # products of two tensors of the chain: the scores (queries times keys, per head) and the heads' mix
 scores = Function("scores", lambda q, k: q @ k.transpose(-1, -2), lambda q, k: rf"{q}{k}^{{\top}}")
@@ -460,7 +469,8 @@ class Let:
             body = self.expr.defined() if self.define and isinstance(self.expr, Call) else self.expr.tex()
         finally:
             _FOLD.reset(token)
-        arrow = r"\leftarrow " if updates else "="
+        # a space ends the command only where a letter follows it (\leftarrow x), not before a backslash or a digit
+        arrow = (r"\leftarrow " if body[:1].isalpha() else r"\leftarrow") if updates else "="
         text = f"{self.target.symbol}{arrow}{body}"
         wheres = list(dict.fromkeys(w for n in _printed_nodes(self.expr, fold or {}) if hasattr(n, "where") for w in [n.where()] if w))
         if wheres:

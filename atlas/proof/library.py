@@ -101,6 +101,14 @@ def child_output(part: Part, name: str, **inputs: str):
     return first
 
 
+def apply_child(part: Part, name: str, notation: Callable[..., str], whole: bool = True, **feeds: "E.Sym") -> "E.Child":
+    """Child ``name``'s own chain fed the names ``feeds`` gives each of its inputs (those not given read
+    their own name), printed by ``notation`` from those arguments' TeX in the order given; its first
+    output unless ``whole``."""
+    fn = (sub if whole else child_output)(part, name, **{k: v.name for k, v in feeds.items()})
+    return E.Child(fn, tuple(feeds.values()), notation)
+
+
 def handed_residual(part: Part) -> bool:
     """Whether the module was handed the residual stream to add its output to (BLOOM's attention and
     MLP take it as an argument of their own), read from the call it received on the run."""

@@ -5,15 +5,42 @@ from __future__ import annotations
 
 import math
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.hyper import BLOCK_EXTRAS
-from atlas.proof.library import X, child_output, handed_residual, sub
+from atlas.proof.library import X, apply_child, handed_residual, sub
 from atlas.proof.positions import ROTARY, rotary_input
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.model.roles import block_roles
 from atlas.model.structure import own_scalar
 from atlas.model.introspect import num_blocks
+
+
+# the block's stream and its sublayers' contributions, each an environment name and its TeX
+_X, _H, _XM, _HM, _Y = E.Sym("x", "x"), E.Sym("h", "h"), E.Sym("xm", "x'"), E.Sym("hm", "h'"), E.Sym("y", "y")
+_DA, _DM = E.Sym("da", r"\Delta_{\mathrm{attn}}"), E.Sym("dm", r"\Delta_{\mathrm{ffn}}")
+_R = E.Sym("R", T.c("R"))
+
+
+def _apply(part: Part, name: str, label: str, x: E.Sym, rotary: bool = False, handed: E.Sym | None = None,
+           whole: bool = False) -> E.Child:
+    """Child ``name``'s own chain applied to ``x`` (and the stream ``handed`` to it, and the rotary angles
+    R where ``rotary``), printed ``label(x; r, R)``; the child's first output unless ``whole``."""
+    feeds = {"x": x, **({"r": handed} if handed is not None else {}), **({"R": _R} if rotary else {})}
+    keys = list(feeds)
+
+    def notation(*texts: str) -> str:
+        args = "".join((r";\," if k == "r" else ",") + t for k, t in zip(keys[1:], texts[1:]))
+        return f"{label}({texts[0]}{args})"
+
+    return apply_child(part, name, notation, whole, **feeds)
+
+
+def _scaled(delta: E.Sym, factor: float | None, tiny_factor: float, symbol: str | None = None) -> E.Expr:
+    """A sublayer's contribution times the block's factor (printed at the checkpoint's, run at the tiny
+    one's), or itself where there is none."""
+    return delta if factor is None else E.Size(float(factor), tiny_factor, symbol) * delta
 
 
 def block(part: Part) -> Chain:
@@ -55,23 +82,25 @@ def _depth_scaled_block(part: Part, depth: float) -> Chain:
     full, tiny = part.ctx.full_config.num_hidden_layers, part.ctx.tiny_config.num_hidden_layers
     tiny_depth = getattr(part.ctx.tiny_config, "scale_depth", depth)
     return _block(part, depth / math.sqrt(full), tiny_factor=tiny_depth / math.sqrt(tiny),
-                  times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}\,")
+                  times=rf"\tfrac{{{T.num(float(depth))}}}{{\sqrt{{{T.num(full)}}}}}")
 
 
 def _scaled_output(part: Part, chain: Chain) -> Chain:
     """The block's chain with its output scaled by the block's own stored number, where it holds one
     (decided from the structure; the preview moves the number off 1, so a chain without the product
     would not reproduce the block)."""
+    import copy
     import dataclasses
 
     name = own_scalar(part.tiny)
     if name is None:
         return chain
     steps = list(chain.steps)
-    steps[-1] = dataclasses.replace(steps[-1], value=None)
-    shown = name.replace("_", r"\_")
-    steps.append(Step(rf"y\leftarrow s\,y\quad s\ \text{{the block's stored {shown}, one number per block}}", "y",
-                      lambda e: e.w(name) * e["y"], value="layer_output", summary=True))
+    steps[-1] = copy.copy(steps[-1])  # the product below now gives the block's output
+    steps[-1].value = None
+    stored = E.Weight(name, "s", scalar=True)
+    steps.append(Step(expr=E.Let(_Y, stored * _Y, f"(s: the block's stored {name}, one number per block)"),
+                      value="layer_output", summary=True))
     part.note("output_scale", name, "the block holds one stored number of its own, which scales its output")
     return dataclasses.replace(chain, steps=steps)
 
@@ -98,8 +127,6 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
         return _one_sublayer(part, r, factor)
     if tiny_factor is None:
         tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
-    if times is None:
-        times = rf"{T.num(float(factor))}\," if factor is not None else ""
     steps: list[Step] = []
     inputs = [X]
     # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
@@ -111,32 +138,35 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
     if rotary:
         inputs.append(rotary_input(attn.argument("position_embeddings")))
     if first_norm:
-        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first_norm), value=first_values[0], summary=True))
-    attn_in = "h" if first_norm else "x"
-    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}={first_label}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
-                      child_output(part, first, **call), value=None if r.attention_post_norm else first_values[1], summary=True))
+        steps.append(Step(expr=E.Let(_H, _apply(part, first_norm, r"\operatorname{Norm}_1", _X, whole=True)),
+                          value=first_values[0], summary=True))
+    attn_in = _H if first_norm else _X
+    steps.append(Step(expr=E.Let(_DA, _apply(part, first, first_label, attn_in, rotary)),
+                      value=None if r.attention_post_norm else first_values[1], summary=True))
     if r.attention_post_norm:
-        steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
-    steps.append(Step(rf"x'=x+{times}\Delta_{{\mathrm{{attn}}}}", "xm", lambda e: e["x"] + tiny_factor * e["da"], value="layer_mid", summary=True))
+        steps.append(Step(expr=E.Let(_DA, _apply(part, r.attention_post_norm, r"\operatorname{Norm}_2", _DA, whole=True)),
+                          value="attention_output", summary=True))
+    steps.append(Step(expr=E.Let(_XM, _X + _scaled(_DA, factor, tiny_factor, times)), value="layer_mid", summary=True))
     if r.mlp_norm:
-        steps.append(Step(r"h'=\operatorname{Norm}_3(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
-    mlp_in = "hm" if r.mlp_norm else "xm"
-    mlp_arg = "h'" if r.mlp_norm else "x'"
+        steps.append(Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_3", _XM, whole=True)),
+                          value="mlp_norm_output", summary=True))
+    mlp_in = _HM if r.mlp_norm else _XM
     if r.mlp is None and r.mlp_inline:
-        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in, mlp_arg)
+        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in)
     else:
-        steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm",
-                          child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+        steps.append(Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", mlp_in)),
+                          value=None if r.mlp_post_norm else "mlp_output", summary=True))
     if r.block_shared:  # a shared expert beside the mixture, run by the block on the same input
-        steps.append(Step(rf"\Delta_{{\mathrm{{shared}}}}=\operatorname{{Shared}}({mlp_arg})", "ds", sub(part, r.block_shared, x=mlp_in),
+        shared = E.Sym("ds", r"\Delta_{\mathrm{shared}}")
+        steps.append(Step(expr=E.Let(shared, _apply(part, r.block_shared, r"\operatorname{Shared}", mlp_in, whole=True)),
                           value="shared_expert_output", summary=True))
-        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{shared}}", "dm", lambda e: e["dm"] + e["ds"], summary=True))
+        steps.append(Step(expr=E.Let(_DM, _DM + shared), summary=True))
     if side:  # a mixture of experts the block runs beside its MLP, on the stream before the MLP's norm (Gemma 4)
         steps += _side_mixture_steps(part, side, r)
     if r.mlp_post_norm:
-        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
-    steps.append(Step(rf"y=x'+{times}\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: e["xm"] + tiny_factor * e["dm"], value="layer_output", summary=True))
+        steps.append(Step(expr=E.Let(_DM, _apply(part, r.mlp_post_norm, r"\operatorname{Norm}_4", _DM, whole=True)),
+                          value="mlp_output", summary=True))
+    steps.append(Step(expr=E.Let(_Y, _XM + _scaled(_DM, factor, tiny_factor, times)), value="layer_output", summary=True))
     if side:
         part.note("side_mixture", side, "the block's own router and experts beside its MLP, and the norms around them (which norm does what: measured)")
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, **({"ssm": r.ssm} if r.ssm else {})}, "the block's children by role")
@@ -163,24 +193,20 @@ def _normed_residual_block(part: Part) -> Chain:
     alpha times the normalised stream plus beta times the sublayer's output, alpha and beta the block's
     own numbers (DeepNorm's alpha in the checkpoint's config)."""
     r = block_roles(part.tiny)
-    aa, ab, ma, mb = _residual_factors(part.full)
-    taa, tab, tma, tmb = _residual_factors(part.tiny)
+    aa, ab, ma, mb = (E.Size(full, tiny) for full, tiny in zip(_residual_factors(part.full), _residual_factors(part.tiny)))
     attn = part.child(r.attention)
     rotary = attn.argument("position_embeddings") is not None
     inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
-    call = {"x": "h", **({"R": "R"} if rotary else {})}
-    num = lambda v: T.num(v) if float(v).is_integer() else f"{v:.4g}"
     steps = [
-        Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True),
-        Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}(h{',' + T.c('R') if rotary else ''})", "da", child_output(part, r.attention, **call),
-             value="attention_output", summary=True),
-        Step(rf"x'={num(aa)}\,h+{num(ab)}\,\Delta_{{\mathrm{{attn}}}}\quad\text{{(the residual is the normalised input, times the block's alpha)}}", "xm",
-             lambda e: taa * e["h"] + tab * e["da"], value="layer_mid", summary=True),
-        Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output", summary=True),
-        Step(r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(h')", "dm", child_output(part, r.mlp, x="hm"), value="mlp_output", summary=True),
-        Step(rf"y={num(ma)}\,h'+{num(mb)}\,\Delta_{{\mathrm{{ffn}}}}", "y", lambda e: tma * e["hm"] + tmb * e["dm"], value="layer_output", summary=True),
+        Step(expr=E.Let(_H, _apply(part, r.attention_norm, r"\operatorname{Norm}_1", _X, whole=True)), value="attention_norm_output", summary=True),
+        Step(expr=E.Let(_DA, _apply(part, r.attention, r"\operatorname{Attn}", _H, rotary)), value="attention_output", summary=True),
+        Step(expr=E.Let(_XM, aa * _H + ab * _DA, "(the residual is the normalised input, times the block's alpha)"),
+             value="layer_mid", summary=True),
+        Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_2", _XM, whole=True)), value="mlp_norm_output", summary=True),
+        Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", _HM)), value="mlp_output", summary=True),
+        Step(expr=E.Let(_Y, ma * _HM + mb * _DM), value="layer_output", summary=True),
     ]
-    part.note("residual_factors", dict(zip(RESIDUAL_FACTORS, (aa, ab, ma, mb))), "the block's own numbers, from the config")
+    part.note("residual_factors", dict(zip(RESIDUAL_FACTORS, (f.full for f in (aa, ab, ma, mb)))), "the block's own numbers, from the config")
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": None, "before MLP": r.mlp_norm, "after MLP": None},
               "the block's children by role")
@@ -192,16 +218,16 @@ def _handed_residual_block(part: Part, normed: bool) -> Chain:
     it (BLOOM): the block makes no add of its own. ``normed``: the stream handed is the norm's output
     rather than the sublayer's input (apply_residual_connection_post_layernorm)."""
     r = block_roles(part.tiny)
-    steps: list[Step] = [Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True)]
-    first = "h" if normed else "x"
-    words = r"\quad\text{(the attention adds the stream it is handed, }" + (r"h" if normed else r"x") + r"\text{, itself)}"
-    steps.append(Step(rf"x'=\operatorname{{Attn}}(h;\,{first})={first}+\Delta_{{\mathrm{{attn}}}}{words}", "xm",
-                      child_output(part, r.attention, x="h", r=first), value="layer_mid", summary=True))
-    steps.append(Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
-    second = "hm" if normed else "xm"
-    shown = "h'" if normed else "x'"
-    steps.append(Step(rf"y=\operatorname{{FFN}}(h';\,{shown})={shown}+\Delta_{{\mathrm{{ffn}}}}\quad\text{{(the MLP adds the stream it is handed itself)}}", "y",
-                      child_output(part, r.mlp, x="hm", r=second), value="layer_output", summary=True))
+    steps: list[Step] = [Step(expr=E.Let(_H, _apply(part, r.attention_norm, r"\operatorname{Norm}_1", _X, whole=True)),
+                              value="attention_norm_output", summary=True)]
+    first, second = (_H, _HM) if normed else (_X, _XM)  # the stream each sublayer is handed
+    steps.append(Step(expr=E.Let(_XM, _apply(part, r.attention, r"\operatorname{Attn}", _H, handed=first),
+                                 f"(the attention adds the stream it is handed, {first.symbol}, to its own output)"),
+                      value="layer_mid", summary=True))
+    steps.append(Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_2", _XM, whole=True)), value="mlp_norm_output", summary=True))
+    steps.append(Step(expr=E.Let(_Y, _apply(part, r.mlp, r"\operatorname{FFN}", _HM, handed=second),
+                                 f"(the MLP adds the stream it is handed, {second.symbol}, to its own output)"),
+                      value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": None, "before MLP": r.mlp_norm, "after MLP": None},
               "the block's children by role")
@@ -257,18 +283,17 @@ def _side_mixture_steps(part: Part, side: dict, r) -> list[Step]:
 
     def steps_for(before: str, after_mlp: str, after_experts: str) -> list[Step]:
         chain_of(part.child(router))
+        rows, normed, routed = E.Sym("xt", r"x'_{\mathrm{tok}}"), E.Sym("he", "h''"), E.Sym("de", r"\Delta_{\mathrm{moe}}")
         return [
-            Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_{5}(\Delta_{\mathrm{ffn}})\quad\text{(the dense MLP's own post-norm)}", "dm",
-                 sub(part, after_mlp, x="dm")),
-            Step(r"x'_{\mathrm{tok}}=x'\ \text{as rows, one per token}", "xt", lambda e: e["xm"].reshape(-1, e["xm"].shape[-1])),
-            Step(r"(s,\,G,\,\mathcal{E})=\operatorname{Router}(x')\quad\text{(the stream itself, not a normed copy)}", ("s", "G", "E"),
+            Step(expr=E.Let(_DM, _apply(part, after_mlp, r"\operatorname{Norm}_{5}", _DM, whole=True), "(the dense MLP's own post-norm)")),
+            Step(expr=E.Let(rows, E.rows_of(_XM), "(as rows, one per token)")),
+            # the router's three results (scores, gates, experts) are one step that runs its own chain
+            Step(r"(s,\,G,\,\mathcal{E})=\operatorname{Router}(x'_{\mathrm{tok}})\quad\text{(the stream itself, not a normed copy)}", ("s", "G", "E"),
                  sub(part, router, x="xt"), value=(None, "expert_weights", "expert_indices"), summary=True),
-            Step(r"h''=\operatorname{Norm}_{6}(x')\quad\text{(the experts' own input norm)}", "he", sub(part, before, x="xt")),
+            Step(expr=E.Let(normed, _apply(part, before, r"\operatorname{Norm}_{6}", rows, whole=True), "(the experts' own input norm)")),
             Step(r"\Delta_{\mathrm{moe}}=\operatorname{Experts}(h'',\mathcal{E},G)", "de", sub(part, experts, x="he"), value="routed_output", summary=True),
-            Step(r"\Delta_{\mathrm{moe}}\leftarrow\operatorname{Norm}_{7}(\Delta_{\mathrm{moe}})", "de",
-                 lambda e, f=sub(part, after_experts, x="de"): f(e).reshape(e["xm"].shape)),
-            Step(r"\Delta_{\mathrm{ffn}}\leftarrow\Delta_{\mathrm{ffn}}+\Delta_{\mathrm{moe}}\quad\text{(the MLP and the mixture side by side)}", "dm",
-                 lambda e: e["dm"] + e["de"], summary=True),
+            Step(expr=E.Let(routed, E.shaped_like(_apply(part, after_experts, r"\operatorname{Norm}_{7}", routed, whole=True), _XM))),
+            Step(expr=E.Let(_DM, _DM + routed, "(the MLP and the mixture side by side)"), summary=True),
         ]
 
     return steps_for(*side["roles"])
@@ -288,52 +313,51 @@ def _list_block(part: Part) -> Chain:
     rotary = attn.argument("position_embeddings") is not None
     inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
     steps: list[Step] = []
-    x = "x"
+    x = _X
+    shortcut = E.Sym("m", "m")
     for i in range(pairs):
         n = i + 1
         first = i == 0
-        xs = "x" if first else rf"x_{{{2 * i}}}"
-        call = {"x": f"h{i}", **({"R": "R"} if rotary else {})}
+        h, a = E.Sym(f"h{i}", f"h_{{{n}}}"), E.Sym(f"a{i}", f"a_{{{n}}}")
+        mid, hm = E.Sym(f"x{2 * i + 1}", f"x_{{{2 * i + 1}}}"), E.Sym(f"hm{i}", f"h'_{{{n}}}")
+        f, after = E.Sym(f"d{i}", f"f_{{{n}}}"), E.Sym(f"x{2 * i + 2}", f"x_{{{2 * i + 2}}}")
         steps += [
-            Step(rf"h_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{attn}}}}_{{{n}}}({xs})", f"h{i}", sub(part, f"{attention_norms}.{i}", x=x),
+            Step(expr=E.Let(h, _apply(part, f"{attention_norms}.{i}", rf"\operatorname{{Norm}}^{{\mathrm{{attn}}}}_{{{n}}}", x, whole=True)),
                  value="attention_norm_output" if first else None, summary=True),
-            Step(rf"a_{{{n}}}=\operatorname{{Attn}}_{{{n}}}(h_{{{n}}}{',' + T.c('R') if rotary else ''})", f"a{i}",
-                 child_output(part, f"{attentions}.{i}", **call), value="attention_output" if first else None, summary=True),
-            Step(rf"x_{{{2 * i + 1}}}={xs}+a_{{{n}}}", f"x{2 * i + 1}", (lambda e, x=x, i=i: e[x] + e[f"a{i}"]), value="layer_mid" if first else None),
-            Step(rf"h'_{{{n}}}=\operatorname{{Norm}}^{{\mathrm{{ffn}}}}_{{{n}}}(x_{{{2 * i + 1}}})", f"hm{i}", sub(part, f"{mlp_norms}.{i}", x=f"x{2 * i + 1}"),
+            Step(expr=E.Let(a, _apply(part, f"{attentions}.{i}", rf"\operatorname{{Attn}}_{{{n}}}", h, rotary)),
+                 value="attention_output" if first else None, summary=True),
+            Step(expr=E.Let(mid, x + a), value="layer_mid" if first else None, summary=True),
+            Step(expr=E.Let(hm, _apply(part, f"{mlp_norms}.{i}", rf"\operatorname{{Norm}}^{{\mathrm{{ffn}}}}_{{{n}}}", mid, whole=True)),
                  value="mlp_norm_output" if first else None, summary=True),
         ]
         if first:
-            steps.append(Step(r"m=\operatorname{MoE}(h'_{1})\quad\text{(the shortcut: added at the block's end)}", "m",
-                              sub(part, r.mlp, x="hm0"), value="mlp_output", summary=True))
+            steps.append(Step(expr=E.Let(shortcut, _apply(part, r.mlp, r"\operatorname{MoE}", hm, whole=True), "(the shortcut: added at the block's end)"),
+                              value="mlp_output", summary=True))
         steps += [
-            Step(rf"f_{{{n}}}=\operatorname{{MLP}}_{{{n}}}(h'_{{{n}}})", f"d{i}", sub(part, f"{dense}.{i}", x=f"hm{i}"), summary=True),
-            Step(rf"x_{{{2 * i + 2}}}=x_{{{2 * i + 1}}}+f_{{{n}}}", f"x{2 * i + 2}", (lambda e, i=i: e[f"x{2 * i + 1}"] + e[f"d{i}"])),
+            Step(expr=E.Let(f, _apply(part, f"{dense}.{i}", rf"\operatorname{{MLP}}_{{{n}}}", hm, whole=True)), summary=True),
+            Step(expr=E.Let(after, mid + f), summary=True),
         ]
-        x = f"x{2 * i + 2}"
-    steps.append(Step(rf"y=x_{{{2 * pairs}}}+m", "y", lambda e, x=x: e[x] + e["m"], value="layer_output", summary=True))
+        x = after
+    steps.append(Step(expr=E.Let(_Y, x + shortcut), value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "dense_mlp": f"{dense}.0", "pairs": pairs}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "before MLP": r.mlp_norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
 
-def _inline_mlp_steps(part: Part, names: tuple, x: str, arg: str) -> list[Step]:
+def _inline_mlp_steps(part: Part, names: tuple, x: E.Sym) -> list[Step]:
     """An MLP whose layers the block calls itself (OPT): up projection, activation, down projection."""
-    from atlas.proof.library import ACT_NAMES, chain_of, linear_dims
+    from atlas.proof.library import activation_call, linear_call, linear_dims
 
     up, down, act = names
     d, inner = linear_dims(getattr(part.full, up))[:2]
-    up_tex, down_tex = (n.replace("_", r"\_") for n in (up, down))
-    steps = [Step(rf"f={arg}\,W_1^{{\top}}+b_1{T.maps(d, inner)}\quad\text{{(the block's {up_tex})}}", "f", sub(part, up, x=x))]
+    f, a = E.Sym("f", "f"), E.Sym("a", "a")
+    steps = [Step(expr=E.Let(f, linear_call(part, up, x, "W_1"), f"(the block's {up})", maps=(d, inner)))]
     if act:
-        child = part.child(act)
-        chain_of(child)
-        measured = part.ctx.parts.get(child.id, child).facts["activation"]["value"]  # the part the chain was built on
-        steps.append(Step(rf"a={ACT_NAMES[measured]}(f)", "a", sub(part, act, x="f"), value="mlp_activation", summary=True))
+        steps.append(Step(expr=E.Let(a, activation_call(part, act, f)), value="mlp_activation", summary=True))
     else:
-        steps.append(Step(r"a=f", "a", lambda e: e["f"]))
-    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=a\,W_2^{{\top}}+b_2{T.maps(inner, d)}\quad\text{{(the block's {down_tex})}}", "dm",
-                      sub(part, down, x="a"), value="mlp_output", summary=True))
+        steps.append(Step(expr=E.Let(a, f)))
+    steps.append(Step(expr=E.Let(_DM, linear_call(part, down, a, "W_2"), f"(the block's {down})", maps=(inner, d)),
+                      value="mlp_output", summary=True))
     return steps
 
 
@@ -341,7 +365,6 @@ def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
     """A block that runs one mixer (a hybrid's state-space, attention or MLP block): its norm, the
     mixer, and one add."""
     tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
-    times = rf"{T.num(float(factor))}\," if factor is not None else ""
     if r.ssm:
         child, norm, names, label = r.ssm, r.ssm_norm, ("ssm_norm_output", "ssm_output"), r"\operatorname{SSM}"
     elif r.attention:
@@ -354,11 +377,10 @@ def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
         inputs.append(rotary_input(part.child(child).argument("position_embeddings")))
     steps: list[Step] = []
     if norm:
-        steps.append(Step(r"h=\operatorname{Norm}(x)", "h", sub(part, norm), value=names[0], summary=True))
-    arg = "h" if norm else "x"
-    call = {"x": arg, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta={label}({arg}{',' + T.c('R') if rotary else ''})", "d", child_output(part, child, **call), value=names[1], summary=True))
-    steps.append(Step(rf"y=x+{times}\Delta", "y", lambda e: e["x"] + tiny_factor * e["d"], value="layer_output", summary=True))
+        steps.append(Step(expr=E.Let(_H, _apply(part, norm, r"\operatorname{Norm}", _X, whole=True)), value=names[0], summary=True))
+    delta = E.Sym("d", r"\Delta")
+    steps.append(Step(expr=E.Let(delta, _apply(part, child, label, _H if norm else _X, rotary)), value=names[1], summary=True))
+    steps.append(Step(expr=E.Let(_Y, _X + _scaled(delta, factor, tiny_factor)), value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp, "ssm": r.ssm}, "the block's children by role")
     part.note("norms", {"before the mixer": norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
@@ -376,34 +398,36 @@ def _parallel_block(part: Part) -> Chain:
     if rotary:
         inputs.append(ROTARY)
     if r.attention_norm:
-        steps.append(Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, r.attention_norm), value="attention_norm_output", summary=True))
-    attn_in = "h" if r.attention_norm else "x"
-    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({attn_in}{',' + T.c('R') if rotary else ''})", "da",
-                      child_output(part, r.attention, **call), value=None if r.attention_post_norm else "attention_output", summary=True))
+        steps.append(Step(expr=E.Let(_H, _apply(part, r.attention_norm, r"\operatorname{Norm}_1", _X, whole=True)),
+                          value="attention_norm_output", summary=True))
+    attn_in = _H if r.attention_norm else _X
+    steps.append(Step(expr=E.Let(_DA, _apply(part, r.attention, r"\operatorname{Attn}", attn_in, rotary)),
+                      value=None if r.attention_post_norm else "attention_output", summary=True))
     if r.attention_post_norm:
-        steps.append(Step(r"\Delta_{\mathrm{attn}}\leftarrow\operatorname{Norm}_2(\Delta_{\mathrm{attn}})", "da", sub(part, r.attention_post_norm, x="da"), value="attention_output", summary=True))
+        steps.append(Step(expr=E.Let(_DA, _apply(part, r.attention_post_norm, r"\operatorname{Norm}_2", _DA, whole=True)),
+                          value="attention_output", summary=True))
     if r.mlp_norm:
-        steps.append(Step(r"h'=\operatorname{Norm}_3(x)\quad\text{(the block's input, not the stream after the attention)}", "hm",
-                          sub(part, r.mlp_norm, x="x"), value="mlp_norm_output"))
-        mlp_in, mlp_arg = "hm", "h'"
+        steps.append(Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_3", _X, whole=True),
+                                     "(the block's input, not the stream after the attention)"),
+                          value="mlp_norm_output", summary=True))
+        mlp_in = _HM
     else:
-        mlp_in, mlp_arg = attn_in, attn_in
-    words = r"\quad\text{(the same input as the attention)}" if mlp_in == attn_in else ""
+        mlp_in = attn_in
+    words = "(the same input as the attention)" if mlp_in is attn_in else ""
     if r.mlp is None and r.mlp_inline:
-        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in, mlp_arg)
+        steps += _inline_mlp_steps(part, r.mlp_inline, mlp_in)
     else:
-        steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg}){words}", "dm",
-                          child_output(part, r.mlp, x=mlp_in), value=None if r.mlp_post_norm else "mlp_output", summary=True))
+        steps.append(Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", mlp_in), words),
+                          value=None if r.mlp_post_norm else "mlp_output", summary=True))
     if r.mlp_post_norm:
-        steps.append(Step(r"\Delta_{\mathrm{ffn}}\leftarrow\operatorname{Norm}_4(\Delta_{\mathrm{ffn}})", "dm", sub(part, r.mlp_post_norm, x="dm"), value="mlp_output", summary=True))
-    steps.append(Step(r"y=x+\Delta_{\mathrm{attn}}+\Delta_{\mathrm{ffn}}\quad\text{(both sublayers added at once)}", "y",
-                      lambda e: e["x"] + e["da"] + e["dm"], value="layer_output", summary=True))
+        steps.append(Step(expr=E.Let(_DM, _apply(part, r.mlp_post_norm, r"\operatorname{Norm}_4", _DM, whole=True)),
+                          value="mlp_output", summary=True))
+    steps.append(Step(expr=E.Let(_Y, _X + _DA + _DM, "(both sublayers added at once)"), value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "after attention": r.attention_post_norm,
                         "before MLP": r.mlp_norm, "after MLP": r.mlp_post_norm},
               "the block's children by role")
-    if mlp_in == attn_in and r.attention_norm:
+    if mlp_in is attn_in and r.attention_norm:
         part.note("shared_norm", r.attention_norm, "the MLP reads the attention's normed input")
     return Chain(steps, inputs, "y", output_element=0)
 
@@ -428,28 +452,25 @@ def _two_mixers_block(part: Part, r) -> Chain:
         inputs.append(rotary_input(attn.argument("position_embeddings")))
     a_in, a_out, s_out = (_block_scale(part, n) for n in ("attention_in_multiplier", "attn_out_multiplier", "ssm_out_multiplier"))
     if r.attention_norm:
-        steps.append(Step(r"h=\operatorname{Norm}_1(x)\quad\text{(one norm for both mixers)}", "h", sub(part, r.attention_norm),
+        steps.append(Step(expr=E.Let(_H, _apply(part, r.attention_norm, r"\operatorname{Norm}_1", _X, whole=True), "(one norm for both mixers)"),
                           value="attention_norm_output", summary=True))
-    h = "h" if r.attention_norm else "x"
-    steps.append(Step(rf"\Delta_{{\mathrm{{ssm}}}}=\operatorname{{SSM}}({h})", "ds", child_output(part, r.ssm, x=h), value="ssm_output", summary=True))
+    h = _H if r.attention_norm else _X
+    ssm = E.Sym("ds", r"\Delta_{\mathrm{ssm}}")
+    steps.append(Step(expr=E.Let(ssm, _apply(part, r.ssm, r"\operatorname{SSM}", h)), value="ssm_output", summary=True))
     attn_in = h
     if a_in:
-        steps.append(Step(rf"h_{{\mathrm{{attn}}}}={T.num(a_in[0])}\,{h}\quad\text{{(the block's attention\_in\_multiplier)}}", "ha",
-                          lambda e: a_in[1] * e[h]))
-        attn_in = "ha"
-    shown = r"h_{\mathrm{attn}}" if a_in else h
-    call = {"x": attn_in, **({"R": "R"} if rotary else {})}
-    steps.append(Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}({shown}{',' + T.c('R') if rotary else ''})\quad\text{{(the same normed stream)}}", "da",
-                      child_output(part, r.attention, **call), value="attention_output", summary=True))
-    s_tex = rf"{T.num(s_out[0])}\," if s_out else ""
-    a_tex = rf"{T.num(a_out[0])}\," if a_out else ""
-    steps.append(Step(rf"x'=x+{s_tex}\Delta_{{\mathrm{{ssm}}}}+{a_tex}\Delta_{{\mathrm{{attn}}}}\quad\text{{(both mixers added at once)}}", "xm",
-                      lambda e: e["x"] + (s_out[1] if s_out else 1.0) * e["ds"] + (a_out[1] if a_out else 1.0) * e["da"], value="layer_mid", summary=True))
+        attn_in = E.Sym("ha", r"h_{\mathrm{attn}}")
+        steps.append(Step(expr=E.Let(attn_in, E.Size(*a_in) * h, "(the block's attention_in_multiplier)")))
+    steps.append(Step(expr=E.Let(_DA, _apply(part, r.attention, r"\operatorname{Attn}", attn_in, rotary), "(the same normed stream)"),
+                      value="attention_output", summary=True))
+    scaled = lambda delta, factor: E.Size(*factor) * delta if factor else delta
+    steps.append(Step(expr=E.Let(_XM, _X + scaled(ssm, s_out) + scaled(_DA, a_out), "(both mixers added at once)"),
+                      value="layer_mid", summary=True))
     if r.mlp_norm:
-        steps.append(Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, r.mlp_norm, x="xm"), value="mlp_norm_output"))
-    mlp_in, mlp_arg = ("hm", "h'") if r.mlp_norm else ("xm", "x'")
-    steps.append(Step(rf"\Delta_{{\mathrm{{ffn}}}}=\operatorname{{FFN}}({mlp_arg})", "dm", child_output(part, r.mlp, x=mlp_in), value="mlp_output", summary=True))
-    steps.append(Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True))
+        steps.append(Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_2", _XM, whole=True)),
+                          value="mlp_norm_output", summary=True))
+    steps.append(Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", _HM if r.mlp_norm else _XM)), value="mlp_output", summary=True))
+    steps.append(Step(expr=E.Let(_Y, _XM + _DM), value="layer_output", summary=True))
     part.note("sublayers", {"attention": r.attention, "ssm": r.ssm, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "before the state-space mixer": r.attention_norm, "before MLP": r.mlp_norm},
               "the block's children by role: one norm feeds both mixers")
@@ -487,9 +508,13 @@ class Stack:
 
 
 def blocks(part: Part, stack: Stack) -> Chain:
-    n = stack.count_full
-    step = Step(rf"x_{{n+1}}=\operatorname{{Block}}_n(x_n)\quad n=0,\dots,{n - 1}\quad\text{{(each block by its kind's steps; the preview runs {stack.count})}}",
-                "y", lambda e: run_blocks(stack, e, e["x"], ""), summary=True)
+    def every_block(e: Env):
+        return run_blocks(stack, e, e["x"], "")
+
+    every_block.child_inputs = {"x": "x"}
+    last = T.num(stack.count_full - 1)
+    apply = E.Child(every_block, (E.Sym("x", "x_n"),), lambda x: rf"\operatorname{{Block}}_n({x})\quad n=0,\dots,{last}")
+    step = Step(expr=E.Let(E.Sym("y", "x_{n+1}"), apply, f"(each block by its kind's steps; the preview runs {stack.count})"), summary=True)
     return Chain([step], [Input("x", "x_0", "hidden_states", "the stream entering block 0")], "y")
 
 
@@ -521,11 +546,10 @@ def norm_attention_norm(part: Part) -> Chain:
     inputs = [X] + ([rotary_input(part.argument("position_embeddings"))] if rotary else [])
     call = {"x": "h", **({"R": "R"} if rotary else {})}
     steps = [
-        Step(r"h=\operatorname{Norm}_1(x)", "h", sub(part, first), value="attention_norm_output", summary=True),
-        Step(rf"\Delta_{{\mathrm{{attn}}}}=\operatorname{{Attn}}(h{',' + T.c('R') if rotary else ''})", "da",
-             child_output(part, attention, **call), value="attention_output", summary=True),
-        Step(r"x'=x+\Delta_{\mathrm{attn}}", "xm", lambda e: e["x"] + e["da"], value="layer_mid", summary=True),
-        Step(r"h'=\operatorname{Norm}_2(x')", "hm", sub(part, second, x="xm"), value="mlp_norm_output", summary=True),
+        Step(expr=E.Let(_H, _apply(part, first, r"\operatorname{Norm}_1", _X, whole=True)), value="attention_norm_output", summary=True),
+        Step(expr=E.Let(_DA, _apply(part, attention, r"\operatorname{Attn}", _H, rotary)), value="attention_output", summary=True),
+        Step(expr=E.Let(_XM, _X + _DA), value="layer_mid", summary=True),
+        Step(expr=E.Let(_HM, _apply(part, second, r"\operatorname{Norm}_2", _XM, whole=True)), value="mlp_norm_output", summary=True),
         Step(r"\text{returns }(x',\,h')\quad\text{the stream after the add, and its normed copy for the MLP}", ("out0", "out1"),
              lambda e: (e["xm"], e["hm"])),
     ]
@@ -543,8 +567,8 @@ def _wrapped_block(part: Part, r) -> Chain:
     steps = [
         Step(rf"(x',\,h')=\operatorname{{NormAttnNorm}}(x{',' + T.c('R') if rotary else ''})", ("xm", "hm"), sub(part, r.wrapper, **call),
              value=("layer_mid", "mlp_norm_output"), summary=True),
-        Step(r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(h')", "dm", child_output(part, r.mlp, x="hm"), value="mlp_output", summary=True),
-        Step(r"y=x'+\Delta_{\mathrm{ffn}}", "y", lambda e: e["xm"] + e["dm"], value="layer_output", summary=True),
+        Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", _HM)), value="mlp_output", summary=True),
+        Step(expr=E.Let(_Y, _XM + _DM), value="layer_output", summary=True),
     ]
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
     part.note("norms", {"before attention": r.attention_norm, "before MLP": r.mlp_norm}, "inside the block's child " + r.wrapper)

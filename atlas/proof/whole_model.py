@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import sub
+from atlas.proof.library import apply_child, linear_call
 from atlas.proof.rope import model_rotary
 from atlas.proof.stack import Stack, run_blocks
 from atlas.proof.steps import Chain, Input, Step
@@ -58,6 +59,15 @@ def _stream_collapse(part: Part):
     return None
 
 
+def _head_call(part: Part, head: str, x: E.Sym) -> E.Child:
+    """The head applied to the final stream: printed as the linear map it is (with its bias, where its own
+    chain found one) where it holds a weight matrix, else by its name."""
+    weight = getattr(part.full.get_submodule(head), "weight", None)
+    if weight is not None and weight.dim() == 2:
+        return linear_call(part, head, x, r"W_{\mathrm{out}}")
+    return apply_child(part, head, lambda a: rf"\operatorname{{Head}}({a})", x=x)
+
+
 def model(part: Part, stack: Stack, roles) -> Chain:
     """Token ids to logits: embeddings (and positions), every block, the final norm, the head."""
     cfg = part.ctx.full_config
@@ -69,102 +79,103 @@ def model(part: Part, stack: Stack, roles) -> Chain:
     logits_scaling = getattr(cfg, "logits_scaling", None)
     tiny_logits_scaling = getattr(part.ctx.tiny_config, "logits_scaling", None)
 
+    I, e_, p_, x0_ = E.Sym("ids", "I"), E.Sym("e", "e"), E.Sym("p", "p"), E.Sym("x0", "x_0")
+
     def build(scale: str, logits_place: str = "after_head") -> Chain:
-        steps = [Step(r"e=E[I]", "e", sub(part, embed, ids="ids"), value="token_embeddings", summary=True)]
-        x0 = "e"
+        steps = [Step(expr=E.Let(e_, apply_child(part, embed, lambda i: f"E[{i}]", ids=I)), value="token_embeddings", summary=True)]
+        x0 = e_
         if roles.position_embedding and _positions_from_mask(part, roles.position_embedding):
-            import torch
-
+            mask = E.Sym("pos", "m")
             steps += [
-                Step(r"m=(1,\dots,1)\quad\text{the attention mask: every token of the prompt is real}", "pos", lambda e: torch.ones_like(e["ids"])),
-                Step(r"p=\operatorname{PosEmb}(m)", "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
-                Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
+                Step(expr=E.Let(mask, E.every_token(I), "(the attention mask: every token of the prompt is real)")),
+                Step(expr=E.Let(p_, apply_child(part, roles.position_embedding, lambda m: rf"\operatorname{{PosEmb}}({m})", ids=mask)),
+                     value="position_embeddings", summary=True),
+                Step(expr=E.Let(x0_, e_ + p_), summary=True),
             ]
-            x0 = "x0"
+            x0 = x0_
         elif roles.position_embedding:
-            import torch
-
-            looked_up = r"p=P[t]"
             table = _computed_table_steps(part, roles.position_embedding)
-            if table:  # a table without weights has no page of its own: its rule is printed here (XGLM)
-                looked_up = r"p=P[t],\quad " + r",\quad ".join(table)
+            # a table without weights has no page of its own: its rule is printed here (XGLM)
+            rule = "".join(r",\quad " + t for t in table)
+            positions = E.Sym("pos", "t")
             steps += [
-                Step(r"t=0,\dots,T-1\quad\text{the positions of the prompt}", "pos", lambda e: torch.arange(e["ids"].shape[-1])[None]),
-                Step(looked_up, "p", sub(part, roles.position_embedding, ids="pos"), value="position_embeddings", summary=True),
-                Step(r"x_0=e+p", "x0", lambda e: e["e"] + e["p"], summary=True),
+                Step(expr=E.Let(positions, E.positions(I), "(the positions of the prompt)")),
+                Step(expr=E.Let(p_, apply_child(part, roles.position_embedding, lambda t: f"P[{t}]{rule}", ids=positions)),
+                     value="position_embeddings", summary=True),
+                Step(expr=E.Let(x0_, e_ + p_), summary=True),
             ]
-            x0 = "x0"
+            x0 = x0_
         embedding_norm = getattr(roles, "embedding_norm", None)
         if embedding_norm:  # a norm on the embeddings before block 0 (BLOOM's word_embeddings_layernorm)
-            steps.append(Step(r"x_0=\operatorname{Norm}_{\mathrm{emb}}(" + ("x_0" if x0 == "x0" else "e") + ")", "x0",
-                              sub(part, embedding_norm, x=x0), value="embedding_norm_output", summary=True))
-            x0 = "x0"
+            steps.append(Step(expr=E.Let(x0_, apply_child(part, embedding_norm, lambda x: rf"\operatorname{{Norm}}_{{\mathrm{{emb}}}}({x})", x=x0)),
+                              value="embedding_norm_output", summary=True))
+            x0 = x0_
         if scale == "config_embedding_multiplier":
-            steps.append(Step(rf"x_0\leftarrow{T.num(float(multiplier))}\,x_0\quad\text{{(the config's embedding\_multiplier)}}", "x0",
-                              lambda e, s=x0: e[s] * tiny_multiplier, summary=True))
-            x0 = "x0"
+            steps.append(Step(expr=E.Let(x0_, E.Size(float(multiplier), tiny_multiplier) * x0, "(the config's embedding_multiplier)"), summary=True))
+            x0 = x0_
         if scale == "sqrt_width_bfloat16":  # the scale held as a bfloat16 number (RecurrentGemma's normalizer buffer)
             import torch
 
-            full_scale = float(torch.tensor(cfg.hidden_size ** 0.5, dtype=torch.bfloat16))
-            steps.append(Step(rf"x_0\leftarrow{T.num(full_scale)}\,x_0\quad\text{{(}}\sqrt{{{T.num(cfg.hidden_size)}}}={T.num(cfg.hidden_size ** 0.5)}"
-                              r"\text{ rounded to bfloat16: the model holds the scale in that dtype)}", "x0",
-                              lambda e, s=x0: e[s] * float(torch.tensor(e[s].shape[-1] ** 0.5, dtype=torch.bfloat16))))
-            x0 = "x0"
+            rounded = lambda width: float(torch.tensor(width ** 0.5, dtype=torch.bfloat16))
+            full_scale = rounded(cfg.hidden_size)
+            steps.append(Step(expr=E.Let(x0_, E.Size(full_scale, rounded(part.ctx.tiny_config.hidden_size)) * x0,
+                                         f"(the square root of {cfg.hidden_size:,}, {cfg.hidden_size ** 0.5:.4g}, rounded to bfloat16: the model holds the scale in that dtype)")))
+            x0 = x0_
             part.note("embedding_scale_value", full_scale, "the square root of hidden_size, rounded to bfloat16")
         if scale == "sqrt_width":
-            steps.append(Step(rf"x_0\leftarrow\sqrt{{{T.num(cfg.hidden_size)}}}\,x_0\quad\text{{(the model scales the embeddings by }}\sqrt{{d}}\text{{)}}", "x0",
-                              lambda e, s=x0: e[s] * math.sqrt(e[s].shape[-1])))
-            x0 = "x0"
+            root = E.Size(math.sqrt(cfg.hidden_size), math.sqrt(part.ctx.tiny_config.hidden_size), rf"\sqrt{{{T.num(cfg.hidden_size)}}}")
+            steps.append(Step(expr=E.Let(x0_, root * x0, "(the model scales the embeddings by the square root of their width)")))
+            x0 = x0_
         collapse = _stream_collapse(part)
         if collapse:  # several residual streams (DeepSeek-V4): block 0 reads n copies of the embeddings
-            streams = collapse[1]
-            steps.append(Step(rf"X_0=(x_0,\dots,x_0)\quad\text{{{T.num(streams)} copies, one per residual stream}}", "X0",
-                              lambda e, s=x0, n=collapse[2]: e[s][..., None, :].expand(*e[s].shape[:-1], n, e[s].shape[-1]), summary=True))
-            x0 = "X0"
+            streams = E.Sym("X0", "X_0")
+            steps.append(Step(expr=E.Let(streams, E.copies(x0, collapse[2]), f"({collapse[1]:,} copies, one per residual stream)"), summary=True))
+            x0 = streams
 
         rotary_steps, rotary_facts = model_rotary(part, stack)  # the angles every block turns by, from the config
         steps += rotary_steps
         for feature, fact in rotary_facts.items():
             part.note(feature, fact["value"], fact["how"])
 
-        def all_blocks(e, s=x0):
+        def all_blocks(e, s=x0.name):
             return run_blocks(stack, e, e[s], stack.path)
 
-        all_blocks.child_name, all_blocks.child_inputs = stack.path, {"x": x0}
-        steps.append(Step(rf"x_L=\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0(x_0),\quad L={T.num(num_blocks(cfg))}",
-                          "xL", all_blocks, summary=True))
+        all_blocks.child_name, all_blocks.child_inputs = stack.path, {"x": x0.name}
+        xL, xn, z = E.Sym("xL", "x_L"), E.Sym("xn", r"\hat x"), E.Sym("z", "z")
+        depth = T.num(num_blocks(cfg))
+        steps.append(Step(expr=E.Let(xL, E.Child(all_blocks, (x0,), lambda x: rf"\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0({x}),\quad L={depth}")),
+                          summary=True))
         steps[-1].sub = "blocks"
         if collapse:
-            steps.append(Step(r"x_L=\operatorname{Collapse}(X_L)\quad\text{the streams weighted into one}", "xL", sub(part, collapse[0], x="xL"), summary=True))
-        steps.append(Step(r"\hat x=\operatorname{Norm}(x_L)", "xn", sub(part, roles.final_norm, x="xL"), value="final_norm_output", summary=True))
+            steps.append(Step(expr=E.Let(xL, apply_child(part, collapse[0], lambda x: rf"\operatorname{{Collapse}}({x})", x=E.Sym("xL", "X_L")),
+                                         "(the streams weighted into one)"), summary=True))
+        steps.append(Step(expr=E.Let(xn, apply_child(part, roles.final_norm, lambda x: rf"\operatorname{{Norm}}({x})", x=xL)),
+                          value="final_norm_output", summary=True))
         if roles.head and logits_place == "before_head":  # the stream is divided before the head reads it (MiniCPM)
-            steps.append(Step(rf"\hat x\leftarrow\hat x/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling, before the head)}}", "xn",
-                              lambda e: e["xn"] / tiny_logits_scaling, summary=True))
+            steps.append(Step(expr=E.Let(xn, xn / E.Size(float(logits_scaling), tiny_logits_scaling), "(the config's logits_scaling, before the head)"),
+                              summary=True))
             part.note("logits_scaling", logits_scaling, "the config's logits_scaling, applied to the stream the head reads")
         if roles.head:
-            steps.append(Step(r"z=\hat x\,W_{\mathrm{out}}^{\top}", "z", sub(part, roles.head, x="xn"), value="lm_head_output", summary=True))
+            steps.append(Step(expr=E.Let(z, _head_call(part, roles.head, xn)), value="lm_head_output", summary=True))
             cap_key = next((k for k in ("final_logit_softcapping", "logits_soft_cap") if getattr(cfg, k, None)), None)  # RecurrentGemma: logits_soft_cap
             cap = getattr(cfg, cap_key) if cap_key else None
             if cap:
-                tiny_cap = getattr(part.ctx.tiny_config, cap_key)
-                steps.append(Step(rf"z\leftarrow{T.num(cap)}\tanh(z/{T.num(cap)})", "z", lambda e: tiny_cap * (e["z"] / tiny_cap).tanh(), value="logits", summary=True))
+                bound = E.Size(cap, getattr(part.ctx.tiny_config, cap_key))
+                steps.append(Step(expr=E.Let(z, bound * E.tanh(z / bound)), value="logits", summary=True))
                 part.note("logit_softcap", cap, f"the config's {cap_key}")
             head_multiplier = getattr(cfg, "lm_head_multiplier", None)
             if isinstance(head_multiplier, (int, float)) and head_multiplier != 1:  # the head's logits times a constant (Falcon-H1)
-                tiny_head_multiplier = part.ctx.tiny_config.lm_head_multiplier
-                steps.append(Step(rf"z\leftarrow{T.num(float(head_multiplier))}\,z\quad\text{{(the config's lm\_head\_multiplier)}}", "z",
-                                  lambda e: e["z"] * tiny_head_multiplier, value="logits", summary=True))
+                steps.append(Step(expr=E.Let(z, E.Size(float(head_multiplier), part.ctx.tiny_config.lm_head_multiplier) * z,
+                                             "(the config's lm_head_multiplier)"), value="logits", summary=True))
                 part.note("lm_head_multiplier", head_multiplier, "the config's lm_head_multiplier")
             logit_scale = getattr(cfg, "logit_scale", None)
             if logit_scale not in (None, 1, 1.0):  # the head's logits multiplied by a constant (Cohere)
-                tiny_logit_scale = part.ctx.tiny_config.logit_scale
-                steps.append(Step(rf"z\leftarrow{T.num(float(logit_scale))}\,z\quad\text{{(the config's logit\_scale)}}", "z",
-                                  lambda e: e["z"] * tiny_logit_scale, value="logits", summary=True))
+                steps.append(Step(expr=E.Let(z, E.Size(float(logit_scale), part.ctx.tiny_config.logit_scale) * z, "(the config's logit_scale)"),
+                                  value="logits", summary=True))
                 part.note("logit_scale", logit_scale, "the config's logit_scale")
             if logits_scaling not in (None, 1, 1.0) and logits_place == "after_head":
-                steps.append(Step(rf"z\leftarrow z/{T.num(float(logits_scaling))}\quad\text{{(the config's logits\_scaling)}}", "z",
-                                  lambda e: e["z"] / tiny_logits_scaling, value="logits", summary=True))
+                steps.append(Step(expr=E.Let(z, z / E.Size(float(logits_scaling), tiny_logits_scaling), "(the config's logits_scaling)"),
+                                  value="logits", summary=True))
                 part.note("logits_scaling", logits_scaling, "the config's logits_scaling")
         return Chain(steps, [ids], "z" if roles.head else "xn", output_element=0)
 

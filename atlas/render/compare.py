@@ -177,14 +177,17 @@ def _equations(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     for cid in list(a["equations"]) + [c for c in b["equations"] if c not in a["equations"]]:
         ea, eb = a["equations"].get(cid), b["equations"].get(cid)
         if ea is None or eb is None:
-            out.append({"id": cid, "kind": (ea or eb)["kind"], "only": "a" if eb is None else "b", "facts": [], "steps_a": [], "steps_b": []})
+            out.append({"id": cid, "kind": (ea or eb)["kind"], "only": "a" if eb is None else "b", "kind_b": None, "facts": [], "steps_a": [], "steps_b": []})
+            continue
+        if ea["kind"] != eb["kind"]:  # two kinds of computation: no step is in common, each family's page shows its own
+            out.append({"id": cid, "kind": ea["kind"], "kind_b": eb["kind"], "only": None, "facts": [], "steps_a": [], "steps_b": []})
             continue
         facts = [r for r in _rows(ea["facts"], eb["facts"]) if r["differs"]]
         na, nb = {normalized_step(s) for s in ea["steps"]}, {normalized_step(s) for s in eb["steps"]}
         steps_a = [s for s in ea["steps"] if normalized_step(s) not in nb]
         steps_b = [s for s in eb["steps"] if normalized_step(s) not in na]
         if facts or steps_a or steps_b:
-            out.append({"id": cid, "kind": ea["kind"], "only": None, "facts": facts, "steps_a": steps_a, "steps_b": steps_b})
+            out.append({"id": cid, "kind": ea["kind"], "kind_b": None, "only": None, "facts": facts, "steps_a": steps_a, "steps_b": steps_b})
     return _fold_repeats(out)
 
 
@@ -194,7 +197,7 @@ def _fold_repeats(equations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     first: dict[str, str] = {}
     for e in equations:
         e["same_as"] = None
-        if e["only"]:
+        if e["only"] or e.get("kind_b"):
             continue
         what = json.dumps([e["kind"], e["facts"], e["steps_a"], e["steps_b"]], sort_keys=True)
         if what in first:
