@@ -137,6 +137,40 @@ def test_a_factor_printed_in_a_block_is_a_factor_run(monkeypatch):
         collect("llama")
 
 
+@pytest.mark.parametrize("name", ["kimi_k2", "qwen3_moe", "mixtral", "gemma4_moe", "gpt_oss", "ernie4_5_moe", "qwen2_moe"])
+def test_routers_and_mixtures_are_printed_from_what_ran(collected, name):
+    """Every router rule but the frozen table (DeepSeek-V4), SparseMixer (Phi-3.5-MoE) and dense scores
+    (Llama 4) is expressions; a mixture's only typed step is the router call that returns three values."""
+    eq = collected(name).facts["equations"]
+    routers = [pid for pid, kind in eq["kinds"].items() if kind == "router" and pid in eq["components"]]
+    mixtures = [pid for pid, kind in eq["kinds"].items() if kind == "mixture" and pid in eq["components"]]
+    assert routers
+    for pid in routers:
+        assert [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"]] == [], pid
+    for pid in mixtures:
+        raw = [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"]]
+        assert all(t.startswith(("(z,", "b\\ ")) for t in raw), (pid, raw)
+
+
+def test_kimi_k2_router_reads_as_its_rule(collected):
+    """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
+    and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""
+    steps = [s["tex"] for s in collected("kimi_k2").facts["equations"]["components"]["MoE_block.mlp.gate"]["steps"]]
+    assert steps == [r"z=xW_r^{\top},\quad W_r\in\mathbb{R}^{384\times7{,}168}", r"s=\sigma(z)",
+                     r"c=s+b,\quad b\in\mathbb{R}^{384}\quad\text{(to choose by)}", r"\mathcal{E}=\operatorname{top}_{8}(c)",
+                     r"G=s_{\mathcal{E}}", r"G\leftarrow G/\textstyle\sum_{j}G_{j}", r"G\leftarrow2.827\,G"]
+
+
+def test_a_folded_product_is_bracketed_where_a_linear_map_follows_it(collected):
+    """Gemma 4's router scales its normed tokens before its projection: folded into the projection, the
+    product is bracketed, never read as g / √d W."""
+    steps = collected("gemma4_moe").facts["equations"]["components"]["sliding_window_block.router"]["steps"]
+    x = E.Sym("xh", r"\hat x")
+    product = E.Let(E.Sym("z", "z"), E.Child(lambda env: None, (x,), lambda a: rf"{a}\,W^{{\top}}", bracket=E.POWER))
+    assert product.tex({"xh": (x * E.Sym("g", "g"), {})}) == r"z=(\hat x\odot g)\,W^{\top}"
+    assert all(s["expression"] for s in steps) and r"z=\hat x\,W_r^{\top}\quad 2{,}816\to128" in [s["tex"] for s in steps]
+
+
 def test_deepseek_v4_names_each_norm_and_rotation_once(collected):
     eq = collected("deepseek_v4").facts["equations"]
     attentions = [pid for pid, kind in eq["kinds"].items() if kind == "shared_kv_attention"]

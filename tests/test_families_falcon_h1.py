@@ -114,7 +114,9 @@ def tiny_block():
 
 
 def _with_step(chain, marker, fn):
-    steps = [dataclasses.replace(s, fn=fn) if marker in s.tex else s for s in chain.steps]
+    """The chain with the step whose TeX holds ``marker`` computing ``fn`` instead: an edit of the code under
+    the same TeX (the step is no longer one expression, so its printed TeX stays as it was)."""
+    steps = [dataclasses.replace(s, fn=fn, expr=None) if marker in s.tex else s for s in chain.steps]
     assert steps != chain.steps, marker
     return dataclasses.replace(chain, steps=steps)
 

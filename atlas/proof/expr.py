@@ -377,6 +377,11 @@ every_token = Function("ones", lambda ids: _torch().ones_like(ids), lambda ids: 
 positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"0,\dots,T-1")
 # n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
 copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
+# the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector
+# with one entry per column (a number per expert), printed s_{𝓔}
+at_chosen = Function("at", lambda s, idx: s[idx] if s.dim() == 1 else s.gather(-1, idx), lambda s, idx: f"{s}_{{{idx}}}")
+# a stored tensor read as one vector (a bias kept as a row)
+flat = Function("flat", lambda w: w.reshape(-1), lambda w: w)
 # a tensor as rows, one per token (the layout a router and its experts read): printed as the tensor itself
 rows_of = Function("as rows", lambda y: y.reshape(-1, y.shape[-1]), lambda y: y)
 shaped_like = Function("shaped like", lambda y, like: y.reshape(like.shape), lambda y, like: y)
@@ -421,12 +426,15 @@ class Child(Expr):
     fn: Callable[[Any], Any]  # library.sub's function: reads the names in fn.child_inputs
     args: tuple[Sym, ...]
     notation: Callable[..., str]
+    # where the notation sets an argument beside other symbols (x W^⊤): an argument binding less tightly
+    # (a summary folds a product into it) is bracketed; 0 where the notation encloses it (Norm(x))
+    bracket: int = 0
 
     def children(self):
         return self.args
 
     def tex(self, index=None):
-        return self.notation(*(a.tex(index) for a in self.args))
+        return self.notation(*(_wrap(a, self.bracket, index) for a in self.args))
 
     def run(self, env):
         return self.fn(env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_call, sub
+from atlas.proof.library import X, apply_child, linear_call, sub
 from atlas.proof.router import _router_rows, _setting
 from atlas.proof.steps import Chain, Input, Step
 
@@ -158,14 +158,18 @@ def mixture(part: Part) -> Chain:
     else:
         steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + (",t" if reads_ids else "") + ")", ("z", "G", "E"), sub(part, route),
                           value=("router_logits", "expert_weights", "expert_indices"), summary=True))
+    x, rows = E.Sym("x", "x"), E.Sym("xt", r"x_{\mathrm{tok}}")
+    yr, ys, delta = E.Sym("yr", r"y^{\mathrm{routed}}"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("y", r"\Delta")
+    experts = apply_child(part, "experts", lambda t, chosen, weights: rf"\operatorname{{Experts}}({t},{chosen},{weights})",
+                          x=rows, E=E.Sym("E", r"\mathcal{E}"), G=E.Sym("G", "G"))
     steps += [
-        Step(r"x_{\mathrm{tok}}=x\ \text{as rows, one per token}", "xt", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
-        Step(r"y^{\mathrm{routed}}=\operatorname{Experts}(x_{\mathrm{tok}},\mathcal{E},G)", "yr", sub(part, "experts", x="xt"), value="routed_output", summary=True),
+        Step(expr=E.Let(rows, E.rows_of(x), "(as rows, one per token)")),
+        Step(expr=E.Let(yr, experts), value="routed_output", summary=True),
     ]
     gate = _shared_gate(part, route) if shared else None
     if shared:
-        steps.append(Step(r"y^{\mathrm{shared}}=\operatorname{SharedMLP}(x)", "ys", sub(part, shared), value="shared_expert_output", summary=True))
-    yr, ys, delta = E.Sym("yr", r"y^{\mathrm{routed}}"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("y", r"\Delta")
+        steps.append(Step(expr=E.Let(ys, apply_child(part, shared, lambda a: rf"\operatorname{{SharedMLP}}({a})", x=x)),
+                          value="shared_expert_output", summary=True))
     if gate:
         # a one-output linear beside the shared expert scales its output per token by a sigmoid (Qwen2-MoE)
         sg = E.Sym("sg", "s")

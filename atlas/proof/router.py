@@ -8,14 +8,18 @@ first (Gemma 4): where the structure does not settle the rule, the preview run m
 
 from __future__ import annotations
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import ACT_NAMES, X, activation_name, sub
+from atlas.proof.library import ACT_NAMES, X, activation_call, activation_name, apply_child, linear_call, sub
 from atlas.proof.steps import Chain, Input, Step
 from atlas.inputs.config_keys import TOP_K_KEYS
 
 
 ROUTER_OUTPUTS = ("router_logits", "expert_weights", "expert_indices")
+# the router's names: its tokens, logits, scores, what it chooses by, the experts chosen and their weights
+_X, _Z, _S, _C = E.Sym("x", "x"), E.Sym("z", "z"), E.Sym("s", "s"), E.Sym("c", "c")
+_CHOSEN, _G = E.Sym("E", r"\mathcal{E}", False), E.Sym("G", "G")
 TOKENS = Input("x", "x", "hidden_states", "the tokens routed, one row each")
 
 
@@ -81,7 +85,8 @@ def offset(part: Part) -> Chain:
     """A module that adds its one vector to what it receives (a router's selection bias held apart)."""
     full = {**dict(part.full.named_parameters(recurse=False)), **dict(part.full.named_buffers(recurse=False))}
     name, tensor = next(iter(full.items()))
-    return Chain([Step(rf"y=x+b,\quad b\in\mathbb{{R}}^{{{T.num(tensor.numel())}}}", "y", lambda e: e["x"] + e.w(name).reshape(-1), summary=True)], [X], "y")
+    bias = E.Weight(name, "b", (tensor.numel(),))
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), _X + E.flat(bias)), summary=True)], [X], "y")
 
 
 def _norm_child(part: Part, projection: str) -> str | None:
@@ -107,24 +112,27 @@ def normed_router(part: Part, projection: str, norm: str) -> Chain:
     if per_expert:
         part.note("per_expert_scale", per_expert, "the router holds one learned number per expert")
 
+    tiny_d = part.tiny.get_submodule(projection).weight.shape[1]
+
     def build(root: bool) -> Chain:
-        shown = lambda name: name.replace("_", r"\_")  # noqa: E731
-        steps = [Step(r"x\ \text{as rows, one per token}", "x", lambda e: e["x"].reshape(-1, e["x"].shape[-1])),
-                 Step(r"\hat x=\operatorname{Norm}(x)", "xh", sub(part, norm, x="x"))]
+        xh = E.Sym("xh", r"\hat x")
+        steps = [Step(expr=E.Let(_X, E.rows_of(_X), "(as rows, one per token)")),
+                 Step(expr=E.Let(xh, apply_child(part, norm, lambda a: rf"\operatorname{{Norm}}({a})", x=_X)), summary=True)]
         if gain:
-            factor = rf"\,/\sqrt{{{T.num(d)}}}" if root else ""
-            steps.append(Step(rf"\hat x\leftarrow \hat x\odot g{factor},\quad g\in\mathbb{{R}}^{{{T.num(d)}}}\ \text{{the router's {shown(gain)}}}", "xh",
-                              (lambda e: e["xh"] * e.w(gain) / e["xh"].shape[-1] ** 0.5) if root else (lambda e: e["xh"] * e.w(gain))))
+            gained = xh * E.Weight(gain, "g", (d,))
+            if root:
+                gained = gained / E.Size(d ** 0.5, tiny_d ** 0.5, rf"\sqrt{{{T.num(d)}}}")
+            steps.append(Step(expr=E.Let(xh, gained, f"(g: the router's {gain})"), summary=True))
         steps += [
-            Step(rf"z=\hat x\,W_r^{{\top}},\quad W_r\in\mathbb{{R}}^{{{T.num(n)}\times{T.num(d)}}}", "z", sub(part, projection, x="xh"), value="router_logits", summary=True),
-            Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["z"].softmax(-1), summary=True),
-            Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(s),\quad G_i=s_i\ \ (i\in\mathcal{{E}})", ("G", "E"),
-                 lambda e: tuple(e["s"].topk(tiny_k, dim=-1)), summary=True),
-            Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True),
+            Step(expr=E.Let(_Z, linear_call(part, projection, xh, "W_r"), maps=(d, n)), value="router_logits", summary=True),
+            Step(expr=E.Let(_S, E.softmax(_Z)), summary=True),
+            *_top(_S, k, tiny_k),
+            Step(expr=E.Let(_G, E.at_chosen(_S, _CHOSEN)), summary=True),
+            Step(expr=E.Let(_G, _renormalized(_G)), summary=True),
         ]
         if per_expert:
-            steps.append(Step(rf"G_i\leftarrow G_i\,c_i\quad c\in\mathbb{{R}}^{{{T.num(n)}}}\ \text{{the router's {shown(per_expert)}, one number per expert}}", "G",
-                              lambda e: e["G"] * e.w(per_expert)[e["E"]], summary=True))
+            steps.append(Step(expr=E.Let(_G, _G * E.at_chosen(E.Weight(per_expert, "c", (n,)), _CHOSEN),
+                                         f"(c: the router's {per_expert}, one number per expert)"), summary=True))
         return Chain(steps, [TOKENS], ("s", "G", "E"), output_values=("", "expert_weights", "expert_indices"))
 
     return part.choose("router_gain", {"gain_over_sqrt_width": lambda: build(True), "gain": lambda: build(False)})
@@ -164,21 +172,22 @@ def router(part: Part) -> Chain:
         part.note("groups", f"{topk_group} of {groups}", "the router's settings")
 
     def logits_step() -> Step:
-        b = "+b_r" if has_bias else ""
+        logits = E.MatMul(E.rows_of(_X), E.Weight(at + "weight", "W_r", (n, d)))
+        if has_bias:
+            logits = logits + E.Weight(at + "bias", "b_r")
+        return Step(expr=E.Let(_Z, logits), value="router_logits", summary=True)
 
-        def fn(e):
-            x = e["x"].reshape(-1, e["x"].shape[-1])
-            return x @ e.w(at + "weight").T + (e.w(at + "bias") if has_bias else 0)
-
-        return Step(rf"z=x W_r^{{\top}}{b},\quad W_r\in\mathbb{{R}}^{{{T.num(n)}\times{T.num(d)}}}", "z", fn, value="router_logits", summary=True)
+    def choose_by() -> Step:
+        """What the experts are chosen by: the scores, plus the selection bias where there is one."""
+        if selection:
+            return Step(expr=E.Let(_C, _S + E.Weight(selection, "b", (n,)), "(to choose by)"))
+        if handed:
+            return Step(expr=E.Let(_C, _S + E.Sym("b", "b"), "(to choose by)"))
+        return Step(expr=E.Let(_C, _S))
 
     def scored(scoring: str, renormalize: bool) -> Chain:
-        s_tex = r"\sigma(z)" if scoring == "sigmoid" else r"\operatorname{softmax}(z)"
-        steps = [logits_step(), Step(rf"s={s_tex}\in\mathbb{{R}}^{{{T.num(n)}}}", "s",
-                                     (lambda e: e["z"].sigmoid()) if scoring == "sigmoid" else (lambda e: e["z"].softmax(-1)), summary=True)]
-        choice = "s+b" if selection or handed else "s"
-        steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection or handed else r"c=s", "c",
-                          (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"] + e["b"]) if handed else (lambda e: e["s"])))
+        steps = [logits_step(), Step(expr=E.Let(_S, E.sigmoid(_Z) if scoring == "sigmoid" else E.softmax(_Z)), summary=True)]
+        steps.append(choose_by())
         if groups > 1:
             size = n // groups
 
@@ -190,7 +199,7 @@ def router(part: Part) -> Chain:
                 return c.masked_fill(~mask, float("-inf"))
 
             steps.append(Step(rf"c_i\leftarrow-\infty\ \text{{outside the {T.num(topk_group)} of {T.num(groups)} groups (of {T.num(size)}) with the largest top-2 sums of }}c", "c", grouped))
-        steps.append(Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(c)", "E", lambda e: e["c"].topk(tiny_k, dim=-1).indices, summary=True))
+        steps += _top(_C, k, tiny_k)
         steps += _slot_weights(part, renormalize, scale)
         return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
@@ -205,7 +214,7 @@ def router(part: Part) -> Chain:
     act = ACT_NAMES.get(activation_name(part.child(score)), r"\operatorname{score}") if score else None
 
     def child_scored(renormalize: bool) -> Chain:
-        steps = [logits_step(), Step(rf"s={act}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", sub(part, score, x="z"), summary=True)]
+        steps = [logits_step(), Step(expr=E.Let(_S, activation_call(part, score, _Z)), summary=True)]
         inputs = [TOKENS]
         if table:
             vocab = getattr(part.full, table).shape[0]
@@ -213,10 +222,7 @@ def router(part: Part) -> Chain:
                               r"\text{ (the scores do not choose)}", "E", lambda e: e.w(table)[e["ids"].reshape(-1)].long(), summary=True))
             inputs.append(Input("ids", "t", "input_ids", "the token ids, which alone choose the experts"))
         else:
-            choice = "s+b" if selection else "s"
-            steps.append(Step(rf"c={choice}\quad\text{{(to choose by)}}" if selection else r"c=s", "c",
-                              (lambda e: e["s"] + e.w(selection)) if selection else (lambda e: e["s"])))
-            steps.append(Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(c)", "E", lambda e: e["c"].topk(tiny_k, dim=-1).indices, summary=True))
+            steps += [choose_by(), *_top(_C, k, tiny_k)]
         steps += _slot_weights(part, renormalize, scale)
         if table:
             part.note("hash_routing", True, "the router holds an integer table of one row per token id and one column per routing slot")
@@ -225,8 +231,8 @@ def router(part: Part) -> Chain:
     def topk_softmax() -> Chain:
         return Chain([
             logits_step(),
-            Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(z)", "E", lambda e: e["z"].topk(tiny_k, dim=-1).indices, summary=True),
-            Step(r"G_i=\frac{e^{z_i}}{\sum_{j\in\mathcal{E}}e^{z_j}}\ \ (i\in\mathcal{E})", "G", lambda e: e["z"].gather(-1, e["E"]).softmax(-1), summary=True),
+            *_top(_Z, k, tiny_k),
+            Step(expr=E.Let(_G, E.softmax(E.at_chosen(_Z, _CHOSEN)), "(a softmax over the chosen experts' logits alone)"), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
     if not isinstance(part.call.output, tuple) and not hasattr(part.call.output, "to_tuple"):
@@ -307,13 +313,23 @@ def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
     ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
 
+def _top(scores: E.Sym, k: int, tiny_k: int) -> list[Step]:
+    """The experts chosen: the k largest of ``scores`` (their indices)."""
+    return [Step(expr=E.Let(_CHOSEN, E.topk(scores, E.Size(k, tiny_k))), summary=True)]
+
+
+def _renormalized(weights: E.Sym) -> E.Expr:
+    """The chosen experts' weights divided by their sum."""
+    return weights / E.Mean(weights, total=True)
+
+
 def _slot_weights(part: Part, renormalize: bool, scale: float) -> list[Step]:
     """The chosen experts' weights from their scores: gathered, renormalized over the choice where the
     router does, then scaled by routed_scaling_factor where it is not 1."""
-    steps = [Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"]))]
+    steps = [Step(expr=E.Let(_G, E.at_chosen(_S, _CHOSEN)), summary=True)]
     if renormalize:
-        steps.append(Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True), summary=True))
+        steps.append(Step(expr=E.Let(_G, _renormalized(_G)), summary=True))
     if scale != 1.0:
         tiny_scale = _setting(part, ("routed_scaling_factor", "route_scale"), ("routed_scaling_factor", "route_scale"), part.ctx.tiny_config) or 1.0
-        steps.append(Step(rf"G_i\leftarrow{T.num(float(scale))}\,G_i", "G", lambda e: e["G"] * tiny_scale, summary=True))
+        steps.append(Step(expr=E.Let(_G, E.Size(float(scale), tiny_scale) * _G), summary=True))
     return steps
