@@ -152,6 +152,22 @@ def test_routers_and_mixtures_are_printed_from_what_ran(collected, name):
         assert all(t.startswith(("(z,", "b\\ ")) for t in raw), (pid, raw)
 
 
+@pytest.mark.parametrize("name", ["kimi_k2", "gpt_oss", "olmoe", "deepseek_v4", "gemma4_moe"])
+def test_routed_experts_are_printed_from_what_ran(collected, name):
+    eq = collected(name).facts["equations"]
+    experts = [pid for pid, kind in eq["kinds"].items() if kind == "experts" and pid in eq["components"]]
+    assert experts
+    for pid in experts:
+        assert [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"]] == [], pid
+
+
+def test_gpt_oss_experts_bracket_the_gated_product_before_the_down_map(collected):
+    """gpt-oss's expert: (u + 1) ⊙ a is formed first and then mapped down, so the page brackets it."""
+    steps = [s["tex"] for s in collected("gpt_oss").facts["equations"]["components"]["sliding_window_block.mlp.experts"]["steps"]]
+    assert r"E_i(x)=((u+1)\odot a)\,W_{d,i}+b_{d,i}\quad 2{,}880\to2{,}880" in steps
+    assert r"g=[g;\,u]_{:,\,\text{even}}" in steps and r"u=[g;\,u]_{:,\,\text{odd}}" in steps
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

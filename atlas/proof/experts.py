@@ -77,33 +77,36 @@ def experts(part: Part) -> Chain:
     inputs = [TOKENS, Input("E", r"\mathcal{E}", "top_k_index", "the experts each token's routing slots chose"),
               Input("G", "G", "top_k_weights", "each slot's weight")]
 
-    def project(e):
-        w = e.w("gate_up_proj")[e["E"]]  # (N, k, ·, ·): each slot's expert
-        x = e["x"]
-        gu = (x[:, None, None, :] @ w).squeeze(-2) if stored_in_out else (w @ x[:, None, :, None]).squeeze(-1)
-        return gu + (e.w("gate_up_proj_bias")[e["E"]] if biases else 0)
-
     # Fewer down projections than routing choices: the experts past the last down projection compute
     # nothing of their own (LongCat-Flash's zero-computation experts); what they return is measured.
     # (Measured on the preview model's own tensors: the full model's may be cut to what the files store.)
     real, tiny_real = part.full.down_proj.shape[0], part.tiny.down_proj.shape[0]
     zero = part.tiny.gate_up_proj.shape[0] - tiny_real
 
-    def down(h, e):
-        w = e.w("down_proj")[e["E"].clamp(max=tiny_real - 1)]
-        o = (h[..., None, :] @ w).squeeze(-2) if stored_in_out else (w @ h[..., None]).squeeze(-1)
-        return o + (e.w("down_proj_bias")[e["E"]] if biases else 0)
+    x, chosen, weights = E.Sym("x", "x"), E.Sym("E", r"\mathcal{E}", False), E.Sym("G", "G")
+    gu, e_out, o = E.Sym("gu", r"[g;\,u]"), E.Sym("e_out", "E_i(x)"), E.Sym("o", "o")
 
-    Wt = "W_{gu,i}" if stored_in_out else r"W_{gu,i}^{\top}"
-    b = "+b_{gu,i}" if biases else ""
-    first = Step(rf"[g;\,u]=x {Wt}{b}{T.maps(d, T.times(2, inner))}\quad\text{{for each slot's expert }}i\in\mathcal{{E}}", "gu", project)
+    def down(h: E.Expr) -> E.ExpertMatMul:
+        return E.ExpertMatMul(h, E.Weight("down_proj", "W_{d,i}"), chosen, stored_in_out,
+                              E.Weight("down_proj_bias", "b_{d,i}") if biases else None, last=tiny_real - 1)
+
+    projected = E.ExpertMatMul(x, E.Weight("gate_up_proj", "W_{gu,i}"), chosen, stored_in_out,
+                               E.Weight("gate_up_proj_bias", "b_{gu,i}") if biases else None)
+    first = Step(expr=E.Let(gu, projected, "(for each slot's expert i in E)", maps=(d, T.times(2, inner))), summary=True)
     weigh = [
-        Step(r"o_j=G_j\,E_{i_j}(x)\quad\text{each routing slot }j", "o", lambda e: e["G"][..., None] * e["e_out"], value="expert_outputs"),
-        Step(r"y=\textstyle\sum_{j}o_j", "y", lambda e: e["o"].sum(1), value="routed_output", summary=True),
+        Step(expr=E.Let(o, E.slot_weighted(weights, e_out), "(each routing slot j, i its expert)"), value="expert_outputs", summary=True),
+        Step(expr=E.Let(E.Sym("y", "y"), E.slot_sum(o)), value="routed_output", summary=True),
     ]
-    Wd = "W_{d,i}" if stored_in_out else r"W_{d,i}^{\top}"
+    tiny_inner = part.tiny.down_proj.shape[-1] if not stored_in_out else part.tiny.down_proj.shape[1]
 
     g, u, a = E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a")
+
+    def split(interleaved: bool) -> list[Step]:
+        """Gate and up from the fused projection: its two halves, or its even and odd columns."""
+        if interleaved:
+            return [Step(expr=E.Let(g, E.even_columns(gu)), summary=True), Step(expr=E.Let(u, E.odd_columns(gu)), summary=True)]
+        half = E.Size(inner, tiny_inner)
+        return [Step(expr=E.Let(g, E.first_columns(gu, half)), summary=True), Step(expr=E.Let(u, E.last_columns(gu, half)), summary=True)]
     act = gate_activation(part, "act_fn", g)
 
     def clamps(bound) -> list[Step]:
@@ -111,10 +114,10 @@ def experts(part: Part) -> Chain:
         return [Step(expr=E.Let(g, E.clamp_max(g, bound)), summary=True), Step(expr=E.Let(u, E.clamp(u, bound)), summary=True)]
 
     def halves() -> Chain:
-        steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1))]
+        steps = [first, *split(interleaved=False)]
         if act is not None:
-            steps.append(Step(expr=E.Let(a, act)))
-        steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
+            steps.append(Step(expr=E.Let(a, act), summary=True))
+        steps += [Step(expr=E.Let(e_out, down(a * u), maps=(inner, d)), summary=True), *weigh]
         return Chain(steps, inputs, "y")
 
     def clamped() -> Chain:
@@ -122,21 +125,20 @@ def experts(part: Part) -> Chain:
         tiny_limit, tiny_alpha = part.tiny.limit, part.tiny.alpha
         steps = [
             first,
-            Step(r"g=[g;u]_{\text{even columns}},\quad u=[g;u]_{\text{odd columns}}", ("g", "u"), lambda e: (e["gu"][..., ::2], e["gu"][..., 1::2])),
+            *split(interleaved=True),
             *clamps(E.Size(limit, tiny_limit)),
             Step(expr=E.Let(a, g * E.sigmoid(E.Size(alpha, tiny_alpha) * g)), summary=True),
-            Step(rf"E_i(x)=\big((u+1)\odot a\big)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down((e["u"] + 1) * e["a"], e), summary=True),
+            Step(expr=E.Let(e_out, down((u + 1) * a), maps=(inner, d)), summary=True),
             *weigh,
         ]
         return Chain(steps, inputs, "y")
 
     def clamped_halves() -> Chain:
         limit, tiny_limit = swiglu_limit(part.full), swiglu_limit(part.tiny)
-        steps = [first, Step(r"g,\ u\ \text{the first and second halves}", ("g", "u"), lambda e: e["gu"].chunk(2, dim=-1)),
-                 *clamps(E.Size(limit, tiny_limit))]
+        steps = [first, *split(interleaved=False), *clamps(E.Size(limit, tiny_limit))]
         if act is not None:
-            steps.append(Step(expr=E.Let(a, act)))
-        steps += [Step(rf"E_i(x)=(a\odot u)\,{Wd}{'+b_{d,i}' if biases else ''}{T.maps(inner, d)}", "e_out", lambda e: down(e["a"] * e["u"], e), summary=True), *weigh]
+            steps.append(Step(expr=E.Let(a, act), summary=True))
+        steps += [Step(expr=E.Let(e_out, down(a * u), maps=(inner, d)), summary=True), *weigh]
         part.note("clamp", limit, "the module's limit")
         return Chain(steps, inputs, "y")
 

@@ -221,7 +221,7 @@ class MatMul(Expr):
 
     def tex(self, index=None):
         w = self.weight.symbol if self.stored_in_out else rf"{self.weight.symbol}^{{\top}}"
-        return f"{_wrap(self.x, PRODUCT, index)}{w}"
+        return f"{_wrap(self.x, POWER, index)}{w}"  # (a ⊙ u) W: a product before a matrix is bracketed
 
     def run(self, env):
         w = self.weight.run(env)
@@ -441,6 +441,52 @@ class Child(Expr):
 
     def reads(self):
         return set(self.fn.child_inputs.values())
+
+
+@dataclass(eq=False)
+class ExpertMatMul(Expr):
+    """x W_i^⊤ for each routing slot, W_i the slot's expert's slice of a 3-D weight (experts × out × in;
+    experts × in × out where ``stored_in_out``), plus that expert's bias where it has one. ``x`` holds a
+    row per token (the same for every slot) or a row per token and slot; ``last`` bounds the experts that
+    hold a slice (a zero-computation expert past it reads the last one, its result then replaced)."""
+
+    x: Expr
+    weight: Weight
+    chosen: Expr  # the experts each token's slots chose: (tokens, slots)
+    stored_in_out: bool = False
+    bias: Weight | None = None
+    last: int | None = None
+
+    @property
+    def prec(self):
+        return SUM if self.bias is not None else PRODUCT
+
+    def children(self):
+        return (self.x, self.weight, self.chosen) + ((self.bias,) if self.bias is not None else ())
+
+    def tex(self, index=None):
+        w = self.weight.symbol if self.stored_in_out else rf"{self.weight.symbol}^{{\top}}"
+        b = f"+{self.bias.symbol}" if self.bias is not None else ""
+        return f"{_wrap(self.x, POWER, index)}\\,{w}{b}"
+
+    def run(self, env):
+        x, chosen = self.x.run(env), self.chosen.run(env)
+        at = chosen if self.last is None else chosen.clamp(max=self.last)
+        w = self.weight.run(env)[at]  # (tokens, slots, ·, ·): each slot's expert
+        rows = x[:, None, :] if x.dim() == 2 else x  # one row per token, the same for every slot
+        out = (rows[..., None, :] @ w).squeeze(-2) if self.stored_in_out else (w @ rows[..., None]).squeeze(-1)
+        return out + self.bias.run(env)[chosen] if self.bias is not None else out
+
+
+# the columns of a fused projection: its first or last n (gate and up in halves), or its even or odd
+# columns (gate and up interleaved), printed by which columns they are
+first_columns = Function("first", lambda t, n: t[..., :int(n)], lambda t, n: rf"{t}_{{:,\,1..{n}}}")
+last_columns = Function("last", lambda t, n: t[..., -int(n):], lambda t, n: rf"{t}_{{:,\,\text{{last }}{n}}}")
+even_columns = Function("even", lambda t: t[..., ::2], lambda t: rf"{t}_{{:,\,\text{{even}}}}")
+odd_columns = Function("odd", lambda t: t[..., 1::2], lambda t: rf"{t}_{{:,\,\text{{odd}}}}")
+# each routing slot's output times its weight (tokens, slots, d), and their sum over the slots
+slot_weighted = Function("weighted", lambda g, o: g[..., None] * o, lambda g, o: rf"{g}_j\,{o}")
+slot_sum = Function("slot sum", lambda o: o.sum(1), lambda o: rf"\textstyle\sum_{{j}}{o}_j")
 
 
 # --- steps from expressions -------------------------------------------------------------------------
