@@ -168,6 +168,20 @@ def test_gpt_oss_experts_bracket_the_gated_product_before_the_down_map(collected
     assert r"g=[g;\,u]_{:,\,\text{even}}" in steps and r"u=[g;\,u]_{:,\,\text{odd}}" in steps
 
 
+@pytest.mark.parametrize("name", ["llama", "bitnet", "qwen3_next", "gpt2"])
+def test_attention_outputs_are_printed_from_what_ran(collected, name):
+    """From the scores on, an attention's steps are expressions: the mask, the softmax, each head's mix
+    of values, the heads joined, a sub-norm or output gate, and the output map."""
+    eq = collected(name).facts["equations"]
+    attentions = [pid for pid, kind in eq["kinds"].items() if kind == "attention" and pid in eq["components"]]
+    assert attentions
+    for pid in attentions:
+        steps = eq["components"][pid]["steps"]
+        tail = steps[next(i for i, s in enumerate(steps) if s["tex"].startswith("P") or r"\operatorname{softmax}" in s["tex"]):]
+        assert all(s["expression"] for s in tail), (pid, [s["tex"] for s in tail if not s["expression"]])
+        assert any(s["tex"].startswith(r"\Delta=o\,W_O") for s in tail)  # GPT-2's dropout follows it
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, _attr, add_handed_residual, linear_call, linear_dims, norm_call, sub
+from atlas.proof.library import X, _attr, add_handed_residual, apply_child, linear_call, linear_dims, norm_call, sub
 from atlas.proof.positions import (PAIRS_TEX, ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
                                    _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_half_reversed, rotate_interleaved,
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
@@ -350,7 +350,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
     _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi)
     if "resid_dropout" in names:
-        steps.append(Step(r"\Delta\leftarrow\operatorname{Dropout}(\Delta)=\Delta\quad\text{(at inference)}", "y", sub(part, "resid_dropout", x="y")))
+        delta = E.Sym("y", r"\Delta")
+        steps.append(Step(expr=E.Let(delta, apply_child(part, "resid_dropout", lambda a: rf"\operatorname{{Dropout}}({a})", x=delta),
+                                     "(the identity at inference)")))
     return add_handed_residual(part, Chain(steps, inputs, "y", output_element=0))
 
 

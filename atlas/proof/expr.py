@@ -489,6 +489,33 @@ slot_weighted = Function("weighted", lambda g, o: g[..., None] * o, lambda g, o:
 slot_sum = Function("slot sum", lambda o: o.sum(1), lambda o: rf"\textstyle\sum_{{j}}{o}_j")
 
 
+def _joined_tex(O: str, count: int, width: str) -> str:
+    """[O_1; …; O_H] for the heads' symbol O_h (its subscript h replaced by the first and last head), in ℝ^{width}."""
+    stem, mark, rest = O.rpartition("_h")
+    first, last = (f"{stem}_1{rest}", f"{stem}_{{{count}}}{rest}") if mark else (O, O)
+    return rf"[{first};\dots;{last}]\in\mathbb{{R}}^{{{width}}}"
+
+
+@dataclass(eq=False)
+class JoinedHeads(Expr):
+    """The heads' outputs side by side, one row per token: (batch, T, heads, d) -> (batch, T, heads × d);
+    printed [O_1; …; O_H] ∈ ℝ^{H×d} at the checkpoint's sizes."""
+
+    heads: Expr
+    count: int  # the checkpoint's heads
+    width: str  # TeX of the joined width, at the checkpoint's sizes
+
+    def children(self):
+        return (self.heads,)
+
+    def tex(self, index=None):
+        return _joined_tex(self.heads.tex(index), self.count, self.width)
+
+    def run(self, env):
+        o = self.heads.run(env)
+        return o.reshape(*o.shape[:2], -1)
+
+
 # --- steps from expressions -------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, activation_call, linear_dims, sub
+from atlas.proof.library import X, activation_call, linear_call, linear_dims, sub
 from atlas.proof.steps import Chain, Step
 
 
@@ -57,7 +57,7 @@ def lightning_attention(part: Part) -> Chain:
         Step(r"o\leftarrow\operatorname{Norm}(o)\quad\text{across all heads' width}", "o", sub(part, "norm", x="o"), sub=f"{part.id}.norm"),
         Step(rf"o\leftarrow\sigma\big(x\,W_G^{{\top}}\big)\odot o{T.maps(width, T.times(h, d))}\quad\text{{the output gate}}", "o",
              lambda e, gate=sub(part, "output_gate"): gate(e).sigmoid() * e["o"], summary=True),
-        Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(T.times(h, d), linear_dims(m.out_proj)[1])}", "y", sub(part, "out_proj", x="o"),
+        Step(expr=E.Let(E.Sym("y", r"\Delta"), linear_call(part, "out_proj", E.Sym("o", "o"), "W_O"), maps=(T.times(h, d), linear_dims(m.out_proj)[1])),
              value="attention_output", summary=True),
     ]
     part.note("heads", {"query": h, "key_value": h, "head_dim": d}, "the module's sizes: one key and one value head per query head")

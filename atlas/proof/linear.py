@@ -20,8 +20,11 @@ import inspect
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, linear_dims, sub
+from atlas.proof.library import X, linear_call, linear_dims, sub
 from atlas.proof.steps import Chain, Input, Step
+
+# each value head's gated norm output, the heads joined, and the module's output
+_NORMED, _JOINED, _DELTA = E.Sym("n", "n_h"), E.Sym("nf", "n"), E.Sym("y", r"\Delta")
 
 
 def is_gated_norm(module) -> bool:
@@ -213,8 +216,8 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
              lambda e: delta_rule(e["qh"], e["kh"], e["Vc"], e["g"], e["beta"]),
              value=("linear_attention_head_outputs", "linear_attention_state"), summary=True),
         Step(r"n=\operatorname{NormGated}(o,z)\quad\text{per value head}", "n", sub(part, "norm", x="O", z="z"), summary=True),
-        Step(rf"n=[n_1;\dots;n_{{{T.num(hv)}}}]\in\mathbb{{R}}^{{{T.times(hv, dv)}}}", "nf", lambda e: e["n"].reshape(*e["n"].shape[:2], -1)),
-        Step(rf"\Delta=n\,W_O^{{\top}}{T.maps(hv * dv, m.out_proj.weight.shape[0])}", "y", sub(part, "out_proj", x="nf"),
+        Step(expr=E.Let(_JOINED, E.JoinedHeads(_NORMED, hv, T.times(hv, dv))), summary=True),
+        Step(expr=E.Let(_DELTA, linear_call(part, "out_proj", _JOINED, "W_O"), maps=(hv * dv, m.out_proj.weight.shape[0])),
              value="attention_output", summary=True),
     ]
     part.note("heads", {"key": hk, "value": hv, "key_dim": dk, "value_dim": dv}, "the module's sizes")
@@ -299,8 +302,8 @@ def kimi_delta_attention(part: Part) -> Chain:
         Step(rf"z=x W_{{za}}^{{\top}}W_{{zb}}^{{\top}}{T.maps(width, rank)}\to{T.times(h, d)}\quad\text{{the output gate, low rank}}", "za", sub(part, "g_a_proj")),
         Step(r"z\ \text{per head}", "z", lambda e, f=sub(part, "g_b_proj", x="za"): f(e).view(*e["za"].shape[:2], th, td)),
         Step(r"n=\operatorname{NormGated}(o,z)\quad\text{per head}", "n", sub(part, "o_norm", x="O", z="z"), summary=True),
-        Step(rf"n=[n_1;\dots;n_{{{T.num(h)}}}]\in\mathbb{{R}}^{{{T.times(h, d)}}}", "nf", lambda e: e["n"].reshape(*e["n"].shape[:2], -1)),
-        Step(rf"\Delta=n\,W_O^{{\top}}{T.maps(h * d, m.o_proj.weight.shape[0])}", "y", sub(part, "o_proj", x="nf"),
+        Step(expr=E.Let(_JOINED, E.JoinedHeads(_NORMED, h, T.times(h, d))), summary=True),
+        Step(expr=E.Let(_DELTA, linear_call(part, "o_proj", _JOINED, "W_O"), maps=(h * d, m.o_proj.weight.shape[0])),
              value="attention_output", summary=True),
     ]
     steps[0].tex = rf"{Q}=x W_Q^{{\top}}{T.maps(width, T.times(h, d))}"

@@ -11,7 +11,7 @@ from atlas.model.structure import built_kv_heads
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import _attr, linear_dims, sub
+from atlas.proof.library import _attr, apply_child, linear_call, linear_dims, sub
 from atlas.proof.positions import _alibi_bias, alibi_slopes, alibi_slopes_tex, alibi_tex
 from atlas.proof.steps import Step
 
@@ -131,25 +131,24 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                           value="attention_probabilities", summary=True))
     else:
         steps.append(Step(expr=E.Let(P, E.softmax(S), "over keys"), value="attention_probabilities", summary=True))
-    O = E.Sym("O", T.v("O_h"))
+    O, o = E.Sym("O", T.v("O_h")), E.Sym("o", "o")
     if after:
         steps.append(Step(expr=E.Let(O, E.mix(P, V))))
         steps.append(Step(expr=E.Let(O, O * E.sink_share(S, E.Weight("sinks", r"\sigma_h")), "the share the sink leaves the keys"),
                           value="attention_head_outputs", summary=True))
     steps += [
-        *([] if after else [Step(expr=E.Let(O, E.mix(P, V)), value="attention_head_outputs")]),
-        Step(rf"o=[{T.v('O_1')};\dots;{T.v(f'O_{{{h}}}')}]\in\mathbb{{R}}^{{{heads_tex}}}", "o", lambda e: e["O"].reshape(*e["O"].shape[:2], -1),
-             value=None if gated or sub_norm else "attention_premix"),
+        *([] if after else [Step(expr=E.Let(O, E.mix(P, V)), value="attention_head_outputs", summary=True)]),
+        Step(expr=E.Let(o, E.JoinedHeads(O, h, heads_tex)), value=None if gated or sub_norm else "attention_premix", summary=True),
     ]
     if sub_norm:  # the heads' outputs normalised across their whole width before the projection (BitNet's attn_sub_norm)
         part.note("sub_norm", sub_norm, "the module's own norm child, called on the joined heads before the output projection")
-        steps.append(Step(rf"o\leftarrow\operatorname{{Norm}}_{{\text{{sub}}}}(o)\quad\text{{across all heads' width, before the output projection}}", "o",
-                          sub(part, sub_norm, x="o"), value="attention_premix", sub=f"{part.id}.{sub_norm}"))
+        steps.append(Step(expr=E.Let(o, apply_child(part, sub_norm, lambda a: rf"\operatorname{{Norm}}_{{\text{{sub}}}}({a})", x=o),
+                                     "(across all heads' width, before the output projection)"), value="attention_premix"))
     if gated:  # an output gate: each head's output scaled by the sigmoid of its own second query half
-        steps.append(Step(r"o\leftarrow o\odot\sigma(G)\quad\text{the output gate}", "o", lambda e: e["o"] * e["G"].sigmoid(),
-                          value="attention_premix", summary=True))
+        steps.append(Step(expr=E.Let(o, o * E.sigmoid(E.Sym("G", "G")), "(the output gate)"), value="attention_premix", summary=True))
     n_in, n_out, _ = linear_dims(getattr(part.full, out_proj))
-    steps.append(Step(rf"\Delta=o\,W_O^{{\top}}{T.maps(n_in, n_out)}", "y", sub(part, out_proj, x="o"), value="attention_output", summary=True))
+    steps.append(Step(expr=E.Let(E.Sym("y", r"\Delta"), linear_call(part, out_proj, o, "W_O"), maps=(n_in, n_out)),
+                      value="attention_output", summary=True))
 
 
 def _shifted_by_row_max(part: Part) -> bool:
