@@ -201,6 +201,19 @@ def test_a_folded_product_is_bracketed_where_a_linear_map_follows_it(collected):
     assert all(s["expression"] for s in steps) and r"z=\hat x\,W_r^{\top}\quad 2{,}816\to128" in [s["tex"] for s in steps]
 
 
+def test_rotary_cos_and_sin_swapped_fail_at_the_step_that_prints_them(monkeypatch):
+    """The model's cos and sin are one expression over the angles, compared with what the model's own
+    rotary module returned: computing them the wrong way round stops the build at that step."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import rope
+
+    right = rope.cos_sin
+    monkeypatch.setattr(rope, "cos_sin", lambda angles, amplitude, layout: tuple(reversed(right(angles, amplitude, layout))))
+    with pytest.raises(AtlasError, match=r"component model: step `R_t=\(\\,\\cos \[\\theta_t;"):
+        collect("llama")
+
+
 def test_deepseek_v4_names_each_norm_and_rotation_once(collected):
     eq = collected("deepseek_v4").facts["equations"]
     attentions = [pid for pid, kind in eq["kinds"].items() if kind == "shared_kv_attention"]

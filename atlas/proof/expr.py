@@ -375,6 +375,10 @@ rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{tab
 # the positions 0..T-1
 every_token = Function("ones", lambda ids: _torch().ones_like(ids), lambda ids: r"(1,\dots,1)")
 positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"0,\dots,T-1")
+# each position t of the prompt, printed as the rule p_t = t; and each position times each rotary
+# frequency (batch, T, pairs), the angles a rotation turns by
+position_index = Function("position", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"t,\ t=0,\dots,T-1")
+angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, lambda p, f: rf"{p}\,{f}")
 # n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
 copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
 # the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector

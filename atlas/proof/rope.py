@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.steps import Step
 
@@ -309,27 +310,24 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     def amplitude(e):
         return torch.tensor(frequencies(tiny, seq_holder["T"])[1], dtype=torch.float64)
 
-    def angles(e):
-        pos = e[positions]
-        return pos[..., None].to(torch.float64) * e[f_name]
-
-    def result(e):
-        return cos_sin(e[th_name], float(e[a_name]) if a_name in e else 1.0, layout)
-
-    result.compare_with = reference
     full_a = frequencies(full, full.max_positions or 0)[1]
     scaled = full_a != 1.0 or frequencies(tiny, 1)[1] != 1.0  # an amplitude other than 1: a step of its own
     shown, words = LAYOUTS[layout]
     out = [Step(frequency_tex(full, "f" + up), f_name, freqs)]  # the base, the rotated dims and the factors at the checkpoint's values
     if scaled:
         out.append(Step(amplitude_tex(full, full_a), a_name, amplitude, summary=True))
-    out.append(Step(rf"\theta{up}_t=p_t\,f{up}\quad\text{{(}}p_t=t\text{{, the token's position)}}", th_name, angles))
-    angle = shown.replace(r"\theta_t", rf"\theta{up}_t")
+    theta, f = E.Sym(th_name, rf"\theta{up}_t"), E.Sym(f_name, f"f{up}")
+    out.append(Step(expr=E.Let(theta, E.angles(E.Sym(positions, "p_t"), f), "(each position times each frequency)"), summary=True))
+    angle = shown.replace(r"\theta_t", theta.symbol)
+    amplitude_sym = E.Sym(a_name, "a") if scaled else E.Size(1.0, 1.0)
     if layout == "complex":
-        out.append(Step(rf"R{up}_t={angle}\quad\text{{({words})}}", r_name, result, summary=True))
+        notation = lambda th, a: angle  # noqa: E731 - the layout's own form, the amplitude inside it
     else:
-        a = "a" if scaled else ""
-        out.append(Step(rf"R{up}_t=(\,{a}\cos {angle},\ {a}\sin {angle}\,)\quad\text{{({words})}}", r_name, result, summary=True))
+        notation = lambda th, a: rf"(\,{'a' if scaled else ''}\cos {angle},\ {'a' if scaled else ''}\sin {angle}\,)"  # noqa: E731
+    laid = E.Function(f"rotary {layout}", lambda th, a: cos_sin(th, float(a), layout), notation)
+    result = Step(expr=E.Let(E.Sym(r_name, f"R{up}_t"), laid(theta, amplitude_sym), f"({words})"), summary=True)
+    result.fn.compare_with = reference  # the model's rotary module's own result on the run, compared with this step
+    out.append(result)
     for s in out:
         s.compare = "float32_angles"
     return out
@@ -405,8 +403,7 @@ def model_rotary(part, stack) -> tuple[list[Step], dict[str, Any]]:
     # of block in the order of a set of names (Gemma 3's), which changes from one run to the next
     used = sorted({k for k in names if k is not None}, key=lambda k: (calls[k][2] or "", k))
     several = len(used) > 1
-    steps = [Step(r"p_t=t,\ t=0,\dots,T-1\quad\text{the positions of the prompt}", "rpos",
-                  lambda e: torch.arange(e["ids"].shape[-1])[None])]
+    steps = [Step(expr=E.Let(E.Sym("rpos", "p_t"), E.position_index(E.Sym("ids", "I")), "(the positions of the prompt)"), summary=True)]
     facts: dict[str, Any] = {}
     env_names: dict[int, str] = {}
     for k in used:
