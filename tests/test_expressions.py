@@ -182,6 +182,17 @@ def test_attention_outputs_are_printed_from_what_ran(collected, name):
         assert any(s["tex"].startswith(r"\Delta=o\,W_O") for s in tail)  # GPT-2's dropout follows it
 
 
+def test_the_rotation_of_queries_and_keys_is_one_expression_with_its_variant(collected):
+    """Llama's queries and keys turned by one function (the variant that reproduced), printed once and
+    "likewise" for the keys; Phi-2's output map keeps the bias its module holds, which the typed step left out."""
+    steps = collected("llama").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]
+    turned = [s for s in steps if r"\operatorname{rot}" in s["tex"]]
+    assert len(turned) == 1 and turned[0]["expression"] and r"\text{likewise }" in turned[0]["tex"]
+    assert turned[0]["tex"].endswith(r"\operatorname{rot}([a;b])=[-b;a]")
+    phi2 = [s["tex"] for s in collected("phi2").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]]
+    assert r"\Delta=o\,W_O^{\top}+b_O\quad 2{,}560\to2{,}560" in phi2
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

@@ -330,8 +330,11 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                   "the module computes cos and sin from the positions" if own else "the module is given cos and sin")
         R = T.c("R_t")
         only = _partial_rotary_words(part, d, turned, td) if partial else _zero_angle_words(part, rotate, d, td)
-        steps.append(Step(rf"{T.q('Q_{t,h}')}\leftarrow {T.q('Q_{t,h}')}\odot\cos {R}+\operatorname{{rot}}({T.q('Q_{t,h}')})\odot\sin {R},\ \text{{likewise }}{T.k('K_{t,g}')};\ " + rot_tex + only,
-                          ("Q", "K"), lambda e: tuple(rotate(e[n], e["R"][0][:, None], e["R"][1][:, None]) for n in ("Q", "K")), summary=True))
+        # the rotation that runs and its notation, one function: rot's definition is the variant's own
+        turn = E.Function(f"rotation {rotate.__name__}", lambda x, angles: rotate(x, angles[0][:, None], angles[1][:, None]),
+                          lambda x, angles: rf"{x}\odot\cos {R}+\operatorname{{rot}}({x})\odot\sin {R}")
+        queries, keys = E.Sym("Q", T.q("Q_{t,h}")), E.Sym("K", T.k("K_{t,g}"))
+        steps.append(Step(expr=E.likewise(turn, [queries, keys], E.Sym("R", R), tail=r";\ " + rot_tex + only), summary=True))
     elif alibi:
         part.note("positions", "ALiBi: a bias on the scores, linear in the key's position, one slope a head", "the module is handed an alibi tensor and no rotary angles")
     else:

@@ -571,3 +571,43 @@ class Let:
 
     def reads(self) -> set[str]:
         return self.expr.reads()
+
+    def nodes(self):
+        return self.expr.nodes()
+
+    @property
+    def outs(self) -> str:
+        return self.target.name
+
+
+@dataclass(eq=False)
+class Lets:
+    """Several names updated in one step by one function, each applied to its own name: printed as the
+    first ``out ← f(out, …)`` and "likewise" the others (true by construction: ``likewise`` builds them),
+    then ``tail`` (the function's definition); runs each, giving a tuple."""
+
+    lets: tuple[Let, ...]
+    tail: str = ""  # TeX after the equations
+
+    def tex(self, fold: dict | None = None) -> str:
+        rest = r",\ ".join(let.target.symbol for let in self.lets[1:])
+        return self.lets[0].tex(fold) + (rf",\ \text{{likewise }}{rest}" if rest else "") + self.tail
+
+    def run(self, env):
+        return tuple(let.run(env) for let in self.lets)
+
+    def reads(self) -> set[str]:
+        return set().union(*(let.reads() for let in self.lets))
+
+    def nodes(self):
+        for let in self.lets:
+            yield from let.nodes()
+
+    @property
+    def outs(self) -> tuple[str, ...]:
+        return tuple(let.target.name for let in self.lets)
+
+
+def likewise(function: Function, targets: list[Sym], *args, tail: str = "") -> Lets:
+    """``function`` applied to each of ``targets`` (with the same further ``args``), each updating its name."""
+    return Lets(tuple(Let(t, function(t, *args)) for t in targets), tail)

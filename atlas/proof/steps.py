@@ -44,13 +44,13 @@ class Step:
             def fn(env):
                 return run(env)
 
-            child = next((n.fn for n in self.expr.expr.nodes() if getattr(getattr(n, "fn", None), "child_name", None)), None)
+            child = next((n.fn for n in self.expr.nodes() if getattr(getattr(n, "fn", None), "child_name", None)), None)
             if child is not None:  # the step runs a child's chain (or the stack of blocks): the page links to it, its feeds are known
                 fn.child_name, fn.child_inputs = child.child_name, child.child_inputs
                 if getattr(child, "child_id", None):
                     fn.child_id = child.child_id
             self.tex, self.fn = self.expr.tex(), fn
-            self.out = self.out or self.expr.target.name
+            self.out = self.out or self.expr.outs
         # a step made by atlas.proof.library.sub runs a child's chain: the page links to that child
         self.sub = self.sub or getattr(self.fn, "child_id", None)
 
