@@ -193,6 +193,31 @@ def test_the_rotation_of_queries_and_keys_is_one_expression_with_its_variant(col
     assert r"\Delta=o\,W_O^{\top}+b_O\quad 2{,}560\to2{,}560" in phi2
 
 
+def test_shared_key_value_heads_and_head_norms_are_expressions(collected):
+    """Llama's 4 query heads per key-value head are the heads repeated in place (head ⌈h/4⌉), printed from
+    the same function that repeats them; Qwen3's per-head q/k norms run each norm child and link the first;
+    gpt-oss's output map keeps its bias."""
+    llama = collected("llama").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]
+    repeat = next(s for s in llama if "share each key" in s["tex"])
+    assert repeat["expression"] and r"K_{\lceil h/4\rceil}" in repeat["tex"] and r"V_{\lceil h/4\rceil}" in repeat["tex"]
+    qwen3 = collected("qwen3").facts["equations"]["components"]["transformer_block.self_attn"]
+    norms = next(s for s in qwen3["steps"] if r"\operatorname{Norm}_q" in s["tex"])
+    assert norms["expression"] and r"\operatorname{Norm}_k" in norms["tex"] and norms["sub"] == "transformer_block.self_attn.q_norm"
+    assert "q_norm" in qwen3["runs"]
+    gpt_oss = [s["tex"] for s in collected("gpt_oss").facts["equations"]["components"]["global_block.self_attn"]["steps"]]
+    assert r"\Delta=o\,W_O^{\top}+b_O\quad 4{,}096\to2{,}880" in gpt_oss
+
+
+@pytest.mark.parametrize("name", ["gpt2", "opt", "pythia", "starcoder2", "bloom", "xglm"])
+def test_an_output_map_with_a_bias_shows_it(collected, name):
+    """Each of these attentions' output projections is built with a bias (GPT-2's c_proj, OPT's and XGLM's
+    out_proj, Pythia's and BLOOM's dense, StarCoder2's o_proj with use_bias): the typed step left it out."""
+    eq = collected(name).facts["equations"]
+    attention = next(pid for pid, kind in eq["kinds"].items() if kind == "attention" and pid in eq["components"])
+    output_map = next(s["tex"] for s in eq["components"][attention]["steps"] if s["tex"].startswith(r"\Delta=o\,W_O"))
+    assert r"+b_O\quad" in output_map, output_map
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

@@ -257,11 +257,12 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     value_scale, tiny_value_scale = _attr(part.full, "v_scale"), _attr(part.tiny, "v_scale")
     if isinstance(value_scale, float) and (value_scale != 1 or tiny_value_scale != 1):  # values times a constant (MiMo-V2-Flash)
         part.note("value_scale", value_scale, "the module's v_scale (the config's attention_value_scale), applied to the values")
-        steps.append(Step(rf"{V}\leftarrow{T.num(value_scale)}\,{V}\quad\text{{(the module's v\_scale)}}", "V",
-                          lambda e: tiny_value_scale * e["V"], summary=True))
+        values = E.Sym("V", V)
+        steps.append(Step(expr=E.Let(values, E.Size(value_scale, tiny_value_scale) * values, "(the module's v_scale)"), summary=True))
     if prescaled:
         scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
-        steps.append(Step(rf"{Q}\leftarrow{T.num(scale)}\,{Q}\quad\text{{(scaled before the scores)}}", "Q", lambda e: tiny_scale * e["Q"]))
+        queries = E.Sym("Q", Q)
+        steps.append(Step(expr=E.Let(queries, E.Size(scale, tiny_scale) * queries, "(scaled before the scores)")))
     if gated:
         part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
 
@@ -287,15 +288,22 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     same_width_values = "" if dv != d else r",\ " + T.v('V_g')
     values_words = "" if dv == d else rf";\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(dv)}}}"
     steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')}{same_width_values}\in\mathbb{{R}}^{{T\times{T.num(d)}}}{values_words}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
-    head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}_q({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}_k({T.k('K_g')})\quad\text{{per head, over }}{T.num(d)}"
-                       + (r"\ \text{(after the rotation)}" if norm_after_rotary else ""),
-                       ("Q", "K"), lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)), sub=f"{part.id}.{qn}")] if norms and per_head else []
+    query_heads, key_heads = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_g"))
+
+    def each_norm(q_child: str, k_child: str, q_name: str, k_name: str, words: str) -> Step:
+        """The query heads and the key heads each through a norm child, one step (the page links the first)."""
+        pair = E.Lets((E.Let(query_heads, apply_child(part, q_child, lambda a: f"{q_name}({a})", x=query_heads)),
+                       E.Let(key_heads, apply_child(part, k_child, lambda a: f"{k_name}({a})", x=key_heads))),
+                      tail=words, each=False)
+        return Step(expr=pair)
+
+    head_norms = [each_norm(qn, kn, r"\operatorname{Norm}_q", r"\operatorname{Norm}_k", rf"\quad\text{{per head, over }}{T.num(d)}"
+                            + (r"\ \text{(after the rotation)}" if norm_after_rotary else ""))] if norms and per_head else []
     shared_norm = _shared_qk_norm(part)
     if shared_norm:  # one norm without a gain for queries and keys alike, per head (Llama 4's qk_norm)
         part.note("qk_norm", "one weightless norm for queries and keys, per head", "the module's child holds no tensor")
-        head_norms = [Step(rf"{T.q('Q_h')}\leftarrow\operatorname{{Norm}}({T.q('Q_h')}),\ {T.k('K_g')}\leftarrow\operatorname{{Norm}}({T.k('K_g')})\quad"
-                           rf"\text{{per head, over }}{T.num(d)}\text{{, no gain; after the rotation, which keeps each pair's length}}",
-                           ("Q", "K"), lambda e, f=sub(part, shared_norm, x="Q"), g=sub(part, shared_norm, x="K"): (f(e), g(e)), sub=f"{part.id}.{shared_norm}")]
+        head_norms = [each_norm(shared_norm, shared_norm, r"\operatorname{Norm}", r"\operatorname{Norm}",
+                                rf"\quad\text{{per head, over }}{T.num(d)}\text{{, no gain; after the rotation, which keeps each pair's length}}")]
     if not norm_after_rotary:
         steps += head_norms
     if "v_norm" in names:  # the values normalized per head too (Gemma 4)
@@ -346,9 +354,9 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
     if group > 1:
-        shared_head = r"_{\lceil h/" + str(group) + r"\rceil}"
-        steps.append(Step(rf"{T.k('K_h')}={T.k('K' + shared_head)},\ {T.v('V_h')}={T.v('V' + shared_head)}\quad\text{{{group} query heads share each key–value head}}",
-                          ("K", "V"), lambda e: (e["K"].repeat_interleave(th // tkv, 1), e["V"].repeat_interleave(th // tkv, 1))))
+        shared = [E.Let(E.Sym(n, sym("_h")), E.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in
+                  (("K", lambda i: T.k("K" + i)), ("V", lambda i: T.v("V" + i)))]
+        steps.append(Step(expr=E.Lets(tuple(shared), rf"\quad\text{{{group} query heads share each key–value head}}", each=False)))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
     _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi)

@@ -379,6 +379,10 @@ positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[Non
 # frequency (batch, T, pairs), the angles a rotation turns by
 position_index = Function("position", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"t,\ t=0,\dots,T-1")
 angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, lambda p, f: rf"{p}\,{f}")
+# each query head reading key-value head ⌈h/r⌉ (r query heads per key-value head): the key-value heads
+# repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
+shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
+                       lambda t, r: t.replace("_g", rf"_{{\lceil h/{r}\rceil}}"))
 # n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
 copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
 # the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector
@@ -588,8 +592,11 @@ class Lets:
 
     lets: tuple[Let, ...]
     tail: str = ""  # TeX after the equations
+    each: bool = True  # one function for all ("likewise"); False: different functions, each printed in full
 
     def tex(self, fold: dict | None = None) -> str:
+        if not self.each:
+            return r",\ ".join(let.tex(fold) for let in self.lets) + self.tail
         rest = r",\ ".join(let.target.symbol for let in self.lets[1:])
         return self.lets[0].tex(fold) + (rf",\ \text{{likewise }}{rest}" if rest else "") + self.tail
 
