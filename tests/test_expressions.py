@@ -198,6 +198,9 @@ def test_shared_key_value_heads_and_head_norms_are_expressions(collected):
     the same function that repeats them; Qwen3's per-head q/k norms run each norm child and link the first;
     gpt-oss's output map keeps its bias."""
     llama = collected("llama").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]
+    split = next(s for s in llama if s["tex"].endswith(r":\ h=1..32,\ g=1..8"))
+    # head h of the queries is columns (h-1)·128+1 .. h·128 of Q: the columns the split runs on
+    assert split["expression"] and r"\htmlClass{st-q}{Q}_{:,\,(h-1)\cdot 128+1\,..\,h\cdot 128}" in split["tex"]
     repeat = next(s for s in llama if "share each key" in s["tex"])
     assert repeat["expression"] and r"K_{\lceil h/4\rceil}" in repeat["tex"] and r"V_{\lceil h/4\rceil}" in repeat["tex"]
     qwen3 = collected("qwen3").facts["equations"]["components"]["transformer_block.self_attn"]

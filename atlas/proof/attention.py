@@ -208,9 +208,10 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
             # each projection printed from its child (its bias as the child's chain found it)
             projected = linear_call(part, name, E.Sym("x", "x"), f"W_{stream}")
             if gated and name == "q_proj":
-                steps.append(Step(expr=E.Let(E.Sym(stream, f"[{Q};G]"), projected, maps=(width, T.times(heads, 2 * d)))))
+                steps.append(Step(expr=E.Let(E.Sym(stream, f"[{Q};G]"), projected, maps=(width, T.times(heads, 2 * d))), summary=True))
                 continue
-            steps.append(Step(expr=E.Let(E.Sym(stream, sym), projected, maps=(width, T.times(heads, dv if stream == "V" else d)))))
+            # in the summary as its own line: folded into the heads' split it would print (x W^⊤)_{columns}
+            steps.append(Step(expr=E.Let(E.Sym(stream, sym), projected, maps=(width, T.times(heads, dv if stream == "V" else d))), summary=True))
         if keys_as_values:  # no value projection: the values are the keys' projection, before its norm and rotation
             part.note("values", "the key projection's output", "the module has no value projection")
             steps.append(Step(rf"{V}={K}\quad\text{{(no value projection: the key projection's output serves as values)}}", "V", lambda e: e["K"], summary=True))
@@ -262,7 +263,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     if prescaled:
         scale, tiny_scale = _attr(part.full, "scaling"), _attr(part.tiny, "scaling")
         queries = E.Sym("Q", Q)
-        steps.append(Step(expr=E.Let(queries, E.Size(scale, tiny_scale) * queries, "(scaled before the scores)")))
+        steps.append(Step(expr=E.Let(queries, E.Size(scale, tiny_scale) * queries, "(scaled before the scores)"), summary=True))
     if gated:
         part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
 
@@ -281,13 +282,13 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                        lambda e, fq=sub(part, qn, x="Q"), fk=sub(part, kn, x="K"): (fq(e), fk(e)))]
         steps[-1].sub = f"{part.id}.{qn}"
 
-    def split(e):
-        B, T_ = e["x"].shape[:2]
-        return (e["Q"].view(B, T_, th, td).transpose(1, 2), e["K"].view(B, T_, tkv, td).transpose(1, 2), e["V"].view(B, T_, tkv, -1).transpose(1, 2))
-
-    same_width_values = "" if dv != d else r",\ " + T.v('V_g')
-    values_words = "" if dv == d else rf";\ {T.v('V_g')}\in\mathbb{{R}}^{{T\times{T.num(dv)}}}"
-    steps.append(Step(rf"{T.q('Q_h')},\ {T.k('K_g')}{same_width_values}\in\mathbb{{R}}^{{T\times{T.num(d)}}}{values_words}:\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", ("Q", "K", "V"), split))
+    # each head its own block of its projection's columns: the queries' by h, the keys' and values' by g
+    by_h, by_g = E.head_columns("h"), E.head_columns("g")
+    heads = E.Lets((E.Let(E.Sym("Q", T.q("Q_h")), by_h(E.Sym("Q", T.q("Q")), E.Size(d, None), E.Size(h, th))),
+                    E.Let(E.Sym("K", T.k("K_g")), by_g(E.Sym("K", T.k("K")), E.Size(d, None), E.Size(kv, tkv))),
+                    E.Let(E.Sym("V", T.v("V_g")), by_g(E.Sym("V", T.v("V")), E.Size(dv, None), E.Size(kv, tkv)))),
+                   rf":\ h=1..{T.num(h)},\ g=1..{T.num(kv)}", each=False)
+    steps.append(Step(expr=heads))
     query_heads, key_heads = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_g"))
 
     def each_norm(q_child: str, k_child: str, q_name: str, k_name: str, words: str) -> Step:

@@ -241,6 +241,9 @@ class Function:
     arithmetic: Callable[..., Any]
     notation: Callable[..., str] | None = None
     definition: Callable[..., Expr] | None = None
+    # where the notation sets an argument beside other symbols (a subscript after it): an argument binding
+    # less tightly (a summary folds a product into it) is bracketed; 0 where the notation encloses it
+    bracket: int = 0
 
     def __call__(self, *args, **settings) -> "Call":
         return Call(self, tuple(lift(a) for a in args), settings)
@@ -261,7 +264,7 @@ class Call(Expr):
 
     def tex(self, index=None):
         if self.function.notation:
-            return self.function.notation(*(a.tex(index) for a in self.args), **self.settings)
+            return self.function.notation(*(_wrap(a, self.function.bracket, index) for a in self.args), **self.settings)
         return rf"\operatorname{{{self.function.name}}}({','.join(a.tex(index) for a in self.args)})"
 
     def defined(self) -> str:
@@ -383,11 +386,21 @@ angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, 
 # repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
 shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
                        lambda t, r: t.replace("_g", rf"_{{\lceil h/{r}\rceil}}"))
+# a projection's columns split into its heads of ``width`` columns each: (batch, T, heads × width) -> (batch,
+# heads, T, width), head h the columns (h-1)·width+1 .. h·width; printed by that column range, in the head index given
+def head_columns(index: str):
+    def arithmetic(t, width, heads):  # the width printed is the checkpoint's; the tiny run splits into its own heads
+        return t.view(*t.shape[:2], int(heads), -1).transpose(1, 2)
+
+    return Function(f"heads by {index}", arithmetic,
+                    lambda t, width, heads: rf"{t}_{{:,\,({index}-1)\cdot {width}+1\,..\,{index}\cdot {width}}}", bracket=ATOM)
+
+
 # n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
 copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
 # the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector
 # with one entry per column (a number per expert), printed s_{𝓔}
-at_chosen = Function("at", lambda s, idx: s[idx] if s.dim() == 1 else s.gather(-1, idx), lambda s, idx: f"{s}_{{{idx}}}")
+at_chosen = Function("at", lambda s, idx: s[idx] if s.dim() == 1 else s.gather(-1, idx), lambda s, idx: f"{s}_{{{idx}}}", bracket=ATOM)
 # a stored tensor read as one vector (a bias kept as a row)
 flat = Function("flat", lambda w: w.reshape(-1), lambda w: w)
 # a tensor as rows, one per token (the layout a router and its experts read): printed as the tensor itself
@@ -437,6 +450,11 @@ class Child(Expr):
     # where the notation sets an argument beside other symbols (x W^⊤): an argument binding less tightly
     # (a summary folds a product into it) is bracketed; 0 where the notation encloses it (Norm(x))
     bracket: int = 0
+    binds: int = ATOM  # how tightly its notation binds: a product (x W^⊤) or a sum (x W^⊤ + b) is bracketed where it is subscripted
+
+    @property
+    def prec(self):
+        return self.binds
 
     def children(self):
         return self.args
@@ -488,10 +506,10 @@ class ExpertMatMul(Expr):
 
 # the columns of a fused projection: its first or last n (gate and up in halves), or its even or odd
 # columns (gate and up interleaved), printed by which columns they are
-first_columns = Function("first", lambda t, n: t[..., :int(n)], lambda t, n: rf"{t}_{{:,\,1..{n}}}")
-last_columns = Function("last", lambda t, n: t[..., -int(n):], lambda t, n: rf"{t}_{{:,\,\text{{last }}{n}}}")
-even_columns = Function("even", lambda t: t[..., ::2], lambda t: rf"{t}_{{:,\,\text{{even}}}}")
-odd_columns = Function("odd", lambda t: t[..., 1::2], lambda t: rf"{t}_{{:,\,\text{{odd}}}}")
+first_columns = Function("first", lambda t, n: t[..., :int(n)], lambda t, n: rf"{t}_{{:,\,1..{n}}}", bracket=ATOM)
+last_columns = Function("last", lambda t, n: t[..., -int(n):], lambda t, n: rf"{t}_{{:,\,\text{{last }}{n}}}", bracket=ATOM)
+even_columns = Function("even", lambda t: t[..., ::2], lambda t: rf"{t}_{{:,\,\text{{even}}}}", bracket=ATOM)
+odd_columns = Function("odd", lambda t: t[..., 1::2], lambda t: rf"{t}_{{:,\,\text{{odd}}}}", bracket=ATOM)
 # each routing slot's output times its weight (tokens, slots, d), and their sum over the slots
 slot_weighted = Function("weighted", lambda g, o: g[..., None] * o, lambda g, o: rf"{g}_j\,{o}")
 slot_sum = Function("slot sum", lambda o: o.sum(1), lambda o: rf"\textstyle\sum_{{j}}{o}_j")

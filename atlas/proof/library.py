@@ -76,7 +76,8 @@ def linear_call(part: Part, name: str, x: "E.Sym", symbol: str) -> "E.Child":
     bias = bool(_child_facts(part, name).get("bias", {}).get("value"))
     top = "" if stored_in_out else r"^{\top}"
     b = ("+b_" + symbol[2:] if symbol.startswith("W_") else "+b") if bias else ""
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{a}\,{symbol}{top}{b}", bracket=E.POWER)
+    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{a}\,{symbol}{top}{b}", bracket=E.POWER,
+                   binds=E.SUM if bias else E.PRODUCT)
 
 
 NORM_NAMES = {"rms": "RMSNorm", "rms_offset": "RMSNorm", "layer": "LayerNorm", "layer_offset": "LayerNorm", "l2": "L2Norm"}
