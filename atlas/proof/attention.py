@@ -10,6 +10,7 @@ projection, which every attention shares, ``atlas.proof.scores``'.
 
 from __future__ import annotations
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -283,7 +284,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         steps[-1].sub = f"{part.id}.{qn}"
 
     # each head its own block of its projection's columns: the queries' by h, the keys' and values' by g
-    by_h, by_g = E.head_columns("h"), E.head_columns("g")
+    by_h, by_g = A.head_columns("h"), A.head_columns("g")
     heads = E.Lets((E.Let(E.Sym("Q", T.q("Q_h")), by_h(E.Sym("Q", T.q("Q")), E.Size(d, None), E.Size(h, th))),
                     E.Let(E.Sym("K", T.k("K_g")), by_g(E.Sym("K", T.k("K")), E.Size(d, None), E.Size(kv, tkv))),
                     E.Let(E.Sym("V", T.v("V_g")), by_g(E.Sym("V", T.v("V")), E.Size(dv, None), E.Size(kv, tkv)))),
@@ -355,7 +356,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
     if group > 1:
-        shared = [E.Let(E.Sym(n, sym("_h")), E.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in
+        shared = [E.Let(E.Sym(n, sym("_h")), A.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in
                   (("K", lambda i: T.k("K" + i)), ("V", lambda i: T.v("V" + i)))]
         steps.append(Step(expr=E.Lets(tuple(shared), rf"\quad\text{{{group} query heads share each key–value head}}", each=False)))
     else:

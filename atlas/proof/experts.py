@@ -11,6 +11,7 @@ import dataclasses
 
 from atlas.proof import tex as T
 from atlas.proof.core import Part
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof.library import activation_call, gate_activation, sub, swiglu_limit
 from atlas.proof.router import TOKENS
@@ -86,16 +87,16 @@ def experts(part: Part) -> Chain:
     x, chosen, weights = E.Sym("x", "x"), E.Sym("E", r"\mathcal{E}", False), E.Sym("G", "G")
     gu, e_out, o = E.Sym("gu", r"[g;\,u]"), E.Sym("e_out", "E_i(x)"), E.Sym("o", "o")
 
-    def down(h: E.Expr) -> E.ExpertMatMul:
-        return E.ExpertMatMul(h, E.Weight("down_proj", "W_{d,i}"), chosen, stored_in_out,
+    def down(h: E.Expr) -> A.ExpertMatMul:
+        return A.ExpertMatMul(h, E.Weight("down_proj", "W_{d,i}"), chosen, stored_in_out,
                               E.Weight("down_proj_bias", "b_{d,i}") if biases else None, last=tiny_real - 1)
 
-    projected = E.ExpertMatMul(x, E.Weight("gate_up_proj", "W_{gu,i}"), chosen, stored_in_out,
+    projected = A.ExpertMatMul(x, E.Weight("gate_up_proj", "W_{gu,i}"), chosen, stored_in_out,
                                E.Weight("gate_up_proj_bias", "b_{gu,i}") if biases else None)
     first = Step(expr=E.Let(gu, projected, "(for each slot's expert i in E)", maps=(d, T.times(2, inner))), summary=True)
     weigh = [
-        Step(expr=E.Let(o, E.slot_weighted(weights, e_out), "(each routing slot j, i its expert)"), value="expert_outputs", summary=True),
-        Step(expr=E.Let(E.Sym("y", "y"), E.slot_sum(o)), value="routed_output", summary=True),
+        Step(expr=E.Let(o, A.slot_weighted(weights, e_out), "(each routing slot j, i its expert)"), value="expert_outputs", summary=True),
+        Step(expr=E.Let(E.Sym("y", "y"), A.slot_sum(o)), value="routed_output", summary=True),
     ]
     tiny_inner = part.tiny.down_proj.shape[-1] if not stored_in_out else part.tiny.down_proj.shape[1]
 
@@ -104,9 +105,9 @@ def experts(part: Part) -> Chain:
     def split(interleaved: bool) -> list[Step]:
         """Gate and up from the fused projection: its two halves, or its even and odd columns."""
         if interleaved:
-            return [Step(expr=E.Let(g, E.even_columns(gu)), summary=True), Step(expr=E.Let(u, E.odd_columns(gu)), summary=True)]
+            return [Step(expr=E.Let(g, A.even_columns(gu)), summary=True), Step(expr=E.Let(u, A.odd_columns(gu)), summary=True)]
         half = E.Size(inner, tiny_inner)
-        return [Step(expr=E.Let(g, E.first_columns(gu, half)), summary=True), Step(expr=E.Let(u, E.last_columns(gu, half)), summary=True)]
+        return [Step(expr=E.Let(g, A.first_columns(gu, half)), summary=True), Step(expr=E.Let(u, A.last_columns(gu, half)), summary=True)]
     act = gate_activation(part, "act_fn", g)
 
     def clamps(bound) -> list[Step]:

@@ -374,37 +374,6 @@ topk = Function("top-k", lambda s, k: _torch().topk(s, int(k), dim=-1).indices, 
 # a table's rows at the given indices (an embedding's lookup)
 rows = Function("rows", lambda table, ids: table[ids], lambda table, ids: f"{table}_{{{ids},:}}")
 # a tensor laid out as another (rows, one per token, back to the input's shape): printed as the tensor itself
-# the prompt's own tensors made from its token ids (batch, T): every token real (the attention mask), and
-# the positions 0..T-1
-every_token = Function("ones", lambda ids: _torch().ones_like(ids), lambda ids: r"(1,\dots,1)")
-positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"0,\dots,T-1")
-# each position t of the prompt, printed as the rule p_t = t; and each position times each rotary
-# frequency (batch, T, pairs), the angles a rotation turns by
-position_index = Function("position", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"t,\ t=0,\dots,T-1")
-angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, lambda p, f: rf"{p}\,{f}")
-# each query head reading key-value head ⌈h/r⌉ (r query heads per key-value head): the key-value heads
-# repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
-shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
-                       lambda t, r: t.replace("_g", rf"_{{\lceil h/{r}\rceil}}"))
-# a projection's columns split into its heads of ``width`` columns each: (batch, T, heads × width) -> (batch,
-# heads, T, width), head h the columns (h-1)·width+1 .. h·width; printed by that column range, in the head index given
-def head_columns(index: str):
-    def arithmetic(t, width, heads):  # the width printed is the checkpoint's; the tiny run splits into its own heads
-        return t.view(*t.shape[:2], int(heads), -1).transpose(1, 2)
-
-    return Function(f"heads by {index}", arithmetic,
-                    lambda t, width, heads: rf"{t}_{{:,\,({index}-1)\cdot {width}+1\,..\,{index}\cdot {width}}}", bracket=ATOM)
-
-
-# n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
-copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
-# the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector
-# with one entry per column (a number per expert), printed s_{𝓔}
-at_chosen = Function("at", lambda s, idx: s[idx] if s.dim() == 1 else s.gather(-1, idx), lambda s, idx: f"{s}_{{{idx}}}", bracket=ATOM)
-# a stored tensor read as one vector (a bias kept as a row)
-flat = Function("flat", lambda w: w.reshape(-1), lambda w: w)
-# a tensor as rows, one per token (the layout a router and its experts read): printed as the tensor itself
-rows_of = Function("as rows", lambda y: y.reshape(-1, y.shape[-1]), lambda y: y)
 shaped_like = Function("shaped like", lambda y, like: y.reshape(like.shape), lambda y, like: y)
 # products of two tensors of the chain: the scores (queries times keys, per head) and the heads' mix
 scores = Function("scores", lambda q, k: q @ k.transpose(-1, -2), lambda q, k: rf"{q}{k}^{{\top}}")
@@ -467,79 +436,6 @@ class Child(Expr):
 
     def reads(self):
         return set(self.fn.child_inputs.values())
-
-
-@dataclass(eq=False)
-class ExpertMatMul(Expr):
-    """x W_i^⊤ for each routing slot, W_i the slot's expert's slice of a 3-D weight (experts × out × in;
-    experts × in × out where ``stored_in_out``), plus that expert's bias where it has one. ``x`` holds a
-    row per token (the same for every slot) or a row per token and slot; ``last`` bounds the experts that
-    hold a slice (a zero-computation expert past it reads the last one, its result then replaced)."""
-
-    x: Expr
-    weight: Weight
-    chosen: Expr  # the experts each token's slots chose: (tokens, slots)
-    stored_in_out: bool = False
-    bias: Weight | None = None
-    last: int | None = None
-
-    @property
-    def prec(self):
-        return SUM if self.bias is not None else PRODUCT
-
-    def children(self):
-        return (self.x, self.weight, self.chosen) + ((self.bias,) if self.bias is not None else ())
-
-    def tex(self, index=None):
-        w = self.weight.symbol if self.stored_in_out else rf"{self.weight.symbol}^{{\top}}"
-        b = f"+{self.bias.symbol}" if self.bias is not None else ""
-        return f"{_wrap(self.x, POWER, index)}\\,{w}{b}"
-
-    def run(self, env):
-        x, chosen = self.x.run(env), self.chosen.run(env)
-        at = chosen if self.last is None else chosen.clamp(max=self.last)
-        w = self.weight.run(env)[at]  # (tokens, slots, ·, ·): each slot's expert
-        rows = x[:, None, :] if x.dim() == 2 else x  # one row per token, the same for every slot
-        out = (rows[..., None, :] @ w).squeeze(-2) if self.stored_in_out else (w @ rows[..., None]).squeeze(-1)
-        return out + self.bias.run(env)[chosen] if self.bias is not None else out
-
-
-# the columns of a fused projection: its first or last n (gate and up in halves), or its even or odd
-# columns (gate and up interleaved), printed by which columns they are
-first_columns = Function("first", lambda t, n: t[..., :int(n)], lambda t, n: rf"{t}_{{:,\,1..{n}}}", bracket=ATOM)
-last_columns = Function("last", lambda t, n: t[..., -int(n):], lambda t, n: rf"{t}_{{:,\,\text{{last }}{n}}}", bracket=ATOM)
-even_columns = Function("even", lambda t: t[..., ::2], lambda t: rf"{t}_{{:,\,\text{{even}}}}", bracket=ATOM)
-odd_columns = Function("odd", lambda t: t[..., 1::2], lambda t: rf"{t}_{{:,\,\text{{odd}}}}", bracket=ATOM)
-# each routing slot's output times its weight (tokens, slots, d), and their sum over the slots
-slot_weighted = Function("weighted", lambda g, o: g[..., None] * o, lambda g, o: rf"{g}_j\,{o}")
-slot_sum = Function("slot sum", lambda o: o.sum(1), lambda o: rf"\textstyle\sum_{{j}}{o}_j")
-
-
-def _joined_tex(O: str, count: int, width: str) -> str:
-    """[O_1; …; O_H] for the heads' symbol O_h (its subscript h replaced by the first and last head), in ℝ^{width}."""
-    stem, mark, rest = O.rpartition("_h")
-    first, last = (f"{stem}_1{rest}", f"{stem}_{{{count}}}{rest}") if mark else (O, O)
-    return rf"[{first};\dots;{last}]\in\mathbb{{R}}^{{{width}}}"
-
-
-@dataclass(eq=False)
-class JoinedHeads(Expr):
-    """The heads' outputs side by side, one row per token: (batch, T, heads, d) -> (batch, T, heads × d);
-    printed [O_1; …; O_H] ∈ ℝ^{H×d} at the checkpoint's sizes."""
-
-    heads: Expr
-    count: int  # the checkpoint's heads
-    width: str  # TeX of the joined width, at the checkpoint's sizes
-
-    def children(self):
-        return (self.heads,)
-
-    def tex(self, index=None):
-        return _joined_tex(self.heads.tex(index), self.count, self.width)
-
-    def run(self, env):
-        o = self.heads.run(env)
-        return o.reshape(*o.shape[:2], -1)
 
 
 # --- steps from expressions -------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -216,7 +217,7 @@ def _gated_delta_net(part: Part, grouped: bool) -> Chain:
              lambda e: delta_rule(e["qh"], e["kh"], e["Vc"], e["g"], e["beta"]),
              value=("linear_attention_head_outputs", "linear_attention_state"), summary=True),
         Step(r"n=\operatorname{NormGated}(o,z)\quad\text{per value head}", "n", sub(part, "norm", x="O", z="z"), summary=True),
-        Step(expr=E.Let(_JOINED, E.JoinedHeads(_NORMED, hv, T.times(hv, dv))), summary=True),
+        Step(expr=E.Let(_JOINED, A.JoinedHeads(_NORMED, hv, T.times(hv, dv))), summary=True),
         Step(expr=E.Let(_DELTA, linear_call(part, "out_proj", _JOINED, "W_O"), maps=(hv * dv, m.out_proj.weight.shape[0])),
              value="attention_output", summary=True),
     ]
@@ -302,7 +303,7 @@ def kimi_delta_attention(part: Part) -> Chain:
         Step(rf"z=x W_{{za}}^{{\top}}W_{{zb}}^{{\top}}{T.maps(width, rank)}\to{T.times(h, d)}\quad\text{{the output gate, low rank}}", "za", sub(part, "g_a_proj")),
         Step(r"z\ \text{per head}", "z", lambda e, f=sub(part, "g_b_proj", x="za"): f(e).view(*e["za"].shape[:2], th, td)),
         Step(r"n=\operatorname{NormGated}(o,z)\quad\text{per head}", "n", sub(part, "o_norm", x="O", z="z"), summary=True),
-        Step(expr=E.Let(_JOINED, E.JoinedHeads(_NORMED, h, T.times(h, d))), summary=True),
+        Step(expr=E.Let(_JOINED, A.JoinedHeads(_NORMED, h, T.times(h, d))), summary=True),
         Step(expr=E.Let(_DELTA, linear_call(part, "o_proj", _JOINED, "W_O"), maps=(h * d, m.o_proj.weight.shape[0])),
              value="attention_output", summary=True),
     ]

@@ -7,6 +7,7 @@ returns alone (DBRX), measured on the run.
 
 from __future__ import annotations
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -163,7 +164,7 @@ def mixture(part: Part) -> Chain:
     experts = apply_child(part, "experts", lambda t, chosen, weights: rf"\operatorname{{Experts}}({t},{chosen},{weights})",
                           x=rows, E=E.Sym("E", r"\mathcal{E}"), G=E.Sym("G", "G"))
     steps += [
-        Step(expr=E.Let(rows, E.rows_of(x), "(as rows, one per token)")),
+        Step(expr=E.Let(rows, A.rows_of(x), "(as rows, one per token)")),
         Step(expr=E.Let(yr, experts), value="routed_output", summary=True),
     ]
     gate = _shared_gate(part, route) if shared else None

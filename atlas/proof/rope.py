@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.steps import Step
@@ -317,7 +318,7 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     if scaled:
         out.append(Step(amplitude_tex(full, full_a), a_name, amplitude, summary=True))
     theta, f = E.Sym(th_name, rf"\theta{up}_t"), E.Sym(f_name, f"f{up}")
-    out.append(Step(expr=E.Let(theta, E.angles(E.Sym(positions, "p_t"), f), "(each position times each frequency)"), summary=True))
+    out.append(Step(expr=E.Let(theta, A.angles(E.Sym(positions, "p_t"), f), "(each position times each frequency)"), summary=True))
     angle = shown.replace(r"\theta_t", theta.symbol)
     amplitude_sym = E.Sym(a_name, "a") if scaled else E.Size(1.0, 1.0)
     if layout == "complex":
@@ -403,7 +404,7 @@ def model_rotary(part, stack) -> tuple[list[Step], dict[str, Any]]:
     # of block in the order of a set of names (Gemma 3's), which changes from one run to the next
     used = sorted({k for k in names if k is not None}, key=lambda k: (calls[k][2] or "", k))
     several = len(used) > 1
-    steps = [Step(expr=E.Let(E.Sym("rpos", "p_t"), E.position_index(E.Sym("ids", "I")), "(the positions of the prompt)"), summary=True)]
+    steps = [Step(expr=E.Let(E.Sym("rpos", "p_t"), A.position_index(E.Sym("ids", "I")), "(the positions of the prompt)"), summary=True)]
     facts: dict[str, Any] = {}
     env_names: dict[int, str] = {}
     for k in used:

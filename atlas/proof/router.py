@@ -8,6 +8,7 @@ first (Gemma 4): where the structure does not settle the rule, the preview run m
 
 from __future__ import annotations
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -86,7 +87,7 @@ def offset(part: Part) -> Chain:
     full = {**dict(part.full.named_parameters(recurse=False)), **dict(part.full.named_buffers(recurse=False))}
     name, tensor = next(iter(full.items()))
     bias = E.Weight(name, "b", (tensor.numel(),))
-    return Chain([Step(expr=E.Let(E.Sym("y", "y"), _X + E.flat(bias)), summary=True)], [X], "y")
+    return Chain([Step(expr=E.Let(E.Sym("y", "y"), _X + A.flat(bias)), summary=True)], [X], "y")
 
 
 def _norm_child(part: Part, projection: str) -> str | None:
@@ -116,7 +117,7 @@ def normed_router(part: Part, projection: str, norm: str) -> Chain:
 
     def build(root: bool) -> Chain:
         xh = E.Sym("xh", r"\hat x")
-        steps = [Step(expr=E.Let(_X, E.rows_of(_X), "(as rows, one per token)")),
+        steps = [Step(expr=E.Let(_X, A.rows_of(_X), "(as rows, one per token)")),
                  Step(expr=E.Let(xh, apply_child(part, norm, lambda a: rf"\operatorname{{Norm}}({a})", x=_X)), summary=True)]
         if gain:
             gained = xh * E.Weight(gain, "g", (d,))
@@ -127,11 +128,11 @@ def normed_router(part: Part, projection: str, norm: str) -> Chain:
             Step(expr=E.Let(_Z, linear_call(part, projection, xh, "W_r"), maps=(d, n)), value="router_logits", summary=True),
             Step(expr=E.Let(_S, E.softmax(_Z)), summary=True),
             *_top(_S, k, tiny_k),
-            Step(expr=E.Let(_G, E.at_chosen(_S, _CHOSEN)), summary=True),
+            Step(expr=E.Let(_G, A.at_chosen(_S, _CHOSEN)), summary=True),
             Step(expr=E.Let(_G, _renormalized(_G)), summary=True),
         ]
         if per_expert:
-            steps.append(Step(expr=E.Let(_G, _G * E.at_chosen(E.Weight(per_expert, "c", (n,)), _CHOSEN),
+            steps.append(Step(expr=E.Let(_G, _G * A.at_chosen(E.Weight(per_expert, "c", (n,)), _CHOSEN),
                                          f"(c: the router's {per_expert}, one number per expert)"), summary=True))
         return Chain(steps, [TOKENS], ("s", "G", "E"), output_values=("", "expert_weights", "expert_indices"))
 
@@ -172,7 +173,7 @@ def router(part: Part) -> Chain:
         part.note("groups", f"{topk_group} of {groups}", "the router's settings")
 
     def logits_step() -> Step:
-        logits = E.MatMul(E.rows_of(_X), E.Weight(at + "weight", "W_r", (n, d)))
+        logits = E.MatMul(A.rows_of(_X), E.Weight(at + "weight", "W_r", (n, d)))
         if has_bias:
             logits = logits + E.Weight(at + "bias", "b_r")
         return Step(expr=E.Let(_Z, logits), value="router_logits", summary=True)
@@ -232,7 +233,7 @@ def router(part: Part) -> Chain:
         return Chain([
             logits_step(),
             *_top(_Z, k, tiny_k),
-            Step(expr=E.Let(_G, E.softmax(E.at_chosen(_Z, _CHOSEN)), "(a softmax over the chosen experts' logits alone)"), summary=True),
+            Step(expr=E.Let(_G, E.softmax(A.at_chosen(_Z, _CHOSEN)), "(a softmax over the chosen experts' logits alone)"), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
     if not isinstance(part.call.output, tuple) and not hasattr(part.call.output, "to_tuple"):
@@ -326,7 +327,7 @@ def _renormalized(weights: E.Sym) -> E.Expr:
 def _slot_weights(part: Part, renormalize: bool, scale: float) -> list[Step]:
     """The chosen experts' weights from their scores: gathered, renormalized over the choice where the
     router does, then scaled by routed_scaling_factor where it is not 1."""
-    steps = [Step(expr=E.Let(_G, E.at_chosen(_S, _CHOSEN)), summary=True)]
+    steps = [Step(expr=E.Let(_G, A.at_chosen(_S, _CHOSEN)), summary=True)]
     if renormalize:
         steps.append(Step(expr=E.Let(_G, _renormalized(_G)), summary=True))
     if scale != 1.0:

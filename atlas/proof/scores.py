@@ -8,6 +8,7 @@ setting is read from the module (and its block's config) at both sizes, and the 
 from __future__ import annotations
 
 from atlas.model.structure import built_kv_heads
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -138,7 +139,7 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                           value="attention_head_outputs", summary=True))
     steps += [
         *([] if after else [Step(expr=E.Let(O, E.mix(P, V)), value="attention_head_outputs", summary=True)]),
-        Step(expr=E.Let(o, E.JoinedHeads(O, h, heads_tex)), value=None if gated or sub_norm else "attention_premix", summary=True),
+        Step(expr=E.Let(o, A.JoinedHeads(O, h, heads_tex)), value=None if gated or sub_norm else "attention_premix", summary=True),
     ]
     if sub_norm:  # the heads' outputs normalised across their whole width before the projection (BitNet's attn_sub_norm)
         part.note("sub_norm", sub_norm, "the module's own norm child, called on the joined heads before the output projection")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -286,7 +287,7 @@ def _side_mixture_steps(part: Part, side: dict, r) -> list[Step]:
         rows, normed, routed = E.Sym("xt", r"x'_{\mathrm{tok}}"), E.Sym("he", "h''"), E.Sym("de", r"\Delta_{\mathrm{moe}}")
         return [
             Step(expr=E.Let(_DM, _apply(part, after_mlp, r"\operatorname{Norm}_{5}", _DM, whole=True), "(the dense MLP's own post-norm)")),
-            Step(expr=E.Let(rows, E.rows_of(_XM), "(as rows, one per token)")),
+            Step(expr=E.Let(rows, A.rows_of(_XM), "(as rows, one per token)")),
             # the router's three results (scores, gates, experts) are one step that runs its own chain
             Step(r"(s,\,G,\,\mathcal{E})=\operatorname{Router}(x'_{\mathrm{tok}})\quad\text{(the stream itself, not a normed copy)}", ("s", "G", "E"),
                  sub(part, router, x="xt"), value=(None, "expert_weights", "expert_indices"), summary=True),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -87,7 +88,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         if roles.position_embedding and _positions_from_mask(part, roles.position_embedding):
             mask = E.Sym("pos", "m")
             steps += [
-                Step(expr=E.Let(mask, E.every_token(I), "(the attention mask: every token of the prompt is real)")),
+                Step(expr=E.Let(mask, A.every_token(I), "(the attention mask: every token of the prompt is real)")),
                 Step(expr=E.Let(p_, apply_child(part, roles.position_embedding, lambda m: rf"\operatorname{{PosEmb}}({m})", ids=mask)),
                      value="position_embeddings", summary=True),
                 Step(expr=E.Let(x0_, e_ + p_), summary=True),
@@ -99,7 +100,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             rule = "".join(r",\quad " + t for t in table)
             positions = E.Sym("pos", "t")
             steps += [
-                Step(expr=E.Let(positions, E.positions(I), "(the positions of the prompt)")),
+                Step(expr=E.Let(positions, A.positions(I), "(the positions of the prompt)")),
                 Step(expr=E.Let(p_, apply_child(part, roles.position_embedding, lambda t: f"P[{t}]{rule}", ids=positions)),
                      value="position_embeddings", summary=True),
                 Step(expr=E.Let(x0_, e_ + p_), summary=True),
@@ -129,7 +130,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         collapse = _stream_collapse(part)
         if collapse:  # several residual streams (DeepSeek-V4): block 0 reads n copies of the embeddings
             streams = E.Sym("X0", "X_0")
-            steps.append(Step(expr=E.Let(streams, E.copies(x0, collapse[2]), f"({collapse[1]:,} copies, one per residual stream)"), summary=True))
+            steps.append(Step(expr=E.Let(streams, A.copies(x0, collapse[2]), f"({collapse[1]:,} copies, one per residual stream)"), summary=True))
             x0 = streams
 
         rotary_steps, rotary_facts = model_rotary(part, stack)  # the angles every block turns by, from the config
