@@ -13,7 +13,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof import arrange as A
 from atlas.proof import expr as E
-from atlas.proof.library import activation_call, gate_activation, sub, swiglu_limit
+from atlas.proof.library import activation_call, gate_activation, swiglu_limit
 from atlas.proof.router import TOKENS
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.sizes import routed_experts

@@ -12,7 +12,7 @@ from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import ACT_NAMES, X, activation_call, activation_name, apply_child, linear_call, sub
+from atlas.proof.library import X, activation_call, apply_child, linear_call
 from atlas.proof.steps import Chain, Input, Step
 from atlas.inputs.config_keys import TOP_K_KEYS
 
@@ -211,8 +211,6 @@ def router(part: Part) -> Chain:
     # buffer of one row per vocabulary entry and one column per routing slot
     table = next((name for name, b in part.tiny.named_buffers(recurse=False)
                   if not b.is_floating_point() and b.dim() == 2 and b.shape[1] == tiny_k), None)
-
-    act = ACT_NAMES.get(activation_name(part.child(score)), r"\operatorname{score}") if score else None
 
     def child_scored(renormalize: bool) -> Chain:
         steps = [logits_step(), Step(expr=E.Let(_S, activation_call(part, score, _Z)), summary=True)]

@@ -12,7 +12,7 @@ from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import _attr, apply_child, linear_call, linear_dims, sub
+from atlas.proof.library import _attr, apply_child, linear_call, linear_dims
 from atlas.proof.positions import _alibi_bias, alibi_slopes, alibi_slopes_tex, alibi_tex
 from atlas.proof.steps import Step
 

@@ -15,7 +15,6 @@ from atlas.proof.positions import ROTARY, rotary_input
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.model.roles import block_roles
 from atlas.model.structure import own_scalar
-from atlas.model.introspect import num_blocks
 
 
 # the block's stream and its sublayers' contributions, each an environment name and its TeX
