@@ -24,6 +24,8 @@ angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, 
 # repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
 shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
                        lambda t, r: t.replace("_g", rf"_{{\lceil h/{r}\rceil}}"))
+
+
 # a projection's columns split into its heads of ``width`` columns each: (batch, T, heads × width) -> (batch,
 # heads, T, width), head h the columns (h-1)·width+1 .. h·width; printed by that column range, in the head index given
 def head_columns(index: str):
