@@ -221,6 +221,17 @@ def test_an_output_map_with_a_bias_shows_it(collected, name):
     assert r"+b_O\quad" in output_map, output_map
 
 
+def test_kimi_k2_latent_projections_and_rotary_parts_are_expressions(collected):
+    """K2's query up-projection, joint key-value down-projection, key-value up-projection and the turn of
+    the rotary parts are printed from what ran; the summary folds the query latent's norm into its use."""
+    steps = collected("kimi_k2").facts["equations"]["components"]["MoE_block.self_attn"]["steps"]
+    by_map = {w: next(s for s in steps if w in s["tex"]) for w in ("W_{UQ}", "W_{DKV}", "W_{UKV}")}
+    assert all(s["expression"] for s in by_map.values())
+    assert by_map["W_{UQ}"]["summary_tex"].startswith(r"[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}]=\operatorname{RMSNorm}(x\,W_{DQ}^{\top})")
+    turned = next(s for s in steps if r"\operatorname{RoPE}" in s["tex"])
+    assert turned["expression"] and turned["tex"].count(r"\operatorname{RoPE}") == 2
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

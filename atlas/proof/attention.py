@@ -141,6 +141,17 @@ def _last(steps: list[Step], name: str) -> Step:
     return next(s for s in reversed(steps) if s.out == name or (isinstance(s.out, tuple) and name in s.out))
 
 
+def _rope_pair(rotate, parts: tuple, words: str) -> "E.Lets":
+    """The rotary parts of latent attention's queries and keys, each turned by ``rotate`` (the variant that
+    reproduced): one function, each part printed RoPE(part, R_t)."""
+    def turn(x, angles):
+        return rotate(x, angles[:, None]) if _complex_angles(angles) else rotate(x, angles[0][:, None], angles[1][:, None])
+
+    rope = E.Function("RoPE", turn, lambda x, angles: rf"\operatorname{{RoPE}}({x},{angles})")
+    angles = E.Sym("R", T.c("R_t"))
+    return E.Lets(tuple(E.Let(p, rope(p, angles)) for p in parts), rf"\quad\text{{{words}}}", each=False)
+
+
 def _claim(steps: list[Step], values: dict[str, str]) -> None:
     """Each name's last step claims its standard value (aligned with the step's outputs)."""
     for name, value in values.items():
@@ -391,6 +402,10 @@ def latent_attention(part: Part) -> Chain:
     if lora_scales:
         part.note("latent_scales", {"queries": sq, "keys_values": skv}, "the module's settings")
 
+    # the latent projections' results, each a pair of parts side by side
+    queries, latent = E.Sym("q", rf"[{qC};\,{qR}]"), E.Sym("ckv", rf"[{ckv};\,{kR}]")
+    query_heads = T.times(h, f"({T.num(nope)}+{T.num(rope)})")
+
     def build(rotate, words: str) -> Chain:
         steps: list[Step] = []
         if "q_a_proj" in names:
@@ -398,10 +413,10 @@ def latent_attention(part: Part) -> Chain:
             steps += [
                 Step(expr=E.Let(E.Sym("cq", cq), linear_call(part, "q_a_proj", E.Sym("x", "x"), "W_{DQ}"), maps=(width, rq))),
                 Step(expr=E.Let(E.Sym("cq", cq_hat), norm_call(part, "q_a_layernorm", E.Sym("cq", cq)))),
-                Step(rf"[{qC};\,{qR}]={cq_hat}W_{{UQ}}^{{\top}}{T.maps(rq, T.times(h, f'({T.num(nope)}+{T.num(rope)})'))}", "q", sub(part, "q_b_proj", x="cq"), summary=True),
+                Step(expr=E.Let(queries, linear_call(part, "q_b_proj", E.Sym("cq", cq_hat), "W_{UQ}"), maps=(rq, query_heads)), summary=True),
             ]
         else:
-            steps.append(Step(rf"[{qC};\,{qR}]=x W_Q^{{\top}}{T.maps(width, T.times(h, f'({T.num(nope)}+{T.num(rope)})'))}", "q", sub(part, "q_proj"), summary=True))
+            steps.append(Step(expr=E.Let(queries, linear_call(part, "q_proj", E.Sym("x", "x"), "W_Q"), maps=(width, query_heads)), summary=True))
 
         def heads(e):
             B, T_ = e["x"].shape[:2]
@@ -411,24 +426,26 @@ def latent_attention(part: Part) -> Chain:
         shared = "one rotary key for every head" if rotate else "one key part for every head, turned by nothing"
         steps.append(Step(rf"{qC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {qR}\in\mathbb{{R}}^{{{T.num(rope)}}}\ \text{{per head }}h=1..{T.num(h)}", ("qC", "qR"), heads))
         if lora_scales:
-            steps.append(Step(rf"{qC}\leftarrow{T.num(sq)}\,{qC},\ {qR}\leftarrow{T.num(sq)}\,{qR}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(cfg.q_lora_rank)}}}\text{{, the width over the query latent's)}}",
-                              ("qC", "qR"), lambda e: (e["qC"] * tsq, e["qR"] * tsq)))
+            scale = E.Size(sq, tsq)
+            scaled = tuple(E.Let(E.Sym(n, sym), scale * E.Sym(n, sym)) for n, sym in (("qC", qC), ("qR", qR)))
+            steps.append(Step(expr=E.Lets(scaled, rf"\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(cfg.q_lora_rank)}}}\text{{, the width over the query latent's)}}", each=False)))
         steps += [
-            Step(rf"[{ckv};\,{kR}]=x W_{{DKV}}^{{\top}}{T.maps(width, f'{T.num(rkv)}+{T.num(rope)}')}", "ckv", sub(part, "kv_a_proj_with_mqa"), summary=True),
+            Step(expr=E.Let(latent, linear_call(part, "kv_a_proj_with_mqa", E.Sym("x", "x"), "W_{DKV}"), maps=(width, f"{T.num(rkv)}+{T.num(rope)}")),
+                 summary=True),
             Step(rf"{ckv},\ {kR}\ \text{{the first }}{T.num(rkv)}\text{{ and last }}{T.num(rope)}\text{{ columns}}", ("ckv", "kR"),
                  lambda e: (e["ckv"][..., :tkv], e["ckv"][..., tkv:].unsqueeze(1))),
             Step(expr=E.Let(E.Sym("ckv", ckv_hat), norm_call(part, "kv_a_layernorm", E.Sym("ckv", ckv)))),
         ]
         if lora_scales:
-            steps.append(Step(rf"{ckv_hat}\leftarrow{T.num(skv)}\,{ckv_hat}\quad\text{{(}}\sqrt{{{T.num(width)}/{T.num(rkv)}}}\text{{, the width over the key-value latent's)}}",
-                              "ckv", lambda e: e["ckv"] * tskv))
+            normed = E.Sym("ckv", ckv_hat)
+            steps.append(Step(expr=E.Let(normed, E.Size(skv, tskv) * normed,
+                                         f"(the square root of {width:,}/{rkv:,}, the width over the key-value latent's)")))
         steps += [
-            Step(rf"[{kC};\,{T.v('v_h')}]={ckv_hat}W_{{UKV}}^{{\top}}{T.maps(rkv, T.times(h, f'({T.num(nope)}+{T.num(dv)})'))}", "kv", sub(part, "kv_b_proj", x="ckv"), summary=True),
+            Step(expr=E.Let(E.Sym("kv", rf"[{kC};\,{T.v('v_h')}]"), linear_call(part, "kv_b_proj", E.Sym("ckv", ckv_hat), "W_{UKV}"),
+                            maps=(rkv, T.times(h, f"({T.num(nope)}+{T.num(dv)})"))), summary=True),
             Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
                  lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
-            *([Step(rf"{qR}\leftarrow\operatorname{{RoPE}}({qR},{T.c('R_t')}),\ {kR}\leftarrow\operatorname{{RoPE}}({kR},{T.c('R_t')})\quad\text{{{words}}}", ("qR", "kR"),
-                    lambda e: tuple(rotate(e[n], e["R"][:, None]) if _complex_angles(e["R"]) else rotate(e[n], e["R"][0][:, None], e["R"][1][:, None])
-                                    for n in ("qR", "kR")))] if rotate else []),
+            *([Step(expr=_rope_pair(rotate, (E.Sym("qR", qR), E.Sym("kR", kR)), words), summary=True)] if rotate else []),
             Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{{shared}}}", ("Q", "K", "V"),
                  lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
                  value=("attention_queries", "attention_keys", "attention_values"), summary=True),
