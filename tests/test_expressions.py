@@ -232,6 +232,16 @@ def test_kimi_k2_latent_projections_and_rotary_parts_are_expressions(collected):
     assert turned["expression"] and turned["tex"].count(r"\operatorname{RoPE}") == 2
 
 
+def test_a_fused_projection_and_its_split_are_expressions(collected):
+    """DBRX's fused projection, its clip of every entry and its three column blocks are printed from what
+    ran: the queries are columns 1..6,144 and the keys and values the next 1,024 each."""
+    steps = collected("dbrx").facts["equations"]["components"]["transformer_block.norm_attn_norm.attn"]["steps"]
+    split = next(s for s in steps if "1..6{,}144" in s["tex"])
+    assert split["expression"] and "6{,}145..7{,}168" in split["tex"] and "7{,}169..8{,}192" in split["tex"]
+    clip = next(s for s in steps if r"\operatorname{clamp}" in s["tex"])
+    assert clip["expression"] and ",-8,8)" in clip["tex"]
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

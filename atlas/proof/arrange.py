@@ -36,6 +36,10 @@ def head_columns(index: str):
                     lambda t, width, heads: rf"{t}_{{:,\,({index}-1)\cdot {width}+1\,..\,{index}\cdot {width}}}", bracket=ATOM)
 
 
+# a block of a fused projection's columns, from column ``first`` to column ``last`` (counted from 1), printed
+# by that range
+column_block = Function("column block", lambda t, first, last: t[..., int(first) - 1:int(last)],
+                        lambda t, first, last: rf"{t}_{{:,\,{first}..{last}}}", bracket=ATOM)
 # n copies of the stream, one per residual stream (batch, T, n, d); printed (x, …, x), the number in words
 copies = Function("copies", lambda x, n: x[..., None, :].expand(*x.shape[:-1], n, x.shape[-1]), lambda x, n: rf"({x},\dots,{x})")
 # the entries at the chosen columns: of each row (a token's scores at its chosen experts), or of a vector

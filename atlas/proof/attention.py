@@ -231,15 +231,13 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
     else:
         fused = next(n for n in ("qkv_proj", "c_attn", "query_key_value", "Wqkv") if n in names)
         _, n_out, stored = linear_dims(getattr(part.full, fused))
-        b = "+b" if getattr(getattr(part.tiny, fused), "bias", None) is not None else ""
-        W = "W_{QKV}" if stored else r"W_{QKV}^{\top}"
-        steps.append(Step(rf"[{Q};{K};{V}]=x {W}{b}{T.maps(width, n_out)}", "QKV", sub(part, fused)))
+        joined = E.Sym("QKV", f"[{Q};{K};{V}]")
+        steps.append(Step(expr=E.Let(joined, linear_call(part, fused, E.Sym("x", "x"), "W_{QKV}"), maps=(width, n_out)), summary=True))
         clip, tiny_clip = _qkv_clip(part.full), _qkv_clip(part.tiny)
         if clip is not None:
             # every entry of the fused projection clamped to [-clip, clip] before the split (DBRX's clip_qkv)
             part.note("qkv_clip", clip, "the module's clip_qkv: the fused projection's entries are clamped to ±clip")
-            steps.append(Step(rf"[{Q};{K};{V}]\leftarrow\operatorname{{clamp}}\big([{Q};{K};{V}],\,-{T.num(clip)},\,{T.num(clip)}\big)\quad\text{{each entry}}",
-                              "QKV", lambda e: e["QKV"].clamp(-tiny_clip, tiny_clip), summary=True))
+            steps.append(Step(expr=E.Let(joined, E.clamp(joined, E.Size(clip, tiny_clip)), "(each entry)"), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
         order = layout or _fused_layout(part, fused, sizes, th, td)
         if order == "per_head":
@@ -253,8 +251,12 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
                               rf"[{';'.join(names3[c] for c in within)}]\text{{ shares of }}{T.num(share)}\text{{, joined group by group}}",
                               ("Q", "K", "V"), lambda e, o=order: _split_by_layout(e["QKV"], o, sizes, th, td)))
         else:
-            steps.append(Step(rf"{Q},{K},{V}\ \text{{the column blocks of widths }}{T.num(h * d)},{T.num(kv * d)},{T.num(kv * d)}", ("Q", "K", "V"),
-                              lambda e: e["QKV"].split(sizes, dim=-1)))
+            # three blocks of columns side by side: the queries', the keys' and the values'
+            widths = (h * d, kv * d, kv * d)
+            blocks = tuple(E.Let(E.Sym(n, sym), A.column_block(joined, E.Size(sum(widths[:i]) + 1, sum(sizes[:i]) + 1),
+                                                               E.Size(sum(widths[:i + 1]), sum(sizes[:i + 1]))))
+                           for i, (n, sym) in enumerate((("Q", Q), ("K", K), ("V", V))))
+            steps.append(Step(expr=E.Lets(blocks, each=False)))
         out_proj = next(n for n in ("o_proj", "c_proj", "dense", "out_proj") if n in names)
     part.note("heads", {"query": h, "key_value": kv, "head_dim": d}, "the module's and config's sizes")
     # an output gate of its own: a projection of the input as wide as the heads (AFMoE's gate_proj)
