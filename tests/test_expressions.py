@@ -242,6 +242,20 @@ def test_a_fused_projection_and_its_split_are_expressions(collected):
     assert clip["expression"] and ",-8,8)" in clip["tex"]
 
 
+def test_each_rotation_prints_its_own_definition_of_rot(collected):
+    """The definition of rot a page prints is held by the function that turned: nanochat's halves turned
+    by minus the angles print [b; -a], Llama's [-b; a]."""
+    from atlas.proof import positions
+
+    turns = [positions.rotate_half, positions.rotate_half_angles, positions.rotate_half_reversed, positions.rotate_interleaved,
+             positions.rotate_interleaved_sin_first, positions.rotate_pairs_in_place, positions.rotate_pairs_complex]
+    assert all(t.rot_tex.startswith(r"\operatorname{rot}") for t in turns)
+    nanochat = collected("nanochat").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]
+    assert any(s["expression"] and r"=[b;-a]" in s["tex"] for s in nanochat)
+    llama = collected("llama").facts["equations"]["components"]["transformer_block.self_attn"]["steps"]
+    assert any(s["expression"] and s["tex"].endswith(positions.rotate_half.rot_tex) for s in llama)
+
+
 def test_kimi_k2_router_reads_as_its_rule(collected):
     """Sigmoid scores, chosen by score plus the selection bias, weighted by the scores alone, renormalised
     and scaled by routed_scaling_factor 2.827 (DeepSeek-V3's rule, which K2 keeps)."""

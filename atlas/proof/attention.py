@@ -15,7 +15,7 @@ from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, _attr, add_handed_residual, apply_child, linear_call, linear_dims, norm_call, sub
-from atlas.proof.positions import (PAIRS_TEX, ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
+from atlas.proof.positions import (ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
                                    _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_half_reversed, rotate_interleaved,
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
 from atlas.proof.scores import _heads, _mask, _scores_to_output
@@ -183,25 +183,23 @@ def attention(part: Part) -> Chain:
         # one complex factor per rotated pair (Llama 4): pairs turned in place, or the angles left unused
         # (its NoPE blocks), measured; a shared weightless q/k norm follows the rotation
         return part.choose("rotary_layout", {
-            "interleaved_pairs_complex": lambda: _attention(part, rotate_pairs_complex, PAIRS_TEX, norm_after_rotary=True),
+            "interleaved_pairs_complex": lambda: _attention(part, rotate_pairs_complex, norm_after_rotary=True),
             "not_applied": lambda: _attention(part, None),
         })
     # "none": given the angles and leaving them unused (a NoPE block: SmolLM3, Llama 4), measured like the rest
     return part.choose("rotary_layout", {"halves": lambda: _attention(part, rotate_half),
                                          "halves_angle_per_pair": lambda: _attention(part, rotate_half_angles),
-                                         "interleaved": lambda: _attention(part, rotate_interleaved, PAIRS_TEX),
-                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first, PAIRS_TEX),
-                                         "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place, PAIRS_TEX),
+                                         "interleaved": lambda: _attention(part, rotate_interleaved),
+                                         "interleaved_sin_first_angle_per_pair": lambda: _attention(part, rotate_interleaved_sin_first),
+                                         "pairs_in_place": lambda: _attention(part, rotate_pairs_in_place),
                                          "not_applied": lambda: _attention(part, None),
                                          # per-head q/k norms applied to the rotated queries and keys (Hunyuan)
                                          "halves_then_head_norms": lambda: _attention(part, rotate_half, norm_after_rotary=True),
                                          # the halves turned by minus the angles, then the norms (nanochat)
-                                         "halves_reversed_then_head_norms": lambda: _attention(
-                                             part, rotate_half_reversed, r"\operatorname{rot}([a;b])=[b;-a]\ \text{(turned by }-\theta\text{)}",
-                                             norm_after_rotary=True)})
+                                         "halves_reversed_then_head_norms": lambda: _attention(part, rotate_half_reversed, norm_after_rotary=True)})
 
 
-def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-b;a]", prescaled: bool = False,
+def _attention(part: Part, rotate, prescaled: bool = False,
                norm_after_rotary: bool = False, alibi: str | None = None, layout: str | None = None) -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
@@ -357,7 +355,7 @@ def _attention(part: Part, rotate, rot_tex: str = r"\operatorname{rot}([a;b])=[-
         turn = E.Function(f"rotation {rotate.__name__}", lambda x, angles: rotate(x, angles[0][:, None], angles[1][:, None]),
                           lambda x, angles: rf"{x}\odot\cos {R}+\operatorname{{rot}}({x})\odot\sin {R}")
         queries, keys = E.Sym("Q", T.q("Q_{t,h}")), E.Sym("K", T.k("K_{t,g}"))
-        steps.append(Step(expr=E.likewise(turn, [queries, keys], E.Sym("R", R), tail=r";\ " + rot_tex + only), summary=True))
+        steps.append(Step(expr=E.likewise(turn, [queries, keys], E.Sym("R", R), tail=r";\ " + rotate.rot_tex + only), summary=True))
     elif alibi:
         part.note("positions", "ALiBi: a bias on the scores, linear in the key's position, one slope a head", "the module is handed an alibi tensor and no rotary angles")
     else:

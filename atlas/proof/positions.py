@@ -144,6 +144,15 @@ def rotate_pairs_in_place(x, cos, sin):
 
 
 PAIRS_TEX = r"\operatorname{rot}(x)_{2j}=-x_{2j+1},\ \operatorname{rot}(x)_{2j+1}=x_{2j}\ \text{(one angle per adjacent pair)}"
+HALVES_TEX = r"\operatorname{rot}([a;b])=[-b;a]"
+
+# each rotation's rot as the page defines it, held by the function that turns: a variant cannot print
+# another's definition
+for _turn, _tex in ((rotate_half, HALVES_TEX), (rotate_half_angles, HALVES_TEX),
+                    (rotate_half_reversed, r"\operatorname{rot}([a;b])=[b;-a]\ \text{(turned by }-\theta\text{)}"),
+                    (rotate_interleaved, PAIRS_TEX), (rotate_interleaved_sin_first, PAIRS_TEX),
+                    (rotate_pairs_in_place, PAIRS_TEX), (rotate_pairs_complex, PAIRS_TEX)):
+    _turn.rot_tex = _tex
 
 
 def _rotary_given(part: Part) -> bool:
