@@ -93,9 +93,9 @@ def experts(part: Part) -> Chain:
 
     projected = A.ExpertMatMul(x, E.Weight("gate_up_proj", "W_{gu,i}"), chosen, stored_in_out,
                                E.Weight("gate_up_proj_bias", "b_{gu,i}") if biases else None)
-    first = Step(expr=E.Let(gu, projected, "(for each slot's expert i in E)", maps=(d, T.times(2, inner))), summary=True)
+    first = Step(expr=E.Let(gu, projected, "(each slot's expert i)", maps=(d, T.times(2, inner))), summary=True)
     weigh = [
-        Step(expr=E.Let(o, A.slot_weighted(weights, e_out), "(each routing slot j, i its expert)"), value="expert_outputs", summary=True),
+        Step(expr=E.Let(o, A.slot_weighted(weights, e_out), "(each slot j)"), value="expert_outputs", summary=True),
         Step(expr=E.Let(E.Sym("y", "y"), A.slot_sum(o)), value="routed_output", summary=True),
     ]
     tiny_inner = part.tiny.down_proj.shape[-1] if not stored_in_out else part.tiny.down_proj.shape[1]
