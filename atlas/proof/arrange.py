@@ -14,11 +14,15 @@ from atlas.proof.expr import ATOM, POWER, PRODUCT, SUM, Expr, Function, Weight, 
 
 # the prompt's own tensors made from its token ids (batch, T): every token real (the attention mask), and
 # the positions 0..T-1
+def _prompt_positions(ids):
+    return _torch().arange(ids.shape[-1])[None]
+
+
 every_token = Function("ones", lambda ids: _torch().ones_like(ids), lambda ids: r"(1,\dots,1)")
-positions = Function("positions", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"0,\dots,T-1")
-# each position t of the prompt, printed as the rule p_t = t; and each position times each rotary
-# frequency (batch, T, pairs), the angles a rotation turns by
-position_index = Function("position", lambda ids: _torch().arange(ids.shape[-1])[None], lambda ids: r"t,\ t=0,\dots,T-1")
+positions = Function("positions", _prompt_positions, lambda ids: r"0,\dots,T-1")
+# the same positions printed as the rule p_t = t; and each position times each rotary frequency
+# (batch, T, pairs), the angles a rotation turns by
+position_index = Function("position", _prompt_positions, lambda ids: r"t,\ t=0,\dots,T-1")
 angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, lambda p, f: rf"{p}\,{f}")
 # each query head reading key-value head ⌈h/r⌉ (r query heads per key-value head): the key-value heads
 # repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g

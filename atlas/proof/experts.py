@@ -98,7 +98,7 @@ def experts(part: Part) -> Chain:
         Step(expr=E.Let(o, A.slot_weighted(weights, e_out), "(each slot j)"), value="expert_outputs", summary=True),
         Step(expr=E.Let(E.Sym("y", "y"), A.slot_sum(o)), value="routed_output", summary=True),
     ]
-    tiny_inner = part.tiny.down_proj.shape[-1] if not stored_in_out else part.tiny.down_proj.shape[1]
+    tiny_inner = (part.tiny.gate_up_proj.shape[2] if stored_in_out else part.tiny.gate_up_proj.shape[1]) // 2  # as ``inner``, on the preview
 
     g, u, a = E.Sym("g", "g"), E.Sym("u", "u"), E.Sym("a", "a")
 

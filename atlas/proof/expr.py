@@ -500,9 +500,10 @@ class Let:
 
 @dataclass(eq=False)
 class Lets:
-    """Several names updated in one step by one function, each applied to its own name: printed as the
-    first ``out ← f(out, …)`` and "likewise" the others (true by construction: ``likewise`` builds them),
-    then ``tail`` (the function's definition); runs each, giving a tuple."""
+    """Several names defined in one step, runs each and gives a tuple. Where ``each`` (built by ``likewise``:
+    one function applied to each name, so "likewise" is true by construction) it prints the first
+    ``out ← f(out, …)`` and "likewise" the others; otherwise every equation in full. ``tail`` follows them
+    (a function's definition, a range, words)."""
 
     lets: tuple[Let, ...]
     tail: str = ""  # TeX after the equations

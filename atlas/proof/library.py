@@ -65,10 +65,6 @@ def _child_facts(part: Part, name: str) -> dict:
     return part.ctx.parts.get(child.id, child).facts
 
 
-def _run_child(part: Part, name: str, x: "E.Sym"):
-    return sub(part, name, x=x.name) if x.name != "x" else sub(part, name)
-
-
 def linear_call(part: Part, name: str, x: "E.Sym", symbol: str) -> "E.Child":
     """Child ``name``, a linear map, applied to ``x``: printed x W^⊤ (+ b where the child's own chain has
     a bias), computed by the child's chain."""
@@ -76,8 +72,7 @@ def linear_call(part: Part, name: str, x: "E.Sym", symbol: str) -> "E.Child":
     bias = bool(_child_facts(part, name).get("bias", {}).get("value"))
     top = "" if stored_in_out else r"^{\top}"
     b = ("+b_" + symbol[2:] if symbol.startswith("W_") else "+b") if bias else ""
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{a}\,{symbol}{top}{b}", bracket=E.POWER,
-                   binds=E.SUM if bias else E.PRODUCT)
+    return apply_child(part, name, lambda a: rf"{a}\,{symbol}{top}{b}", bracket=E.POWER, binds=E.SUM if bias else E.PRODUCT, x=x)
 
 
 NORM_NAMES = {"rms": "RMSNorm", "rms_offset": "RMSNorm", "layer": "LayerNorm", "layer_offset": "LayerNorm", "l2": "L2Norm"}
@@ -87,7 +82,7 @@ def norm_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     """Child ``name``, a norm, applied to ``x``: printed by the norm its own chain measured, so a page
     cannot name a norm that does not run (nor run one it does not name)."""
     measured = _child_facts(part, name)["norm"]["value"]
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"\operatorname{{{NORM_NAMES[measured]}}}({a})")
+    return apply_child(part, name, lambda a: rf"\operatorname{{{NORM_NAMES[measured]}}}({a})", x=x)
 
 
 def child_output(part: Part, name: str, **inputs: str):
@@ -102,12 +97,14 @@ def child_output(part: Part, name: str, **inputs: str):
     return first
 
 
-def apply_child(part: Part, name: str, notation: Callable[..., str], whole: bool = True, **feeds: "E.Sym") -> "E.Child":
+def apply_child(part: Part, name: str, notation: Callable[..., str], whole: bool = True, *, bracket: int = 0,
+                binds: int | None = None, **feeds: "E.Sym") -> "E.Child":
     """Child ``name``'s own chain fed the names ``feeds`` gives each of its inputs (those not given read
     their own name), printed by ``notation`` from those arguments' TeX in the order given; its first
-    output unless ``whole``."""
+    output unless ``whole``. ``bracket`` and ``binds``: as ``E.Child``'s, for a notation that sets its
+    argument beside other symbols (x W^⊤)."""
     fn = (sub if whole else child_output)(part, name, **{k: v.name for k, v in feeds.items()})
-    return E.Child(fn, tuple(feeds.values()), notation)
+    return E.Child(fn, tuple(feeds.values()), notation, bracket, E.ATOM if binds is None else binds)
 
 
 def handed_residual(part: Part) -> bool:
@@ -359,8 +356,8 @@ def activation_call(part: Part, name: str, x: "E.Sym") -> "E.Child":
     """Child ``name``, an activation, applied to ``x``: printed by the activation its own chain measured."""
     measured = activation_name(part.child(name))
     if measured in ACTIVATION_FUNCTIONS:
-        return E.Child(_run_child(part, name, x), (x,), lambda a: ACTIVATION_FUNCTIONS[measured](E.Sym("_", a)).tex())
-    return E.Child(_run_child(part, name, x), (x,), lambda a: rf"{ACT_NAMES[measured]}({a})")
+        return apply_child(part, name, lambda a: ACTIVATION_FUNCTIONS[measured](E.Sym("_", a)).tex(), x=x)
+    return apply_child(part, name, lambda a: rf"{ACT_NAMES[measured]}({a})", x=x)
 
 
 def function_activation(module, name: str) -> str | None:

@@ -127,9 +127,8 @@ def normed_router(part: Part, projection: str, norm: str) -> Chain:
         steps += [
             Step(expr=E.Let(_Z, linear_call(part, projection, xh, "W_r"), maps=(d, n)), value="router_logits", summary=True),
             Step(expr=E.Let(_S, E.softmax(_Z)), summary=True),
-            *_top(_S, k, tiny_k),
-            Step(expr=E.Let(_G, A.at_chosen(_S, _CHOSEN)), summary=True),
-            Step(expr=E.Let(_G, _renormalized(_G)), summary=True),
+            _top(_S, k, tiny_k),
+            *_slot_weights(part, renormalize=True, scale=1.0),
         ]
         if per_expert:
             steps.append(Step(expr=E.Let(_G, _G * A.at_chosen(E.Weight(per_expert, "c", (n,)), _CHOSEN),
@@ -200,7 +199,7 @@ def router(part: Part) -> Chain:
                 return c.masked_fill(~mask, float("-inf"))
 
             steps.append(Step(rf"c_i\leftarrow-\infty\ \text{{outside the {T.num(topk_group)} of {T.num(groups)} groups (of {T.num(size)}) with the largest top-2 sums of }}c", "c", grouped))
-        steps += _top(_C, k, tiny_k)
+        steps.append(_top(_C, k, tiny_k))
         steps += _slot_weights(part, renormalize, scale)
         return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
@@ -221,7 +220,7 @@ def router(part: Part) -> Chain:
                               r"\text{ (the scores do not choose)}", "E", lambda e: e.w(table)[e["ids"].reshape(-1)].long(), summary=True))
             inputs.append(Input("ids", "t", "input_ids", "the token ids, which alone choose the experts"))
         else:
-            steps += [choose_by(), *_top(_C, k, tiny_k)]
+            steps += [choose_by(), _top(_C, k, tiny_k)]
         steps += _slot_weights(part, renormalize, scale)
         if table:
             part.note("hash_routing", True, "the router holds an integer table of one row per token id and one column per routing slot")
@@ -230,7 +229,7 @@ def router(part: Part) -> Chain:
     def topk_softmax() -> Chain:
         return Chain([
             logits_step(),
-            *_top(_Z, k, tiny_k),
+            _top(_Z, k, tiny_k),
             Step(expr=E.Let(_G, E.softmax(A.at_chosen(_Z, _CHOSEN)), "(a softmax over the chosen experts' logits alone)"), summary=True),
         ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
@@ -312,9 +311,9 @@ def sparsemixer(logits: Step, eps: float, tiny_eps: float) -> Chain:
     ], [TOKENS], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
 
-def _top(scores: E.Sym, k: int, tiny_k: int) -> list[Step]:
+def _top(scores: E.Sym, k: int, tiny_k: int) -> Step:
     """The experts chosen: the k largest of ``scores`` (their indices)."""
-    return [Step(expr=E.Let(_CHOSEN, E.topk(scores, E.Size(k, tiny_k))), summary=True)]
+    return Step(expr=E.Let(_CHOSEN, E.topk(scores, E.Size(k, tiny_k))), summary=True)
 
 
 def _renormalized(weights: E.Sym) -> E.Expr:

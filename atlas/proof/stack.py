@@ -463,8 +463,9 @@ def _two_mixers_block(part: Part, r) -> Chain:
         steps.append(Step(expr=E.Let(attn_in, E.Size(*a_in) * h, "(the block's attention_in_multiplier)")))
     steps.append(Step(expr=E.Let(_DA, _apply(part, r.attention, r"\operatorname{Attn}", attn_in, rotary), "(the same normed stream)"),
                       value="attention_output", summary=True))
-    scaled = lambda delta, factor: E.Size(*factor) * delta if factor else delta
-    steps.append(Step(expr=E.Let(_XM, _X + scaled(ssm, s_out) + scaled(_DA, a_out), "(both mixers added at once)"),
+    # each output times the block's constant for it, where it holds one ((checkpoint, tiny), else none)
+    steps.append(Step(expr=E.Let(_XM, _X + _scaled(ssm, *(s_out or (None, 1.0))) + _scaled(_DA, *(a_out or (None, 1.0))),
+                                 "(both mixers added at once)"),
                       value="layer_mid", summary=True))
     if r.mlp_norm:
         steps.append(Step(expr=E.Let(_HM, _apply(part, r.mlp_norm, r"\operatorname{Norm}_2", _XM, whole=True)),
