@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import warm
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PARTS = ("atlas", "templates", "static", "build.py", "requirements.lock", "package-lock.json", "node_modules")
 
@@ -40,8 +42,10 @@ def search_data(site: Path) -> dict:
     return json.loads(text[len(prefix):-2])
 
 
-def run_build(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "build.py", *args], cwd=project, capture_output=True, text=True, timeout=600)
+def run_build(project: Path, *args: str, fresh: bool = False) -> subprocess.CompletedProcess:
+    """`python build.py *args` in ``project``, forked from a warm interpreter (tests/warm.py), or started
+    cold where ``fresh``: a build whose bytes are compared with another's gets a hash seed of its own."""
+    return warm.run(["build.py", *args], cwd=project, timeout=600, fresh=fresh)
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +86,7 @@ def built_site(tmp_path_factory) -> Path:
     lock; the others wait, then read it, or fail with its error)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         out = tmp_path_factory.mktemp("site") / "site"
-        result = run_build(ROOT, "--out", str(out))
+        result = run_build(ROOT, "--out", str(out), fresh=True)
         assert result.returncode == 0, result.stderr
         return out
     shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's own
@@ -90,7 +94,7 @@ def built_site(tmp_path_factory) -> Path:
     with (shared / "built-site.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not outcome.exists():
-            result = run_build(ROOT, "--out", str(out))
+            result = run_build(ROOT, "--out", str(out), fresh=True)
             outcome.write_text("" if result.returncode == 0 else result.stderr or f"exit {result.returncode}", encoding="utf-8")
     failure = outcome.read_text(encoding="utf-8")
     assert not failure, failure

@@ -440,7 +440,6 @@ def test_a_bad_local_checkpoint_is_one_line(workspace, tmp_path, case, make, exp
     before = snapshot(workspace / "site")
     folder = weights_case(tmp_path, make)
     # a pipe never makes the reader wait; the timeout only ends a hang, it measures nothing
-    result = subprocess.run([sys.executable, "build.py", "--family", "gpt2", "--weights", str(folder)], cwd=workspace,
-                            capture_output=True, text=True, timeout=600)
+    result = run_build(workspace, "--family", "gpt2", "--weights", str(folder))
     assert_one_line(result, 1, expected)
     assert snapshot(workspace / "site") == before

@@ -19,17 +19,18 @@ import pytest
 from atlas.facts import cache
 from atlas.facts.collected import Collected
 from atlas.inputs.family import StoredTensor
+from tests import warm
 from tests.conftest import ROOT, copy_project, snapshot
 
 FAMILY = "gpt2"
 PAGE = f"{FAMILY}/index.html"
 
 
-def build(project: Path, *args: str) -> subprocess.CompletedProcess:
-    """build.py in ``project``, with the one-line-per-family progress asked for on stderr."""
+def build(project: Path, *args: str, fresh: bool = False) -> subprocess.CompletedProcess:
+    """build.py in ``project``, with the one-line-per-family progress asked for on stderr (warm, or cold
+    where ``fresh``, as conftest.run_build)."""
     env = {**os.environ, "ATLAS_PROGRESS": "1"}
-    return subprocess.run([sys.executable, "build.py", "--family", FAMILY, *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return warm.run(["build.py", "--family", FAMILY, *args], cwd=project, env=env, timeout=900, fresh=fresh)
 
 
 def how_collected(result: subprocess.CompletedProcess) -> str:
@@ -44,7 +45,7 @@ def how_collected(result: subprocess.CompletedProcess) -> str:
 def project(tmp_path_factory) -> Path:
     """A copy of the project, and its site built without the cache, then with it (filling it), then from it."""
     root = copy_project(tmp_path_factory.mktemp("project"))
-    uncached = build(root, "--no-cache", "--out", "uncached")
+    uncached = build(root, "--no-cache", "--out", "uncached", fresh=True)
     assert uncached.returncode == 0, uncached.stderr
     assert not (root / ".atlas-cache").exists()  # --no-cache neither reads nor writes entries
     assert how_collected(build(root, "--out", "filled")) == "collected"

@@ -16,7 +16,7 @@ def family_args(names) -> list[str]:
 
 
 def test_a_parallel_build_is_byte_identical_to_a_serial_one(tmp_path):
-    serial = run_build(ROOT, "--no-cache", "--jobs", "1", "--out", str(tmp_path / "serial"), *family_args(FAMILIES))
+    serial = run_build(ROOT, "--no-cache", "--jobs", "1", "--out", str(tmp_path / "serial"), *family_args(FAMILIES), fresh=True)
     assert serial.returncode == 0, serial.stderr
     parallel = run_build(ROOT, "--no-cache", "--jobs", "2", "--out", str(tmp_path / "parallel"), *family_args(FAMILIES))
     assert parallel.returncode == 0, parallel.stderr
