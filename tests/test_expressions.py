@@ -354,3 +354,53 @@ def test_qwen3_next_moe_summary_applies_the_shared_gate(collected):
         summary = [s["summary_tex"] or s["tex"] for s in eq["components"][pid]["steps"] if s["summary"]]
         assert any(t.startswith(r"s=\sigma") for t in summary), summary  # the gate is defined in the summary
         assert r"\Delta=y^{\mathrm{routed}}+s\odot y^{\mathrm{shared}}" in summary, summary  # and applied where it is read
+
+
+def test_the_p_norm_prints_its_definition_and_runs_it():
+    from atlas.proof.mixture import _p_norm
+
+    g = torch.tensor([[0.6, -0.3, 0.1], [0.2, 0.2, 0.5]], dtype=torch.float64)
+    weights = E.Sym("G", "G")
+    for p in (1.0, 2.0, 3.0):
+        step = Step(expr=E.Let(weights, weights / _p_norm(weights, E.Size(p, p, "p", stated=True))))
+        # the p-norm written out here: (Σ_j |G_j|^p)^{1/p}, each row by itself
+        by_hand = g / (g.abs() ** p).sum(-1, keepdim=True) ** (1 / p)
+        assert torch.allclose(step.fn(env_of(G=g)), by_hand)
+        assert step.tex == (r"G\leftarrow G/\|G\|_{p},\quad \|G\|_{p}=(\textstyle\sum_{j}|G_{j}|^{p})^{1/p},\ "
+                            f"p={p:g}")
+
+
+def test_a_sum_is_bracketed_under_a_power_and_not_after_a_division():
+    g = E.Sym("G", "G")
+    assert E.Let(g, g / E.Mean(g, total=True)).tex() == r"G\leftarrow G/\textstyle\sum_{j}G_{j}"
+    assert E.Let(E.Sym("n", "n"), E.Mean(g, total=True) ** 2).tex() == r"n=(\textstyle\sum_{j}G_{j})^{2}"
+
+
+def test_a_step_that_defines_several_names_prints_them_as_a_tuple():
+    z, s = E.Sym("z", "z"), E.Sym("s", "s")
+    split = E.Function("split", lambda a: (a, 2 * a), lambda a: rf"\operatorname{{split}}({a})")
+    step = Step(expr=E.Let((z, s), split(E.Sym("x", "x"))))
+    assert step.tex == r"(z,\,s)=\operatorname{split}(x)" and step.out == ("z", "s")
+    x = torch.tensor([1.0, -2.0])
+    first, second = step.fn(env_of(x=x))
+    assert torch.equal(first, x) and torch.equal(second, 2 * x)
+
+
+def test_dbrx_routes_by_its_printed_steps(collected):
+    mixture = collected("dbrx").facts["equations"]["components"]["transformer_block.ffn"]
+    steps = mixture["steps"]
+    assert all(step["expression"] for step in steps), [s["tex"] for s in steps if not s["expression"]]
+    texs = [step["tex"] for step in steps]
+    ffn = released_ffn_config()
+    # the released file leaves p to the config class's default
+    from transformers.models.dbrx.configuration_dbrx import DbrxFFNConfig
+    p = float(ffn.get("moe_normalize_expert_weights", DbrxFFNConfig().moe_normalize_expert_weights))
+    assert rf"\mathcal{{E}}=\operatorname{{top}}_{{{ffn['moe_top_k']}}}(s)" in texs
+    assert any(t.startswith(r"G\leftarrow G/\|G\|_{p}") and t.endswith(f"p={p:g}") for t in texs), texs
+    assert mixture["facts"]["routing"]["value"].startswith("softmax, top-k")
+
+
+def released_ffn_config() -> dict:
+    from tests.conftest import released_config
+
+    return released_config("dbrx")["ffn_config"]

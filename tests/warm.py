@@ -44,6 +44,12 @@ for line in sys.stdin:
             os.chdir(request["cwd"])
             os.environ.clear()
             os.environ.update(request["env"])
+            # transformers reads its verbosity when imported: read it now, from the build's environment
+            # (build.py sets it to "error" where it is not set, before it imports transformers)
+            verbosity = os.environ.get("TRANSFORMERS_VERBOSITY", "error")
+            tl = sys.modules["transformers"].utils.logging if "transformers" in sys.modules else None
+            if tl is not None and verbosity in tl.log_levels:
+                tl.set_verbosity(tl.log_levels[verbosity])
             for fd, path in ((0, os.devnull), (1, request["stdout"]), (2, request["stderr"])):
                 os.dup2(os.open(path, os.O_RDONLY if fd == 0 else os.O_WRONLY | os.O_TRUNC), fd)
             sys.stdin = open(0, closefd=False)

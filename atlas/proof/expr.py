@@ -132,9 +132,13 @@ class Size(Expr):
     full: Any
     tiny: Any
     symbol: str | None = None  # print this instead of the number (ε, d)
+    stated: bool = False  # the symbol printed, and "symbol = its value" after the equation
 
     def tex(self, index=None):
         return self.symbol if self.symbol else T.num(self.full)
+
+    def where(self) -> str | None:
+        return f"{self.symbol}={T.num(self.full)}" if self.stated else None
 
     def run(self, env):
         return self.tiny
@@ -244,6 +248,8 @@ class Function:
     # where the notation sets an argument beside other symbols (a subscript after it): an argument binding
     # less tightly (a summary folds a product into it) is bracketed; 0 where the notation encloses it
     bracket: int = 0
+    # the definition printed after the equation that uses the function (‖G‖_p = …), not only on its own page
+    stated: bool = False
 
     def __call__(self, *args, **settings) -> "Call":
         return Call(self, tuple(lift(a) for a in args), settings)
@@ -266,6 +272,9 @@ class Call(Expr):
         if self.function.notation:
             return self.function.notation(*(_wrap(a, self.function.bracket, index) for a in self.args), **self.settings)
         return rf"\operatorname{{{self.function.name}}}({','.join(a.tex(index) for a in self.args)})"
+
+    def where(self) -> str | None:
+        return self.defined() if self.function.stated else None
 
     def defined(self) -> str:
         """``f(x) = its definition``: the function's name applied, then the operators that compute it."""
@@ -294,6 +303,8 @@ class Mean(Expr):
     a: Expr
     width: Any = None  # the checkpoint's width, printed; None: "mean_j"
     total: bool = False  # the sum, not the mean
+    # the Σ reaches to the right: bracketed where it is raised to a power, nowhere else
+    prec = POWER + 0.5
 
     def children(self):
         return (self.a,)
@@ -455,7 +466,7 @@ class Let:
     """``out = expr`` (or ``out ← expr`` where the step updates a name it reads): a step's whole TeX and
     its function. ``note`` is words after the equation; every weight with a shape adds its "∈ ℝ^{…}"."""
 
-    target: Sym  # the name defined and its TeX
+    target: Sym | tuple  # the name defined and its TeX; a tuple of them where the expression gives several
     expr: Expr
     note: str = ""  # plain words, printed as \text{...}
     maps: tuple | None = None  # (width in, width out) of a map, printed "n → m" at the checkpoint's sizes
@@ -465,7 +476,8 @@ class Let:
         """The step's TeX; ``fold`` prints the names it maps as the expressions that computed them (a
         summary that folds a step into its use)."""
         # an update (←) where the step reads the name it writes under the same symbol; a new symbol (ĉ = Norm(c)) is "="
-        updates = self.target.name not in (fold or {}) and any(
+        several = isinstance(self.target, tuple)
+        updates = not several and self.target.name not in (fold or {}) and any(
             isinstance(n, Sym) and n.name == self.target.name and n.symbol == self.target.symbol for n in self.expr.nodes())
         token = _FOLD.set(fold or {})
         try:
@@ -474,7 +486,8 @@ class Let:
             _FOLD.reset(token)
         # a space ends the command only where a letter follows it (\leftarrow x), not before a backslash or a digit
         arrow = (r"\leftarrow " if body[:1].isalpha() else r"\leftarrow") if updates else "="
-        text = f"{self.target.symbol}{arrow}{body}"
+        symbol = "(" + r",\,".join(t.symbol for t in self.target) + ")" if several else self.target.symbol
+        text = f"{symbol}{arrow}{body}"
         wheres = list(dict.fromkeys(w for n in _printed_nodes(self.expr, fold or {}) if hasattr(n, "where") for w in [n.where()] if w))
         if wheres:
             text += r",\quad " + r",\ ".join(wheres)
@@ -495,7 +508,7 @@ class Let:
 
     @property
     def outs(self) -> str:
-        return self.target.name
+        return tuple(t.name for t in self.target) if isinstance(self.target, tuple) else self.target.name
 
 
 @dataclass(eq=False)

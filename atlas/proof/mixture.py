@@ -12,8 +12,14 @@ from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, apply_child, linear_call, sub
-from atlas.proof.router import _router_rows, _setting
+from atlas.proof.router import _G, _S, _router_rows, _setting, _slot_weights, _top
 from atlas.proof.steps import Chain, Input, Step
+
+
+# ‖G‖_p = (Σ_j |G_j|^p)^{1/p} over the chosen experts' weights: printed by its definition, which is what runs
+_p_norm = E.Function("p-norm", None, lambda g, p: rf"\|{g}\|_{{{p}}}",
+                     definition=lambda g, p: E.Mean(_magnitude(g) ** p, total=True) ** (1 / p), stated=True)
+_magnitude = E.Function("abs", lambda a: a.abs(), lambda a: f"|{a}|")
 
 
 def _routing_steps(part: Part) -> list[Step]:
@@ -24,24 +30,18 @@ def _routing_steps(part: Part) -> list[Step]:
     tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
     p = _setting(part, ("moe_normalize_expert_weights",), ())
     tiny_p = _setting(part, ("moe_normalize_expert_weights",), (), part.ctx.tiny_config)
-    n = _router_rows(part.full.get_submodule(next(r for r in ("gate", "router") if part.has(r))))
-    head = [
-        Step(rf"s=\operatorname{{softmax}}(z)\in\mathbb{{R}}^{{{T.num(n)}}}", "s", lambda e: e["logits"].softmax(-1), summary=True),
-        Step(rf"\mathcal{{E}}=\operatorname{{top}}_{{{T.num(k)}}}(s)", "E", lambda e: e["s"].topk(tiny_k, dim=-1).indices, value="expert_indices", summary=True),
-    ]
+    # the router's logits, named "logits" in the chain (the pages title a child whose result is "z" as the
+    # model's head), printed z
+    logits = E.Sym("logits", "z")
+    head = [Step(expr=E.Let(_S, E.softmax(logits)), summary=True), _top(_S, k, tiny_k)]
+    head[-1].value = "expert_indices"
 
     def weights(rule: str) -> list[Step]:
-        pick = Step(r"G_i=s_i\ \ (i\in\mathcal{E})", "G", lambda e: e["s"].gather(-1, e["E"]))
+        steps = _slot_weights(part, rule == "sum", 1.0)
         if rule == "pnorm":
-            norm = Step(rf"G_i\leftarrow G_i\big/\|G\|_{{{T.num(p)}}},\quad \|G\|_p=\big(\textstyle\sum_{{j\in\mathcal{{E}}}}|G_j|^p\big)^{{1/p}}",
-                        "G", lambda e: e["G"] / e["G"].abs().pow(tiny_p).sum(-1, keepdim=True).pow(1 / tiny_p), value="expert_weights", summary=True)
-        elif rule == "sum":
-            norm = Step(r"G_i\leftarrow G_i\big/\textstyle\sum_{j\in\mathcal{E}}G_j", "G", lambda e: e["G"] / e["G"].sum(-1, keepdim=True),
-                        value="expert_weights", summary=True)
-        else:
-            pick.value = "expert_weights"
-            return [pick]
-        return [pick, norm]
+            steps.append(Step(expr=E.Let(_G, _G / _p_norm(_G, E.Size(p, tiny_p, "p", stated=True))), summary=True))
+        steps[-1].value = "expert_weights"
+        return steps
 
     def measured() -> list[Step]:
         # the three rules, each tried on the mixture's own run: the first that reproduces it is kept
@@ -151,15 +151,20 @@ def mixture(part: Part) -> Chain:
 
     route_chain = chain_of(part.child(route))
     reads_ids = any(i.name == "ids" for i in route_chain.inputs)
+    x = E.Sym("x", "x")
     if route_chain.output == "z":
         # the router gives logits only: the mixture's own forward turns them into the routing (DBRX)
         # (named "logits", not "z": the pages title a child whose result is "z" as the model's head)
-        steps += [Step(r"z=\operatorname{Router}(x)", "logits", sub(part, route), value="router_logits", summary=True)]
+        router = apply_child(part, route, lambda a: rf"\operatorname{{Router}}({a})", x=x)
+        steps += [Step(expr=E.Let(E.Sym("logits", "z"), router), value="router_logits", summary=True)]
         steps += _routing_steps(part)
     else:
-        steps.append(Step(r"(z,\,G,\,\mathcal{E})=\operatorname{Router}(x" + (",b" if handed else "") + (",t" if reads_ids else "") + ")", ("z", "G", "E"), sub(part, route),
+        # the router's own inputs: the tokens, the selection bias the mixture hands it, the token ids
+        feeds = {"x": x, **({"b": E.Sym("b", "b")} if handed else {}), **({"ids": E.Sym("ids", "t")} if reads_ids else {})}
+        router = apply_child(part, route, lambda *a: rf"\operatorname{{Router}}({','.join(a)})", **feeds)
+        steps.append(Step(expr=E.Let((E.Sym("z", "z"), _G, E.Sym("E", r"\mathcal{E}", False)), router),
                           value=("router_logits", "expert_weights", "expert_indices"), summary=True))
-    x, rows = E.Sym("x", "x"), E.Sym("xt", r"x_{\mathrm{tok}}")
+    rows = E.Sym("xt", r"x_{\mathrm{tok}}")
     yr, ys, delta = E.Sym("yr", r"y^{\mathrm{routed}}"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("y", r"\Delta")
     experts = apply_child(part, "experts", lambda t, chosen, weights: rf"\operatorname{{Experts}}({t},{chosen},{weights})",
                           x=rows, E=E.Sym("E", r"\mathcal{E}"), G=E.Sym("G", "G"))
