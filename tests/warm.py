@@ -86,21 +86,29 @@ class WarmBuilds:
 
     def __init__(self):
         self._helper = None
+        self._pending = b""  # what the helper wrote past the last line read
         self._lock = threading.Lock()
 
     def _started(self) -> subprocess.Popen:
         if self._helper is None or self._helper.poll() is not None:
             self._helper = subprocess.Popen([sys.executable, "-c", HELPER, *WARM_IMPORTS], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+                                            stdout=subprocess.PIPE, cwd=tempfile.gettempdir())
+            self._pending = b""
         return self._helper
 
     def _read(self, helper: subprocess.Popen, timeout: float | None) -> dict | None:
-        ready, _, _ = select.select([helper.stdout], [], [], timeout)
-        if not ready:
-            return None
-        line = helper.stdout.readline()
-        if not line:
-            raise RuntimeError("the warm build helper exited")
+        """The helper's next line, or None after ``timeout`` seconds. Read from the pipe itself, with a
+        buffer of our own: a buffered reader could hold both of a quick build's lines while select waits."""
+        fd = helper.stdout.fileno()
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("the warm build helper exited")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
         return json.loads(line)
 
     def run(self, args: list[str], *, cwd, env=None, timeout: float | None = None) -> subprocess.CompletedProcess:
@@ -111,7 +119,7 @@ class WarmBuilds:
             helper = self._started()
             request = {"argv": list(args), "cwd": os.fspath(cwd), "env": dict(os.environ if env is None else env),
                        "stdout": out, "stderr": err}
-            helper.stdin.write(json.dumps(request) + "\n")
+            helper.stdin.write((json.dumps(request) + "\n").encode())
             helper.stdin.flush()
             pid = self._read(helper, 600)["pid"]  # the first waits for the imports
             done = self._read(helper, timeout)
