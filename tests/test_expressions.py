@@ -9,6 +9,7 @@ import torch
 from atlas.proof import expr as E
 from atlas.proof import summaries
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
+from tests.conftest import released_config
 
 
 def env_of(**values) -> Env:
@@ -391,16 +392,10 @@ def test_dbrx_routes_by_its_printed_steps(collected):
     steps = mixture["steps"]
     assert all(step["expression"] for step in steps), [s["tex"] for s in steps if not s["expression"]]
     texs = [step["tex"] for step in steps]
-    ffn = released_ffn_config()
+    ffn = released_config("dbrx")["ffn_config"]
     # the released file leaves p to the config class's default
     from transformers.models.dbrx.configuration_dbrx import DbrxFFNConfig
     p = float(ffn.get("moe_normalize_expert_weights", DbrxFFNConfig().moe_normalize_expert_weights))
     assert rf"\mathcal{{E}}=\operatorname{{top}}_{{{ffn['moe_top_k']}}}(s)" in texs
     assert any(t.startswith(r"G\leftarrow G/\|G\|_{p}") and t.endswith(f"p={p:g}") for t in texs), texs
     assert mixture["facts"]["routing"]["value"].startswith("softmax, top-k")
-
-
-def released_ffn_config() -> dict:
-    from tests.conftest import released_config
-
-    return released_config("dbrx")["ffn_config"]

@@ -43,7 +43,8 @@ def pages(built_site):
 
 def test_every_internal_link_resolves(built_site, pages):
     # Paths are joined and normalised as strings, against the set of the site's files: the site holds no
-    # symbolic links, so this is what resolving each of its million references on disk would find.
+    # symbolic links, so this is what resolving each of its million references on disk would find, and a
+    # path that leaves the site is in no set of the site's files.
     site = os.path.normpath(built_site)
     files = {os.path.normpath(p) for p in built_site.rglob("*") if p.is_file()}
     ids = {os.path.normpath(p): refs.ids for p, refs in pages.items()}
@@ -59,7 +60,6 @@ def test_every_internal_link_resolves(built_site, pages):
             assert not parts.scheme and not parts.netloc, f"{page}: {ref} leaves the site"
             target = here if not parts.path else os.path.normpath(os.path.join(os.path.dirname(here), unquote(parts.path)))
             assert target in files, f"{shown}: {ref} does not resolve"
-            assert target.startswith(site + os.sep)
             if parts.fragment and target.endswith(".html"):
                 if parts.fragment not in ids[target] and target == any_pair:
                     # the any-pair page draws what its address names (#a--b, or #a to start from a)

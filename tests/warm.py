@@ -26,7 +26,7 @@ WARM_IMPORTS = ("torch", "transformers", "transformers.modeling_utils", "safeten
                 "transformer_lens")
 
 HELPER = r"""
-import importlib, json, os, runpy, sys, traceback, warnings
+import importlib, json, os, runpy, signal, sys, traceback, warnings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     for name in sys.argv[1:]:
@@ -51,7 +51,7 @@ for line in sys.stdin:
             if tl is not None and verbosity in tl.log_levels:
                 tl.set_verbosity(tl.log_levels[verbosity])
             for fd, path in ((0, os.devnull), (1, request["stdout"]), (2, request["stderr"])):
-                os.dup2(os.open(path, os.O_RDONLY if fd == 0 else os.O_WRONLY | os.O_TRUNC), fd)
+                os.dup2(os.open(path, os.O_RDONLY) if fd == 0 else os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
             sys.stdin = open(0, closefd=False)
             sys.argv = list(request["argv"])
             sys.path[:] = [os.path.dirname(os.path.abspath(sys.argv[0]))] + helper_path[1:]
@@ -62,9 +62,11 @@ for line in sys.stdin:
                 code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
                 if not isinstance(stop.code, (int, type(None))):
                     print(stop.code, file=sys.stderr)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # as python ends on one: the traceback, then killed by SIGINT
                 traceback.print_exc()
-                code = 130
+                sys.stderr.flush()
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -114,8 +116,6 @@ class WarmBuilds:
     def run(self, args: list[str], *, cwd, env=None, timeout: float | None = None) -> subprocess.CompletedProcess:
         with self._lock, tempfile.TemporaryDirectory() as held:
             out, err = os.path.join(held, "stdout"), os.path.join(held, "stderr")
-            for path in (out, err):
-                open(path, "w").close()
             helper = self._started()
             request = {"argv": list(args), "cwd": os.fspath(cwd), "env": dict(os.environ if env is None else env),
                        "stdout": out, "stderr": err}

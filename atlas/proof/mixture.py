@@ -12,10 +12,13 @@ from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import X, apply_child, linear_call, sub
-from atlas.proof.router import _G, _S, _router_rows, _setting, _slot_weights, _top
+from atlas.proof.router import _CHOSEN, _G, _S, _X, _Z, _router_rows, _setting, _slot_weights, _top
 from atlas.proof.steps import Chain, Input, Step
 
 
+# a router's logits the mixture routes by itself, printed z: named "logits" in the chain, as the pages
+# title a child whose result is "z" as the model's head
+_LOGITS = E.Sym("logits", "z")
 # ‖G‖_p = (Σ_j |G_j|^p)^{1/p} over the chosen experts' weights: printed by its definition, which is what runs
 _p_norm = E.Function("p-norm", None, lambda g, p: rf"\|{g}\|_{{{p}}}",
                      definition=lambda g, p: E.Mean(_magnitude(g) ** p, total=True) ** (1 / p), stated=True)
@@ -30,10 +33,7 @@ def _routing_steps(part: Part) -> list[Step]:
     tiny_k = _setting(part, ("top_k",), ("num_experts_per_tok",), part.ctx.tiny_config)
     p = _setting(part, ("moe_normalize_expert_weights",), ())
     tiny_p = _setting(part, ("moe_normalize_expert_weights",), (), part.ctx.tiny_config)
-    # the router's logits, named "logits" in the chain (the pages title a child whose result is "z" as the
-    # model's head), printed z
-    logits = E.Sym("logits", "z")
-    head = [Step(expr=E.Let(_S, E.softmax(logits)), summary=True), _top(_S, k, tiny_k)]
+    head = [Step(expr=E.Let(_S, E.softmax(_LOGITS)), summary=True), _top(_S, k, tiny_k)]
     head[-1].value = "expert_indices"
 
     def weights(rule: str) -> list[Step]:
@@ -45,8 +45,6 @@ def _routing_steps(part: Part) -> list[Step]:
 
     def measured() -> list[Step]:
         # the three rules, each tried on the mixture's own run: the first that reproduces it is kept
-        from atlas.proof.core import reproduce
-
         rules = (["pnorm"] if p is not None else []) + ["sum", "none"]
         return [rule for rule in rules
                 if _routes_like(part, Chain([Step(r"z", "logits", lambda e: e["z_in"]), *head, *weights(rule)], [], ("G", "E")))]
@@ -151,23 +149,22 @@ def mixture(part: Part) -> Chain:
 
     route_chain = chain_of(part.child(route))
     reads_ids = any(i.name == "ids" for i in route_chain.inputs)
-    x = E.Sym("x", "x")
+    x = _X  # the tokens the mixture is given
     if route_chain.output == "z":
         # the router gives logits only: the mixture's own forward turns them into the routing (DBRX)
-        # (named "logits", not "z": the pages title a child whose result is "z" as the model's head)
         router = apply_child(part, route, lambda a: rf"\operatorname{{Router}}({a})", x=x)
-        steps += [Step(expr=E.Let(E.Sym("logits", "z"), router), value="router_logits", summary=True)]
+        steps += [Step(expr=E.Let(_LOGITS, router), value="router_logits", summary=True)]
         steps += _routing_steps(part)
     else:
         # the router's own inputs: the tokens, the selection bias the mixture hands it, the token ids
         feeds = {"x": x, **({"b": E.Sym("b", "b")} if handed else {}), **({"ids": E.Sym("ids", "t")} if reads_ids else {})}
         router = apply_child(part, route, lambda *a: rf"\operatorname{{Router}}({','.join(a)})", **feeds)
-        steps.append(Step(expr=E.Let((E.Sym("z", "z"), _G, E.Sym("E", r"\mathcal{E}", False)), router),
+        steps.append(Step(expr=E.Let((_Z, _G, _CHOSEN), router),
                           value=("router_logits", "expert_weights", "expert_indices"), summary=True))
     rows = E.Sym("xt", r"x_{\mathrm{tok}}")
     yr, ys, delta = E.Sym("yr", r"y^{\mathrm{routed}}"), E.Sym("ys", r"y^{\mathrm{shared}}"), E.Sym("y", r"\Delta")
     experts = apply_child(part, "experts", lambda t, chosen, weights: rf"\operatorname{{Experts}}({t},{chosen},{weights})",
-                          x=rows, E=E.Sym("E", r"\mathcal{E}"), G=E.Sym("G", "G"))
+                          x=rows, E=E.Sym("E", r"\mathcal{E}"), G=_G)
     steps += [
         Step(expr=E.Let(rows, A.rows_of(x), "(as rows, one per token)")),
         Step(expr=E.Let(yr, experts), value="routed_output", summary=True),
@@ -180,12 +177,12 @@ def mixture(part: Part) -> Chain:
         # a one-output linear beside the shared expert scales its output per token by a sigmoid (Qwen2-MoE)
         sg = E.Sym("sg", "s")
         steps += [
-            Step(expr=E.Let(sg, E.sigmoid(linear_call(part, gate, E.Sym("x", "x"), "w_s")), "one gate per token",
+            Step(expr=E.Let(sg, E.sigmoid(linear_call(part, gate, x, "w_s")), "one gate per token",
                             maps=(part.ctx.full_config.hidden_size, 1)), summary=True),
             Step(expr=E.Let(ys, sg * ys)),
         ]
     # the routed rows back in the input's shape, the shared expert's output added (its gate folded in, where it has one)
-    routed = E.shaped_like(yr, E.Sym("x", "x"))
+    routed = E.shaped_like(yr, x)
     after = _output_norm(part, {route, shared, "experts"})
     if after:
         # the sum normalised before the mixture returns it: Δ is the norm's output, the sum its input
