@@ -201,3 +201,66 @@ def test_a_norm_the_forward_calls_twice_is_found_from_its_source():
             return self.norm(x)
 
     assert _calls_twice(Twice(), "norm") and not _calls_twice(Once(), "norm")
+
+
+def test_gpt1_total_has_no_final_norm(collected):
+    """GPT-1: learned positions, post-norm blocks and no norm after the last block; the head is the
+    token embedding."""
+    f, c = collected("openai_gpt").facts, released_config("openai_gpt")
+    V, P, d, L = c["vocab_size"], c["n_positions"], c["n_embd"], c["n_layer"]
+    block = (
+        linear(d, 3 * d)  # attn.c_attn: queries, keys and values of every head, with biases
+        + linear(d, d)  # attn.c_proj
+        + layer_norm(d)  # ln_1, after the attention's add
+        + linear(d, 4 * d) + linear(4 * d, d)  # mlp.c_fc, mlp.c_proj: four times the width
+        + layer_norm(d)  # ln_2, after the MLP's add
+    )
+    total = V * d + P * d + L * block  # tokens_embed, positions_embed, blocks; no final norm, the head is tokens_embed
+    assert model_total(f) == total == 116_534_784
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    assert f["sheet"]["positions"]["words"] == f"learned absolute, a table of {P:,} positions"
+
+
+def test_gpt1_normalises_the_stream_after_each_add(collected):
+    """Each norm takes the sum after an add: measured against the same block without them, proven step by
+    step, and the identities a page states are the post-norm ones (the plain sums are said not to hold)."""
+    f = collected("openai_gpt").facts
+    block = f["equations"]["components"]["transformer_block"]
+    assert block["facts"]["residual"]["value"] == "norm_after_add"
+    assert "the others diverge from it: sequential" in block["facts"]["residual"]["how"]
+    assert block["facts"]["norms"]["value"]["after the attention's add"] == "ln_1"
+    assert block["facts"]["norms"]["value"]["before attention"] is None
+    steps = [s["tex"] for s in block["steps"]]
+    assert steps == [r"\Delta_{\mathrm{attn}}=\operatorname{Attn}(x)", r"x'=x+\Delta_{\mathrm{attn}}",
+                     r"x'\leftarrow\operatorname{Norm}_1(x')\quad\text{(the sum normalised: the stream the MLP reads)}",
+                     r"\Delta_{\mathrm{ffn}}=\operatorname{FFN}(x')", r"y=x'+\Delta_{\mathrm{ffn}}", r"y\leftarrow\operatorname{Norm}_2(y)"]
+    held = {i["id"]: i for i in f["preview"]["identities"]}
+    assert held["post_norm_attention_add"]["holds"] and held["post_norm_block_sum"]["holds"]
+    assert held["post_norm_block_sum"]["statement"] == "ln_2(layer_mid + mlp.mlp_output) == layer_output"
+    skipped = {i["id"]: i["why"] for i in f["preview"]["not_applicable"]}
+    assert skipped["block_sum"].startswith("every block normalises the stream after each add")
+    # with no final norm, the stream the head reads is the last block's output
+    final = next(v for h in f["support"]["hosts"] for v in h["values"] if v["name"] == "final_norm_output")
+    assert final["module"] == "lm_head" and final["read"] == {"kind": "input", "element": 0}
+
+
+def test_gpt1_attention_fills_the_scores_of_keys_ahead(collected):
+    """GPT-1's attention keeps its causal mask as a buffer of ones and zeros and writes -10,000 in place of
+    a score whose key lies ahead; adding -infinity (every other family's mask) does not reproduce it."""
+    attn = collected("openai_gpt").facts["equations"]["components"]["transformer_block.attn"]
+    assert attn["facts"]["held_mask"]["value"] == "bias"
+    assert attn["facts"]["mask_form"]["value"] == "filled"
+    assert "the others diverge from it: added" in attn["facts"]["mask_form"]["how"]
+    masked = next(s for s in attn["steps"] if r"{B}_{ts}" in s["tex"] or "B}_{ts}" in s["tex"])
+    assert masked["expression"] and r"10^{4}" in masked["tex"]
+
+
+def test_gpt1_cost_is_measured_though_its_class_keeps_no_cache(collected):
+    """transformers' OpenAIGPT class returns no cache: what a cache would hold is measured as the keys and
+    values each attention multiplies by, and one more token's FLOPs as the difference of two whole runs."""
+    f, c = collected("openai_gpt").facts, released_config("openai_gpt")
+    checks = {k["figure"]: k for k in f["cost"]["checks"]}
+    assert all(k["formula"] == k["measured"] for k in checks.values())
+    assert "keeps no cache" in checks["FLOPs of block 0"]["how"]
+    # keys and values of every position, at the checkpoint's width, two bytes each at BF16, in every block
+    assert f["sheet"]["kv_cache"]["bytes"] == 2 * c["n_embd"] * 2 * c["n_layer"]

@@ -52,6 +52,12 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
                 cache = DynamicCache(config=config)
                 model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            keeps_cache = any(held) or bool(getattr(cache, "linear_cache", None))
+            if not keeps_cache:
+                # the class keeps no cache (GPT-1's): every step runs the whole sequence again, so what a cache would
+                # hold is measured as the keys and values each attention multiplies by, and one more token's
+                # FLOPs as the difference between the prompt plus that token and the prompt alone
+                held = _keys_and_values_multiplied(model, run.ids, blocks)
             # a linear-attention state the cache keeps beside its layers, one per block (MiniMax's linear_cache)
             for i, state in enumerate(getattr(cache, "linear_cache", None) or []):
                 if isinstance(state, torch.Tensor):
@@ -61,7 +67,13 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
             charges.start()
             try:
                 with FlopCounterMode(display=False) as counter:
-                    model(run.ids[:, -1:], cache=cache, use_cache=True)
+                    if keeps_cache:
+                        model(run.ids[:, -1:], cache=cache, use_cache=True)
+                    else:
+                        model(torch.cat([run.ids, run.ids[:, -1:]], dim=1))
+                if not keeps_cache:
+                    with FlopCounterMode(display=False) as before:
+                        model(run.ids)
             finally:
                 zero_slots.stop()
                 charges.stop()
@@ -69,6 +81,10 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         for p in needing:
             p.requires_grad_(True)
     counts = {name: sum(by_op.values()) for name, by_op in counter.get_flop_counts().items()}
+    recomputed = 0  # query–key pairs of the earlier positions the new key adds, where nothing is cached
+    if not keeps_cache:
+        counts = {name: n - sum(before.get_flop_counts().get(name, {}).values()) for name, n in counts.items()}
+        recomputed = prompt
     root = type(model).__name__
     head_path = next(name for name, m in model.named_modules() if m is model.get_output_embeddings())
     checks = []
@@ -103,17 +119,20 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         keys = prompt + 1
         keys = min(keys, t.keys_cap) if t.keys_cap else keys
         idle, idle_words = zero_slots.idle_flops(i)
+        if recomputed:
+            idle_words += (f" + {grouped(t.flops_per_key)} × {recomputed} pairs of the earlier queries with the new key (the class "
+                           f"keeps no cache, so the {prompt}-token prompt and the prompt plus one token run whole and their difference is counted)")
         pooled = pooled_key_flops(t.compressed_keys, prompt + 1)
         if pooled:
             idle_words += f" + {grouped(pooled)} for {(prompt + 1) // t.compressed_keys['every']} pooled keys"
         checks.append({
             "figure": f"FLOPs of block {i}",
-            "formula": t.flops_fixed + t.flops_per_key * keys - idle + pooled,
+            "formula": t.flops_fixed + t.flops_per_key * (keys + recomputed) - idle + pooled,
             "measured": int(counts.get(f"{root}.{block_path}.{i}", 0)),
             "how": f"{grouped(t.flops_fixed)} + {grouped(t.flops_per_key)} × {keys} keys for token {prompt + 1}{idle_words}; "
                    "measured: torch.utils.flop_counter on the block",
         })
-    checks += _model_checks(run, blocks, terms, counts, charges, zero_slots, f"{root}.{block_path}")
+    checks += _model_checks(run, blocks, terms, counts, charges, zero_slots, f"{root}.{block_path}", recomputed)
     head_flops = 2 * model.get_output_embeddings().weight.numel()
     collapse, collapse_path = stream_collapse_flops(model)  # the streams collapsed before the final norm (DeepSeek-V4)
     head_measured = int(counts.get(f"{root}.{head_path}", 0)) + (int(counts.get(f"{root}.{collapse_path}", 0)) if collapse_path else 0)
@@ -127,7 +146,42 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
 
 
 
-def _model_checks(run, blocks, terms, counts, charges, zero_slots, block_prefix: str) -> list[dict[str, Any]]:
+def _keys_and_values_multiplied(model, ids, blocks) -> list[int]:
+    """Per block, the values of the right-hand operands of the matrix products its attention computes on the
+    prompt (the keys its scores read and the values its pattern mixes), per sequence: what a cache would hold
+    for a class that keeps none."""
+    import torch
+
+    from atlas.model.roles import block_roles
+
+    held = [0] * len(blocks)
+    original = torch.matmul
+    current: list[int] = []
+
+    def counting(a, b, *args, **kwargs):
+        if current:
+            held[current[-1]] += b.numel() // ids.shape[0]
+        return original(a, b, *args, **kwargs)
+
+    handles = []
+    for i, block in enumerate(blocks):
+        roles = block_roles(block)
+        if roles.attention:
+            attention = block.get_submodule(roles.attention)
+            handles.append(attention.register_forward_pre_hook(lambda m, a, i=i: (current.append(i), None)[1]))
+            handles.append(attention.register_forward_hook(lambda m, a, o: (current.pop(), None)[1]))
+    torch.matmul = counting
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        torch.matmul = original
+        for h in handles:
+            h.remove()
+    return held
+
+
+def _model_checks(run, blocks, terms, counts, charges, zero_slots, block_prefix: str, recomputed: int = 0) -> list[dict[str, Any]]:
     """The model figure of each block (atlas.cost.model_figure) at the tiny sizes, against the block's count
     with the hooks' charges in place of what transformers' eager code does beyond the model."""
     from atlas.inputs.layers import layer_config
@@ -141,6 +195,10 @@ def _model_checks(run, blocks, terms, counts, charges, zero_slots, block_prefix:
         m = model_terms(block, block_roles(block), layer_config(run.config, i), t)
         idle, idle_words = zero_slots.idle_flops(i)
         less, words = charges.block(i, counts, names)
+        if recomputed:  # the class keeps no cache: the earlier queries' pairs with the new key are the eager code's, not the model's
+            less += t.flops_per_key * recomputed
+            words = ", ".join(w for w in (words, f"the {recomputed} earlier queries scored again against the new key, as the class "
+                                                  "keeps no cache") if w)
         checks.append({
             "figure": f"model FLOPs of block {i}",
             "formula": m["fixed"] + terms_flops(m["terms"], context) - idle,

@@ -14,10 +14,10 @@ from typing import Any
 from atlas.cost import figures as cost_figures
 from atlas.cost.coefficients import FIXED_STATES
 from atlas.model.block_kinds import index_ranges
+from atlas.model.roles import POSITION_EMBEDDING_NAMES as POSITION_TABLES
 from atlas.numbers import grouped
 
 # The modules a learned position table lives in, by the name transformers gives them.
-POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")
 
 
 def sheet(facts: dict[str, Any], rope: Any, no_rotary: list[int]) -> dict[str, Any]:

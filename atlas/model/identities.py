@@ -64,17 +64,33 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     # hold on the blocks that run those two (every block, but in a hybrid)
     runs = {i: (t.has("attention_output", i), t.has("mlp_output", i), t.has("ssm_output", i)) for i in blocks}
     both = [i for i in blocks if runs[i] == (True, True, False)]
+    roles = t.resolution.roles
+    # blocks that normalise the stream after each add (GPT-1): the stream is a norm of each sum, so the sums
+    # below hold with the block's own norms applied
+    post_normed = [i for i in both if roles.blocks[i].attention_add_norm]
+    post_words = ("every block normalises the stream after each add: its output is a norm of the sum, not the sum"
+                  if post_normed and len(post_normed) == len(both) else None)
+    both = [i for i in both if i not in post_normed]
+    if post_normed:
+        def normed(i, role, x):
+            with torch.no_grad():
+                return preview.model.get_submodule(f"{roles.block_list}.{i}.{getattr(roles.blocks[i], role)}")(x)
+        first, second = roles.blocks[post_normed[0]].attention_add_norm, roles.blocks[post_normed[0]].mlp_add_norm
+        identity("post_norm_attention_add", f"{first}(layers[i].input + self_attn.attention_output) == layer_mid", post_normed,
+                 lambda i: _max_abs(normed(i, "attention_add_norm", L[i].input + L[i].self_attn.attention_output) - L[i].layer_mid))
+        identity("post_norm_block_sum", f"{second}(layer_mid + mlp.mlp_output) == layer_output", post_normed,
+                 lambda i: _max_abs(normed(i, "mlp_add_norm", L[i].layer_mid + L[i].mlp.mlp_output) - L[i].output))
     scaled = residual_scale(config)
     if scaled is None:
         identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,
-                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output))
+                 lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output), post_words)
     else:  # each sublayer's output is scaled before it is added (Granite's residual_multiplier)
         s, words = scaled
         identity("block_sum", f"layers[i].input + {words} * (self_attn.attention_output + mlp.mlp_output) == layer_output", both,
                  lambda i: _max_abs(L[i].input + s * (L[i].self_attn.attention_output + L[i].mlp.mlp_output) - L[i].output))
     sequential = [i for i in both if i not in t.parallel]
-    parallel_words = None if sequential or not both else ("every block is parallel: the attention and the MLP both read the block's input, "
-                                              "so no stream exists between them to measure")
+    parallel_words = post_words or (None if sequential or not both else (
+        "every block is parallel: the attention and the MLP both read the block's input, so no stream exists between them to measure"))
     if scaled is None:
         identity("attention_add", "layers[i].input + self_attn.attention_output == layer_mid", sequential,
                  lambda i: _max_abs(L[i].input + L[i].self_attn.attention_output - L[i].layer_mid), parallel_words)

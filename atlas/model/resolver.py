@@ -52,6 +52,10 @@ def model_placements(roles: Roles, overrides: Mapping[str, str] | None = None) -
         "attention_mask": (Read("call_argument", "attention_mask"), ""),
         "input_size": (Read("derived", "the shape of input_ids"), ""),
     }
+    if roles.final_norm is None and roles.head is not None:
+        # no norm after the last block (GPT-1, whose blocks end on one): the stream after the last norm is what
+        # the head reads
+        rules["final_norm_output"] = (Read("input", roles.head, element=0), roles.head)
     placements = []
     for value in VOCABULARY:
         if value.host != "model":

@@ -28,6 +28,7 @@ from atlas.model.structure import (
     is_rg_lru,
     is_short_conv,
     is_ssm,
+    norms_of_sums,
 )
 
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
@@ -42,7 +43,7 @@ MLP_POST_NORM_NAMES = ("post_feedforward_layernorm", "post_mlp_layernorm")
 # A post-norm of the attention named apart (GLM-4's post_self_attn_layernorm): where it is present,
 # post_attention_layernorm keeps Llama's meaning, the MLP's input norm, although the MLP is post-normed too.
 ATTENTION_POST_NORM_NAMES = ("post_self_attn_layernorm",)
-POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings")
+POSITION_EMBEDDING_NAMES = ("wpe", "embed_positions", "position_embeddings", "positions_embed")
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
 # A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm;
 # not LFM2's embedding_norm, which is its final norm).
@@ -148,6 +149,11 @@ class BlockRoles:
     # return their output plus it): there the contribution is their last projection's output.
     attention_adds_residual: bool = False
     mlp_adds_residual: bool = False
+    # Norms of the stream after each add (GPT-1's post-LN block: ln_1(x + attn(x)), then
+    # ln_2(n + mlp(n))): the stream a sublayer reads and the block hands on is a norm's output, and no
+    # norm stands before a sublayer (attention_norm and mlp_norm are None). See norms_of_sums.
+    attention_add_norm: str | None = None
+    mlp_add_norm: str | None = None
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
@@ -280,6 +286,10 @@ def _read_block_roles(block) -> BlockRoles:
         ssm_norm, attention_norm = attention_norm, None
     elif attention is None and mlp is not None and mlp_norm is None:  # a block that is one MLP
         mlp_norm, attention_norm = attention_norm, None
+    attention_add_norm = mlp_add_norm = None
+    if attention and mlp and attention_norm and mlp_norm and norms_of_sums(block) == [attention_norm, mlp_norm]:
+        # each norm takes the sum after an add, not a sublayer's input: the block normalises after it adds
+        attention_add_norm, mlp_add_norm, attention_norm, mlp_norm = attention_norm, mlp_norm, None, None
     attn_module = getattr(block, attention) if attention else None
     mlp_module = getattr(block, mlp) if mlp else None
     ssm_module = getattr(block, ssm) if ssm else None
@@ -328,6 +338,8 @@ def _read_block_roles(block) -> BlockRoles:
         pooled_indexer=_pooled_indexer(attn_module),
         grouped_output=attn_module is not None and _grouped_output(attn_module),
         experts_own_loop=_own_loop(mlp_module, experts),
+        attention_add_norm=attention_add_norm,
+        mlp_add_norm=mlp_add_norm,
     )
 
 

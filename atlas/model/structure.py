@@ -158,6 +158,24 @@ def adds_residual(module) -> bool:
     return module is not None and "residual" in inspect.signature(module.forward).parameters
 
 
+def norms_of_sums(block) -> list[str]:
+    """The children the block's forward calls on a sum, in the order it calls them (GPT-1's
+    ``self.ln_1(x + a)``): norms of the stream after an add rather than before a sublayer. Read from the
+    forward's source, as the residual a sublayer is handed is read from its signature."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(block).forward)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    return [node.func.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+            and len(node.args) == 1 and isinstance(node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Add)]
+
+
 def attention_is_inline(attention) -> bool:
     import sys
 

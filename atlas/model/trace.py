@@ -178,6 +178,20 @@ class _Capture:
 
         return hook
 
+    def shared_module_hook(self, reads_by_call: list[list[tuple[str, int | None, Read, Any]]]):
+        """The hook of one module object called at several paths, once each in a forward: each call's reads
+        are its path's (the k-th call, the k-th path in block order)."""
+        hooks = [self.module_hook(reads) for reads in reads_by_call]
+        done = {"calls": 0}
+
+        def hook(module, args, kwargs, output):
+            call = done["calls"] % len(hooks)
+            done["calls"] += 1
+            self.calls[id(module)] = 0  # each path's read is of its own (first) call
+            hooks[call](module, args, kwargs, output)
+
+        return hook
+
     # the registered attention function -------------------------------------------------------
 
     def attention(self, original: str | None):
@@ -412,6 +426,13 @@ def softmax_inputs():
     return _keeping(F, "softmax", lambda input, out: input)
 
 
+def softmax_calls():
+    """Keep (input, output) of every softmax called inside the block: the masked scores and the pattern."""
+    import torch.nn.functional as F
+
+    return _keeping(F, "softmax", lambda input, out: (input, out))
+
+
 def _hooks_keeping(module, keeping, stored: Callable[[list], None]) -> list:
     """Hooks that open ``keeping()`` (a context that yields a list and fills it) around the module's
     forward, and hand the filled list to ``stored`` when the forward returns."""
@@ -438,7 +459,14 @@ def _inline_score_hooks(capture: "_Capture", module, index: int) -> list:
             return scores.unflatten(0, (capture.batch_seq[0], -1))
         return scores
 
-    return _hooks_keeping(module, softmax_inputs, lambda kept: capture.store("attention_scores", index, heads_apart(kept[0]) if kept else None))
+    def stored(kept: list) -> None:
+        scores, probabilities = kept[0] if kept else (None, None)
+        capture.store("attention_scores", index, heads_apart(scores))
+        # where the module returns no pattern beside its output (GPT-1's attention, unless asked for it),
+        # the softmax's own output is it; a pattern the module returns is read after this and replaces it
+        capture.store("attention_probabilities", index, heads_apart(probabilities))
+
+    return _hooks_keeping(module, softmax_calls, stored)
 
 
 def sigmoid_outputs():
@@ -556,9 +584,18 @@ def trace(model, overrides: Mapping[str, str] | None = None) -> Iterator[Trace]:
         if block.attention and block.indexer:
             indexer = model.get_submodule(f"{resolution.roles.block_list}.{index}.{block.attention}.{block.indexer}")
             handles += _indexer_score_hooks(capture, indexer, index)
+    # one module object may stand at several paths (GPT-1's blocks share one GELU instance): its calls in a
+    # forward are then the paths' calls in block order, so its k-th call is read for the k-th path
+    at_paths: dict[int, tuple[Any, list[str]]] = {}
     for path in sorted(reads):
         module = model.get_submodule(path)
-        handles.append(module.register_forward_hook(capture.module_hook(reads[path]), with_kwargs=True))
+        at_paths.setdefault(id(module), (module, []))[1].append(path)
+    for module, paths in at_paths.values():
+        if len(paths) == 1:
+            handles.append(module.register_forward_hook(capture.module_hook(reads[paths[0]]), with_kwargs=True))
+        else:
+            in_order = sorted(paths, key=lambda p: min((r[1] for r in reads[p] if r[1] is not None), default=-1))
+            handles.append(module.register_forward_hook(capture.shared_module_hook([reads[p] for p in in_order]), with_kwargs=True))
     wrapped: list[tuple[Any, str, Any]] = []  # (modeling module, name, original function)
     for index in sorted(set(capture.linear_index.values())):
         mixer = model.get_submodule(f"{resolution.roles.block_list}.{index}.{resolution.roles.blocks[index].attention}")

@@ -18,7 +18,7 @@ from atlas.proof.library import X, _attr, add_handed_residual, apply_child, line
 from atlas.proof.positions import (ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
                                    _rotary_given, _zero_angle_words, rotary_input, rotate_half, rotate_half_angles, rotate_half_reversed, rotate_interleaved,
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
-from atlas.proof.scores import _heads, _mask, _scores_to_output
+from atlas.proof.scores import _heads, _mask, _scores_to_output, held_causal_mask
 from atlas.proof.steps import Chain, Step
 from atlas.model.structure import is_indexer
 
@@ -174,6 +174,18 @@ def attention(part: Part) -> Chain:
 
         return part.choose("alibi_bias", {"key_position": layouts("key_position"), "minus_distance": layouts("minus_distance")})
     if not _rotary_given(part) and not _own_rotary(part):
+        held = held_causal_mask(part.tiny)
+        if held is not None and _attr(part.tiny, "scaling") is None:
+            # the module keeps its causal mask (GPT-1): whether it adds −∞ where a key lies ahead, or puts
+            # −10⁴ in the score's place there, is measured on the scores the run records
+            # (it computes its attention inline, so the fused projection's layout is the one that reproduces it, as for BLOOM)
+            part.note("held_mask", held, "the module's own buffer: ones where a query may read a key, zeros elsewhere")
+
+            def layouts(form):
+                return lambda: part.choose("qkv_layout", {"per_head": lambda: _attention(part, None, layout="per_head", mask_form=form),
+                                                          "blocks": lambda: _attention(part, None, layout="blocks", mask_form=form)})
+
+            return part.choose("mask_form", {"filled": layouts("filled"), "added": layouts("added")})
         if _attr(part.tiny, "scaling") is None:
             return _attention(part, None)
         # where the scale is applied: to the scores, or to the queries before them (OPT), as measured
@@ -200,7 +212,8 @@ def attention(part: Part) -> Chain:
 
 
 def _attention(part: Part, rotate, prescaled: bool = False,
-               norm_after_rotary: bool = False, alibi: str | None = None, layout: str | None = None) -> Chain:
+               norm_after_rotary: bool = False, alibi: str | None = None, layout: str | None = None,
+               mask_form: str = "added") -> Chain:
     h, kv, d = _heads(part, tiny=False)
     th, tkv, td = _heads(part, tiny=True)
     # values narrower than queries and keys where the module says so (MiMo-V2-Flash's v_head_dim)
@@ -372,7 +385,7 @@ def _attention(part: Part, rotate, prescaled: bool = False,
         steps.append(Step(expr=E.Lets(tuple(shared), rf"\quad\text{{{group} query heads share each key–value head}}", each=False)))
     else:
         steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
-    _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi)
+    _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi, mask_form=mask_form)
     if "resid_dropout" in names:
         delta = E.Sym("y", r"\Delta")
         steps.append(Step(expr=E.Let(delta, apply_child(part, "resid_dropout", lambda a: rf"\operatorname{{Dropout}}({a})", x=delta),

@@ -198,7 +198,7 @@ def chain_inputs(part: Part, chain: Chain) -> dict[str, Any]:
 
 def output_of(part: Part, chain: Chain):
     out = part.call.output
-    if chain.output_element is not None or isinstance(out, tuple) or hasattr(out, "to_tuple"):
+    if chain.output_element is not None or isinstance(out, (tuple, list)) or hasattr(out, "to_tuple"):  # GPT-1's blocks return lists
         out = out[chain.output_element or 0]
     return as64(out)
 

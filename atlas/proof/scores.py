@@ -49,6 +49,17 @@ def _window(part: Part, module) -> int | None:
     return w
 
 
+def held_causal_mask(module) -> str | None:
+    """The name of a buffer the module keeps its causal mask in (GPT-1's attention: a lower triangle of
+    ones, [1, 1, n_positions, n_positions]), else None."""
+    import torch
+
+    for name, b in module.named_buffers(recurse=False):
+        if b.dim() == 4 and b.shape[-1] == b.shape[-2] and not b.is_meta and torch.equal(b[0, 0], torch.ones_like(b[0, 0]).tril()):
+            return name
+    return None
+
+
 def _mask(T_, window):
     import torch
 
@@ -64,11 +75,12 @@ SUB_NORM_NAMES = ("attn_sub_norm",)
 
 
 def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
-                      gated: bool = False, alibi: str | None = None, selected: str | None = None) -> None:
+                      gated: bool = False, alibi: str | None = None, selected: str | None = None, mask_form: str = "added") -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
     ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
-    indexer kept, -inf elsewhere), added with the causal mask."""
+    indexer kept, -inf elsewhere), added with the causal mask. ``mask_form`` "filled": the scores of keys
+    ahead replaced by −10⁴ rather than −∞ added to them."""
     sub_norm = next((n for n in SUB_NORM_NAMES if n in dict(part.tiny.named_children())), None)
     Q, K, V, S, P = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_h")), E.Sym("V", T.v("V_h")), E.Sym("S", "S_h"), E.Sym("P", "P_h")
     if prescaled:
@@ -112,6 +124,14 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
         part.note("selection", "the indexer's kept positions", "the module has a lightning indexer")
         steps.append(Step(rf"S_h\leftarrow S_h+{M}+{M}^{{I}},\quad {rule};\ {M}^{{I}}_{{ts}}=0\ \text{{if}}\ s\in P_t,\ -\infty\ \text{{otherwise}}", "S",
                           lambda e: e["S"] + _mask(e["S"].shape[-1], tiny_window) + e[selected][:, None], value="attention_scores", summary=True))
+    elif not chunk and mask_form == "filled":
+        # the module holds its causal mask as ones and zeros (GPT-1's attn.bias) and puts −10⁴ in the place
+        # of a score whose key lies ahead, rather than adding −∞ to it (measured: see attention.attention)
+        B = T.c("B")
+        kept = E.Mask(B, rf"{B}_{{ts}}=1\ \text{{if}}\ s\le t,\ 0\ \text{{otherwise}}",
+                      lambda width: _mask(width, None).isfinite().double(), S)
+        steps.append(Step(expr=E.Let(S, S * kept - E.Size(1e4, 1e4, "10^{4}") * (1 - kept), "(a key ahead scores −10,000 in place of its score)"),
+                          value="attention_scores"))
     elif not chunk:
         mask = E.Mask(M, rule, lambda width: _mask(width, tiny_window), S)
         shifted = _shifted_by_row_max(part)

@@ -66,6 +66,9 @@ def block(part: Part) -> Chain:
         # its input or the normed copy (apply_residual_connection_post_layernorm), is measured on the run.
         return part.choose("residual", {"handed_input": lambda: _handed_residual_block(part, normed=False),
                                         "handed_normed": lambda: _handed_residual_block(part, normed=True)})
+    if factor in (None, 1, 1.0) and r.attention_add_norm:
+        # the norms take the sums (GPT-1): against the same block with the adds alone, measured on the run
+        return part.choose("residual", {"norm_after_add": lambda: _post_norm_block(part, r), "sequential": lambda: _block(part, None)})
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
         # block's input and both are added at once): measured on the run, never told by a name.
@@ -175,6 +178,30 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
     if r.mlp is None and r.mlp_inline:
         part.note("inline_mlp", {"up": r.mlp_inline[0], "down": r.mlp_inline[1], "activation": r.mlp_inline[2]},
                   "the block's own children: its MLP has no module of its own")
+    return Chain(steps, inputs, "y", output_element=0)
+
+
+def _post_norm_block(part: Part, r) -> Chain:
+    """A block that normalises the stream after each add (GPT-1, as the 2017 transformer did): the
+    attention reads the block's input, the sum is normalised, the MLP reads that, and the second sum is
+    normalised to give the block's output."""
+    attn = part.child(r.attention)
+    rotary = attn.argument("position_embeddings") is not None
+    inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
+    steps = [
+        Step(expr=E.Let(_DA, _apply(part, r.attention, r"\operatorname{Attn}", _X, rotary)), value="attention_output", summary=True),
+        Step(expr=E.Let(_XM, _X + _DA), summary=True),
+        Step(expr=E.Let(_XM, _apply(part, r.attention_add_norm, r"\operatorname{Norm}_1", _XM, whole=True),
+                        "(the sum normalised: the stream the MLP reads)"), value="layer_mid", summary=True),
+        Step(expr=E.Let(_DM, _apply(part, r.mlp, r"\operatorname{FFN}", _XM)), value="mlp_output", summary=True),
+        Step(expr=E.Let(_Y, _XM + _DM), summary=True),
+        Step(expr=E.Let(_Y, _apply(part, r.mlp_add_norm, r"\operatorname{Norm}_2", _Y, whole=True)),
+             value="layer_output", summary=True),
+    ]
+    part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
+    part.note("norms", {"before attention": None, "after attention": None, "before MLP": None, "after MLP": None,
+                        "after the attention's add": r.attention_add_norm, "after the MLP's add": r.mlp_add_norm},
+              "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
 

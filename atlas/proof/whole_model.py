@@ -150,8 +150,11 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         if collapse:
             steps.append(Step(expr=E.Let(xL, apply_child(part, collapse[0], lambda x: rf"\operatorname{{Collapse}}({x})", x=E.Sym("xL", "X_L")),
                                          "(the streams weighted into one)"), summary=True))
-        steps.append(Step(expr=E.Let(xn, apply_child(part, roles.final_norm, lambda x: rf"\operatorname{{Norm}}({x})", x=xL)),
-                          value="final_norm_output", summary=True))
+        if roles.final_norm:
+            steps.append(Step(expr=E.Let(xn, apply_child(part, roles.final_norm, lambda x: rf"\operatorname{{Norm}}({x})", x=xL)),
+                              value="final_norm_output", summary=True))
+        else:  # no norm after the last block (GPT-1, whose blocks end on a norm): the head reads the stream as it is
+            xn = xL
         if roles.head and logits_place == "before_head":  # the stream is divided before the head reads it (MiniCPM)
             steps.append(Step(expr=E.Let(xn, xn / E.Size(float(logits_scaling), tiny_logits_scaling), "(the config's logits_scaling, before the head)"),
                               summary=True))
@@ -178,7 +181,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                 steps.append(Step(expr=E.Let(z, z / E.Size(float(logits_scaling), tiny_logits_scaling), "(the config's logits_scaling)"),
                                   value="logits", summary=True))
                 part.note("logits_scaling", logits_scaling, "the config's logits_scaling")
-        return Chain(steps, [ids], "z" if roles.head else "xn", output_element=0)
+        return Chain(steps, [ids], "z" if roles.head else xn.name, output_element=0)
 
     variants = {"none": lambda: build("none"), "sqrt_width": lambda: build("sqrt_width")}
     if _holds_bfloat16_scalar(part.tiny):  # a one-number bfloat16 buffer: the scale may be rounded to that dtype

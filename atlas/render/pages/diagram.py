@@ -218,8 +218,12 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
             edge = WIDTH - 4
             lines += [(MID, attn_out, MID, attn_out + 12), (MID, attn_out + 12, edge, attn_out + 12), (edge, attn_out + 12, edge, y_add),
                       (edge, y_add, MID, y_add)]
-        adds.append({"x": SPINE, "y": y_add, "part": add_part})
+        stream_norm = a.get("add_attn" if main == "attn" else "add_ffn")
+        adds.append({"x": SPINE, "y": y_add, "part": None if stream_norm else add_part})
         y = y_add + 28
+        if stream_norm:  # the sum itself normalised (a post-LN block): the stream runs through the norm, which gives the value
+            boxes.append(_box(4, y - 10, 186, 40, stream_norm, f"{norm_word(kids[stream_norm])} of the sum", add_part, link(stream_norm), "norm"))
+            y += 50
     height = y + 16
     lines[0] = (SPINE, 24, SPINE, height - 10)
     scale = fact(tree, "output_scale")  # the block's stored number times its output (Gemma 4's layer_scalar)
@@ -357,7 +361,7 @@ def diagram(facts: dict[str, Any], known: set[str], vals: dict[str, dict[str, An
     # a value read at the output of a block's child module names that child's part
     by_module = {}
     for v in vals.values():
-        module = v["module"]
+        module = v["module"] or ""  # a value the model does not compute has no module
         if ".{i}." in module and v["read_at"].startswith("the child module") and "'s output" in v["read_at"]:
             by_module.setdefault(module.split(".{i}.", 1)[1], v["name"])
     types = {k["id"]: k["attention_type"] for k in facts["block_kinds"]}

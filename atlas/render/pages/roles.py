@@ -57,6 +57,8 @@ def anatomy(block: dict[str, Any]) -> dict[str, str | None]:
         "attn": parts.get("attention") or parts.get("ssm"), "ffn": parts.get("mlp") or inline.get("up"), "ssm": parts.get("ssm"),
         "pre_attn": norms.get("before attention"), "post_attn": norms.get("after attention"),
         "pre_ffn": norms.get("before MLP"), "post_ffn": norms.get("after MLP"),
+        # norms of the stream itself after each add (GPT-1's post-LN block)
+        "add_attn": norms.get("after the attention's add"), "add_ffn": norms.get("after the MLP's add"),
         # a parallel block (both sublayers read the block's input and are added at once), as measured
         "parallel": "parallel" if fact(block, "residual") == "parallel" else None,
         # attention and a state-space mixer side by side on one normed stream (Falcon-H1), as the proof ran them
