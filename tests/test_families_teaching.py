@@ -264,3 +264,41 @@ def test_gpt1_cost_is_measured_though_its_class_keeps_no_cache(collected):
     assert "keeps no cache" in checks["FLOPs of block 0"]["how"]
     # keys and values of every position, at the checkpoint's width, two bytes each at BF16, in every block
     assert f["sheet"]["kv_cache"]["bytes"] == 2 * c["n_embd"] * 2 * c["n_layer"]
+
+
+def test_ctrl_total_counts_the_heads_own_bias(collected):
+    """CTRL: separate projections with biases, a ReLU MLP of width dff, a head whose matrix is the token
+    embedding but whose bias is its own."""
+    f, c = collected("ctrl").facts, released_config("ctrl")
+    V, d, L, F = c["vocab_size"], c["n_embd"], c["n_layer"], c["dff"]
+    block = (
+        layer_norm(d)  # layernorm1
+        + 4 * linear(d, d)  # Wq, Wk, Wv, dense
+        + layer_norm(d)  # layernorm2
+        + linear(d, F) + linear(F, d)  # ffn: Linear, ReLU, Linear
+    )
+    total = V * d + L * block + layer_norm(d) + V  # w, blocks, the final layernorm, the head's bias (its weight is w)
+    assert model_total(f) == total == 1_637_964_550
+    assert stored(f)["bytes_by_dtype"] == {"F32": 4 * total}
+    # the paper: "a 1.63 billion-parameter" model, its count cut down rather than rounded
+    [figure] = f["checkpoint"]["published"]["figures"]
+    assert (figure["figure"], figure["ours"], figure["agrees"]) == ("1.63B", "1.64B", False)
+    assert int(total / 1e7) == 163
+
+
+def test_ctrl_positions_are_a_table_the_model_computes(collected):
+    """CTRL's sinusoid table is a buffer of the model itself, read in its forward: the model's steps compute
+    its rows by the paper's rule (frequencies 10000^(-j/640) at width 1,280, sines then cosines), after the
+    token rows are scaled by the square root of the width; both measured against the alternatives."""
+    f, c = collected("ctrl").facts, released_config("ctrl")
+    model = f["equations"]["components"]["model"]
+    assert model["facts"]["sinusoid"]["value"] == "half" and "diverge from it: half_minus_one" in model["facts"]["sinusoid"]["how"]
+    assert model["facts"]["embedding_scale"]["value"] == "sqrt_width"
+    steps = [s["tex"] for s in model["steps"]]
+    assert steps[1].startswith(rf"e\leftarrow\sqrt{{1{{,}}280}}\,e")
+    assert any(f"10000^{{-j/{c['n_embd'] // 2}}}" in s for s in steps)
+    assert steps.index(r"x_0=e+p") > 1  # the scale before the positions are added
+    assert f["sheet"]["positions"]["words"].startswith("sinusoidal")
+    held = {i["statement"]: i["holds"] for i in f["preview"]["identities"]}
+    assert held["sqrt(hidden_size) * token_embeddings + pos_encoding[positions] == layers[0].input"]
+    assert "NoPE" not in {x["abbreviation"] for x in f["features"]}  # positions enter the stream: not a position-free model

@@ -101,7 +101,8 @@ def mlp_reads_the_attention(run) -> bool:
     try:
         with torch.no_grad():
             run.model(run.ids)
-            zero = attention.register_forward_hook(lambda m, a, out: (out[0] * 0, *out[1:]) if isinstance(out, tuple) else out * 0)
+            zero = attention.register_forward_hook(lambda m, a, out: (out[0] * 0, *out[1:]) if isinstance(out, tuple)
+                                                   else [out[0] * 0, *out[1:]] if isinstance(out, list) else out * 0)  # GPT-1's: a list
             try:
                 run.model(run.ids)
             finally:
@@ -109,6 +110,12 @@ def mlp_reads_the_attention(run) -> bool:
     finally:
         record.remove()
     return not torch.equal(seen[0], seen[1])
+
+
+# GPT-1 normalises the stream after each add, as the 2017 transformer did (Radford et al. 2018 keep its block):
+# the block's two sums hold through its norms, and the plain sums do not hold
+POST_NORM_TYPES = {"openai-gpt"}
+POST_NORM_IDENTITIES = {"post_norm_attention_add", "post_norm_block_sum"}
 
 
 def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False, dense=False):
@@ -142,6 +149,9 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
     if dense:  # every expert runs on every token, its input scaled by its score (Llama 4): no routing slots
         skipped.add("expert_slots")
         every.add("router_scores")
+    if c["model_type"] in POST_NORM_TYPES:
+        skipped |= {"block_sum", "attention_add"}
+        every |= POST_NORM_IDENTITIES
     return every - skipped, skipped
 
 
@@ -216,6 +226,14 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     # (MiniCPM's shrinks with the tiny run's own depth), the embeddings times a multiplier, and the head's
     # output divided by logits_scaling where the config names it (MiniCPM divides the head's input instead).
     r = c.get("residual_multiplier", c["scale_depth"] / n ** 0.5 if "scale_depth" in c else 1.0)
+
+    def layer_norm(i, name, x):
+        ln = run.model.get_submodule(f"transformer.h.{i}.{name}")
+        with torch.no_grad():
+            return torch.nn.functional.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+
+    def ctrl_rows():  # CTRL: the token rows times the square root of the width, plus its sinusoid table's rows
+        return run.config.n_embd ** 0.5 * t.token_embeddings + run.model.transformer.pos_encoding[: first_input.shape[1]]
     embedding_scale, head_divisor = c.get("embedding_multiplier", 1.0), c.get("logits_scaling", 1.0)
     recompute = {
         "block_sum": lambda i: (L[i].input + L[i].self_attn.attention_output + L[i].mlp.mlp_output - L[i].output if r == 1.0 else
@@ -230,7 +248,11 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
         "embeddings": lambda _: (t.embedding_norm_output if t.has("embedding_norm_output") else  # BLOOM: a norm on the embeddings
+                                 ctrl_rows() if c["model_type"] == "ctrl" else
                                  embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0)) - first_input,
+        # GPT-1: each sum through the block's own LayerNorm, its weights read from the model
+        "post_norm_attention_add": lambda i: layer_norm(i, "ln_1", L[i].input + L[i].self_attn.attention_output) - L[i].layer_mid,
+        "post_norm_block_sum": lambda i: layer_norm(i, "ln_2", L[i].layer_mid + L[i].mlp.mlp_output) - L[i].output,
         "logits": lambda _: t.lm_head_output * c.get("logit_scale", 1) * c.get("lm_head_multiplier", 1) / head_divisor - own.logits,  # Cohere scales the head's logits, Granite divides them
         "ssm_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
         "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,

@@ -15,9 +15,6 @@ import pytest
 from tests.conftest import copy_project, run_build, snapshot
 
 CASES = {
-    # GPT-1's attention returns no weights where the resolution looks for them: the identity names the value
-    "openai_gpt": ("OpenAIGPTLMHeadModel", "OpenAIGPTConfig", dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4),
-                   ["OpenAIGPTLMHeadModel", "attention_rows", "layers[0].attention_probabilities"]),
     # GPT-Neo's attention_types must cover num_layers: the generic tiny rule changes one and not the other
     "gpt_neo": ("GPTNeoForCausalLM", "GPTNeoConfig",
                 dict(vocab_size=1000, hidden_size=64, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]]),

@@ -175,9 +175,10 @@ def _positions(facts: dict[str, Any], rope: Any, no_rotary: list[int], attention
             words += f"; none in {len(no_rotary)} of {facts['model']['num_blocks']} blocks ({index_ranges(no_rotary)})"
         # the rotary module has no page of its own: the attention's proven steps turn queries and keys
         return {"words": words, "href": attention_page or "#blocks"}
-    if table and not outside[table].get("tensors"):
-        # a table the module computes (XGLM's sinusoids, proven by its steps): no weights, so no page of
-        # its own; the model's steps read it
+    held = facts["equations"]["components"].get("model", {}).get("facts", {}).get("positions", {}).get("value")
+    if (table and not outside[table].get("tensors")) or (not table and held == "sinusoidal"):
+        # a table the module computes (XGLM's sinusoids, proven by its steps), or the model itself (CTRL's
+        # pos_encoding): no weights, so no page of its own; the model's steps read it
         return {"words": "sinusoidal: a fixed table computed from the width, no weights", "href": "c/model.html"}
     if table:
         rows = outside[table]["tensors"][0]["shape"][0] if outside[table].get("tensors") else None

@@ -77,6 +77,8 @@ def model_accounting(model, block_path: str, kinds_rows: list[dict[str, Any]], b
                 # A module whose weight is another's (a tied output head): shown, counted where it was first seen.
                 row["tied_parameters"] = sum(p.numel() for p in tied)
                 row["tied_to"] = owners[id(tied[0])]
+                if new:  # a head tied by its weight alone (CTRL's keeps a bias of its own): which tensors are the other's
+                    row["tied_tensors"] = [name for name, p in module.named_parameters() if id(p) in owners]
             rows.append(row)
         owners.update((id(p), path) for p in new)
     parameters = count(model, "parameter")

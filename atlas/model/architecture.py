@@ -136,6 +136,10 @@ def profile(facts: dict[str, Any]) -> dict[str, str | None]:
     for value, feature in (("position_embeddings", "learned_positions"), ("shared_expert_output", "shared_expert")):
         if value in present and not found[feature]:
             found[feature] = f"the standard value {value} ({present[value]['module']})"
+    model = facts["equations"]["components"].get("model", {})
+    if _value(model, "positions") == "sinusoidal" and not found["learned_positions"]:
+        # a table of positions the model computes and reads itself (CTRL's pos_encoding): no module's output carries it
+        found["learned_positions"] = f"the model's own table ({model['facts']['positions']['how']})"
     window = facts["config"]["raw"].get("sliding_window")
     context = _context(facts)
     sliding = [k["label"] for k in facts["block_kinds"] if k["attention_type"] == "sliding_attention"]

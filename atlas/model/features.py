@@ -143,6 +143,9 @@ def _no_positions(facts):
     if _heads(facts)[0] == 0:  # no attention at all (Mamba's stack): nothing to give positions to, so no NoPE either
         return None
     has_table = any(path.rpartition(".")[2] in POSITION_EMBEDDING_NAMES for path, _ in _module_lines(facts))
+    # or a table the model computes and reads itself (CTRL's pos_encoding), as the model's proof ran it
+    has_table = has_table or facts.get("equations", {}).get("components", {}).get("model", {}).get("facts", {}).get(
+        "positions", {}).get("value") == "sinusoidal"
     if _rotary(facts) is None and not has_table and not _alibi(facts):
         return "the model has neither a rotary embedding, nor ALiBi, nor a learned position table: no block is given positions"
     return None

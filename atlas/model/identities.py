@@ -175,6 +175,16 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         m = _scale(config, "embedding_multiplier")
         identity("embeddings", f"embedding_multiplier ({m:g}) * token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(m * t.token_embeddings - L[0].input))
+    elif t.resolution.roles.position_table:  # a table the model holds and reads itself (CTRL's pos_encoding)
+        path = t.resolution.roles.position_table
+        rows = preview.model.get_buffer(path)[: L[0].input.shape[1]]
+        root = math.sqrt(config.hidden_size)
+        name = path.rpartition(".")[2]
+        # whether the token rows are scaled by the square root of the width first: the form that holds is stated
+        forms = {f"sqrt(hidden_size) * token_embeddings + {name}[positions] == layers[0].input": lambda: root * t.token_embeddings + rows,
+                 f"token_embeddings + {name}[positions] == layers[0].input": lambda: t.token_embeddings + rows}
+        statement = min(forms, key=lambda k: _max_abs(forms[k]() - L[0].input))
+        identity("embeddings", statement, None, lambda _: _max_abs(forms[statement]() - L[0].input))
     else:
         identity("embeddings", "token_embeddings == layers[0].input", None,
                  lambda _: _max_abs(t.token_embeddings - L[0].input))

@@ -29,6 +29,8 @@ from atlas.model.structure import (
     is_short_conv,
     is_ssm,
     norms_of_sums,
+    separate_qkv,
+    sequential_mlp,
 )
 
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
@@ -186,6 +188,9 @@ class Roles:
     blocks: list[BlockRoles] = field(default_factory=list)
     modules: frozenset[str] = frozenset()  # every module path, so overrides can be checked
     embedding_norm: str | None = None  # a norm on the token embeddings before block 0 (BLOOM's)
+    # a fixed position table the model holds as a buffer of its own and reads in its forward (CTRL's
+    # pos_encoding), where no module holds one: its path
+    position_table: str | None = None
 
 
 def _path_of(model, target) -> str | None:
@@ -194,7 +199,7 @@ def _path_of(model, target) -> str | None:
 
 def _is_attention(module) -> bool:
     children = dict(module.named_children())
-    return ("q_proj" in children and "k_proj" in children) or "qkv_proj" in children or "Wqkv" in children
+    return separate_qkv(module) is not None or "qkv_proj" in children or "Wqkv" in children
 
 
 def attention_wrapper(block) -> str | None:
@@ -312,8 +317,8 @@ def _read_block_roles(block) -> BlockRoles:
         mlp_class=type(mlp_module).__name__ if mlp_module is not None else None,
         output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
         # A mixture's own activation and down projection live inside each expert, not on the block's MLP.
-        activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) if mlp_module is not None else None),
-        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) if mlp_module is not None else None),
+        activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) or _sequential_part(mlp_module, 1) if mlp_module is not None else None),
+        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) or _sequential_part(mlp_module, 2) if mlp_module is not None else None),
         router=router,
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
@@ -403,6 +408,12 @@ def _block_roles_of_lists(block, attention: str | None, mlp: str | None, lists: 
     )
 
 
+def _sequential_part(mlp_module, which: int) -> str | None:
+    """The activation (1) or the down projection (2) of a two-layer MLP built as a Sequential (CTRL's ffn)."""
+    layers = sequential_mlp(mlp_module)
+    return layers[which] if layers else None
+
+
 def _own_loop(mlp_module, experts: str | None) -> bool:
     """An experts class whose forward transformers' use_experts_implementation never wrapped: it runs its
     own loop over the experts, and no experts function is called."""
@@ -430,9 +441,11 @@ def find_roles(model, num_layers: int) -> Roles:
     embedding_norm = embedding_norm if embedding_norm != final else None
     if embedding_norm is None and final and _calls_twice(parent, final):
         embedding_norm = final  # one norm before block 0 and after the last (nanochat's model.norm)
+    table = None if positions else _held_position_table(parent, model.get_input_embeddings())
     return Roles(
         embedding=embedding,
         position_embedding=join_path(parent_path, positions) if positions else None,
+        position_table=join_path(parent_path, table) if table else None,
         block_list=block_path,
         final_norm=f"{parent_path}.{final}" if (final and parent_path) else final,
         head=head,
@@ -440,6 +453,16 @@ def find_roles(model, num_layers: int) -> Roles:
         modules=frozenset(path for path, _ in model.named_modules()),
         embedding_norm=join_path(parent_path, embedding_norm) if embedding_norm else None,
     )
+
+
+def _held_position_table(parent, embedding) -> str | None:
+    """A 2-D float buffer of the blocks' parent as wide as the token embeddings (a table of positions the
+    forward reads itself: CTRL's pos_encoding), by structure; None where it holds none."""
+    import torch
+
+    width = getattr(embedding, "embedding_dim", None)
+    return next((n for n, b in parent.named_buffers(recurse=False)
+                 if b.dim() == 2 and torch.is_floating_point(b) and b.shape[1] == width), None)
 
 
 def join_path(*parts: str | None) -> str:

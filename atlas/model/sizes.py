@@ -242,7 +242,9 @@ def _intermediate_size(config) -> int | None:
         size = config.ffn_hidden_size
     if size is None and getattr(config, "ffn_dim", None):  # OPT's name for it
         size = config.ffn_dim
-    if size is None and not any(hasattr(config, k) for k in ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim",
+    if size is None and getattr(config, "dff", None):  # CTRL's name for it
+        size = config.dff
+    if size is None and not any(hasattr(config, k) for k in ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "dff",
                                                             "moe_intermediate_size", "num_experts", "num_local_experts", "n_routed_experts")):
         # a dense model's configuration class with no MLP width at all (BLOOM's): the classic MLP, four times
         # the width, which the preview run's shapes check (a mixture's class without one names its experts' width)

@@ -158,6 +158,35 @@ def adds_residual(module) -> bool:
     return module is not None and "residual" in inspect.signature(module.forward).parameters
 
 
+# An attention's separate query, key and value projections, by the names families give them (CTRL's
+# Wq, Wk and Wv beside Llama's q_proj, k_proj and v_proj).
+SEPARATE_QKV_NAMES = (("q_proj", "k_proj", "v_proj"), ("Wq", "Wk", "Wv"))
+
+
+def separate_qkv(module) -> tuple[str, str, str | None] | None:
+    """The child names of the module's separate query, key and value projections (the value None where
+    the keys serve as values), or None where it has no separate query and key projections."""
+    children = dict(module.named_children())
+    for q, k, v in SEPARATE_QKV_NAMES:
+        if q in children and k in children:
+            return q, k, v if v in children else None
+    return None
+
+
+def sequential_mlp(module) -> tuple[str, str, str] | None:
+    """(up, activation, down): the child names of a two-layer MLP built as a torch Sequential of a linear
+    map, an activation and a linear map back (CTRL's ffn: 0, 1, 2); None for any other module."""
+    import torch
+
+    if not isinstance(module, torch.nn.Sequential) or len(module) != 3:
+        return None
+    up, act, down = module
+    if (isinstance(up, torch.nn.Linear) and isinstance(down, torch.nn.Linear) and not any(True for _ in act.parameters())
+            and up.out_features == down.in_features and up.in_features == down.out_features):
+        return "0", "1", "2"
+    return None
+
+
 def norms_of_sums(block) -> list[str]:
     """The children the block's forward calls on a sum, in the order it calls them (GPT-1's
     ``self.ln_1(x + a)``): norms of the stream after an add rather than before a sublayer. Read from the

@@ -20,7 +20,7 @@ from atlas.proof.positions import (ROTARY, ROTARY_COMPLEX, _alibi_given, _comple
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
 from atlas.proof.scores import _heads, _mask, _scores_to_output, held_causal_mask
 from atlas.proof.steps import Chain, Step
-from atlas.model.structure import is_indexer
+from atlas.model.structure import is_indexer, separate_qkv
 
 
 # The attention's query and key norms, by the names modules give them.
@@ -223,14 +223,16 @@ def _attention(part: Part, rotate, prescaled: bool = False,
     steps: list[Step] = []
     Q, K, V = T.q("Q"), T.k("K"), T.v("V")
     # an output gate rides on the query projection: twice the query width, each head's [query; gate]
-    gated = "q_proj" in names and linear_dims(part.tiny.q_proj)[1] == 2 * th * td
-    keys_as_values = {"q_proj", "k_proj"} <= names and "v_proj" not in names and not names & {"qkv_proj", "c_attn", "query_key_value"}
-    if {"q_proj", "k_proj", "v_proj"} <= names or keys_as_values:
-        projections = ((Q, "q_proj", h, "Q"), (K, "k_proj", kv, "K")) + (() if keys_as_values else ((V, "v_proj", kv, "V"),))
+    separate = separate_qkv(part.tiny)  # (query, key, value) child names, the value None where keys serve as values
+    gated = separate is not None and linear_dims(getattr(part.tiny, separate[0]))[1] == 2 * th * td
+    keys_as_values = separate is not None and separate[2] is None and not names & {"qkv_proj", "c_attn", "query_key_value"}
+    if (separate and separate[2]) or keys_as_values:
+        q_name, k_name, v_name = separate
+        projections = ((Q, q_name, h, "Q"), (K, k_name, kv, "K")) + (() if keys_as_values else ((V, v_name, kv, "V"),))
         for sym, name, heads, stream in projections:
             # each projection printed from its child (its bias as the child's chain found it)
             projected = linear_call(part, name, E.Sym("x", "x"), f"W_{stream}")
-            if gated and name == "q_proj":
+            if gated and name == q_name:
                 steps.append(Step(expr=E.Let(E.Sym(stream, f"[{Q};G]"), projected, maps=(width, T.times(heads, 2 * d))), summary=True))
                 continue
             # in the summary as its own line: folded into the heads' split it would print (x W^⊤)_{columns}

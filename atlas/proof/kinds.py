@@ -7,7 +7,8 @@ from atlas.proof import attention, compressed, experts, hyper, library, lightnin
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.model.sizes import routed_experts
-from atlas.model.structure import is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm
+from atlas.model.structure import (is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm,
+                                   separate_qkv, sequential_mlp)
 
 
 def _own(module) -> dict:
@@ -95,9 +96,10 @@ def kind_of(part: Part) -> str:
         return "indexer"  # a sparse attention's lightning indexer: its own heads score past positions, the best are kept
     if "kv_a_proj_with_mqa" in children:
         return "latent_attention"
-    if {"q_proj", "k_proj", "v_proj"} <= children or children & {"qkv_proj", "c_attn", "query_key_value", "Wqkv"}:
+    separate = separate_qkv(m)
+    if (separate and separate[2]) or children & {"qkv_proj", "c_attn", "query_key_value", "Wqkv"}:
         return "attention"
-    if {"q_proj", "k_proj", "o_proj"} <= children:
+    if separate and "o_proj" in children:
         return "attention"  # no value projection: the keys' projection serves as values (Gemma 4's global blocks)
     if "gate_up_proj" in own and own["gate_up_proj"].dim() == 3:
         return "experts"
@@ -123,7 +125,7 @@ def kind_of(part: Part) -> str:
     if "experts" in children:
         return "mixture"
     if (children & {"gate_proj", "gate_up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"} or {"up_proj", "down_proj"} <= children
-            or {"input_linear", "output_linear"} <= children or {"w1", "w2", "w3"} <= children):
+            or {"input_linear", "output_linear"} <= children or {"w1", "w2", "w3"} <= children or sequential_mlp(m)):
         return "dense_mlp"
     if not children and set(own) == {"alpha_p", "alpha_n"}:  # an activation with two learned numbers (xIELU)
         return "activation"

@@ -15,7 +15,7 @@ from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
-from atlas.model.structure import has_epsilon, is_weightless_norm, norm_epsilon as _eps  # noqa: F401 - the predicates are the model's; kinds asks them here
+from atlas.model.structure import has_epsilon, is_weightless_norm, norm_epsilon as _eps, sequential_mlp  # noqa: F401 - the predicates are the model's; kinds asks them here
 
 X = Input("x", "x", "hidden_states", "the module's input")
 
@@ -446,8 +446,12 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         ]
         down = "down_proj" if fused == "gate_up_proj" else "output_linear"
     else:
-        up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
-        down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
+        layers = sequential_mlp(part.tiny)  # a Sequential of the two maps and the activation between them (CTRL)
+        if layers:
+            up, act_child, down = layers
+        else:
+            up = next(n for n in ("c_fc", "fc1", "fc_in", "up_proj", "dense_h_to_4h") if n in names)
+            down = next(n for n in ("c_proj", "fc2", "fc_out", "down_proj", "dense_4h_to_h") if n in names)
         inner = linear_dims(getattr(part.full, up))[1]
         f = E.Sym("f", "f")
         steps += [Step(expr=E.Let(f, linear_call(part, up, xs, "W_1"), maps=(d, inner)))]

@@ -278,15 +278,36 @@ def is_sinusoidal_table(module) -> bool:
     return bool(params) and "position" in params[0].name
 
 
-def sinusoidal_positions(part: Part) -> Chain:
-    """Positions to rows of a fixed sinusoidal table: sines of the first half of the frequencies, then
-    cosines, each frequency 10000^(-j/(h-1)) (fairseq's, h = half the width) or 10000^(-j/h) (the
-    paper's), read at the position plus the module's offset; which of them is measured on the run."""
+def sinusoid_steps(width: int, tiny_width: int, denominator: str, shift: int, ids: str = "ids", out: str = "y") -> list[Step]:
+    """The rows of a fixed sinusoidal table at positions ``ids`` (plus ``shift``): sines of the first half of
+    the frequencies, then cosines, each frequency 10000^(-j/(h-1)) ("half_minus_one", fairseq's, h = half the
+    width) or 10000^(-j/h) ("half", the paper's); printed at ``width``, run at ``tiny_width``."""
     import torch
 
+    half, tiny_half = width // 2, tiny_width // 2
+    tiny_den = tiny_half - 1 if denominator == "half_minus_one" else tiny_half
+    den_tex = T.num(half - 1) if denominator == "half_minus_one" else T.num(half)
+
+    def freqs(e):
+        return torch.exp(-torch.arange(tiny_half, dtype=torch.float64) * (torch.log(torch.tensor(10000.0, dtype=torch.float64)) / tiny_den))
+
+    def rows(e):
+        a = (e[ids][..., None].to(torch.float64) + shift) * e["w"]
+        return torch.cat((a.sin(), a.cos()), dim=-1)
+
+    at = rf"(t+{shift})" if shift else "t"
+    words = r"\quad\text{(rows shifted by the module's offset)}" if shift else ""
+    return [
+        Step(rf"\omega_j=10000^{{-j/{den_tex}}},\quad j=0..{T.num(half - 1)}", "w", freqs),
+        Step(rf"p_t=\big[\sin({at}\,\omega);\ \cos({at}\,\omega)\big]\in\mathbb{{R}}^{{{T.num(width)}}}{words}", out, rows, summary=True),
+    ]
+
+
+def sinusoidal_positions(part: Part) -> Chain:
+    """Positions to rows of a fixed sinusoidal table (``sinusoid_steps``), read at the position plus the
+    module's offset; which frequency rule and offset is measured on the run."""
     width = next(b for _, b in part.full.named_buffers(recurse=False)).shape[1]
     tiny_width = next(b for _, b in part.tiny.named_buffers(recurse=False)).shape[1]
-    half, tiny_half = width // 2, tiny_width // 2
     offset = getattr(part.tiny, "offset", None)
     offsets = {"no_offset": 0}
     if isinstance(offset, int) and not isinstance(offset, bool) and offset:
@@ -294,22 +315,7 @@ def sinusoidal_positions(part: Part) -> Chain:
     positions = Input("ids", "t", "position_ids", "the positions of the prompt")
 
     def build(denominator: str, shift: int) -> Chain:
-        tiny_den = tiny_half - 1 if denominator == "half_minus_one" else tiny_half
-        den_tex = T.num(half - 1) if denominator == "half_minus_one" else T.num(half)
-
-        def freqs(e):
-            return torch.exp(-torch.arange(tiny_half, dtype=torch.float64) * (torch.log(torch.tensor(10000.0, dtype=torch.float64)) / tiny_den))
-
-        def rows(e):
-            a = (e["ids"][..., None].to(torch.float64) + shift) * e["w"]
-            return torch.cat((a.sin(), a.cos()), dim=-1)
-
-        at = rf"t+{shift}" if shift else "t"
-        words = r"\quad\text{(rows shifted by the module's offset)}" if shift else ""
-        return Chain([
-            Step(rf"\omega_j=10000^{{-j/{den_tex}}},\quad j=0..{T.num(half - 1)}", "w", freqs),
-            Step(rf"p_t=\big[\sin(({at})\,\omega);\ \cos(({at})\,\omega)\big]\in\mathbb{{R}}^{{{T.num(width)}}}{words}", "y", rows, summary=True),
-        ], [positions], "y")
+        return Chain(sinusoid_steps(width, tiny_width, denominator, shift), [positions], "y")
 
     part.note("positions", "sinusoidal", "the module holds one computed table and no weights")
     return part.choose("sinusoid", {f"{den}_{name}": (lambda den=den, shift=shift: build(den, shift))

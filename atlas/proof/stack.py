@@ -66,8 +66,7 @@ def block(part: Part) -> Chain:
         # its input or the normed copy (apply_residual_connection_post_layernorm), is measured on the run.
         return part.choose("residual", {"handed_input": lambda: _handed_residual_block(part, normed=False),
                                         "handed_normed": lambda: _handed_residual_block(part, normed=True)})
-    if factor in (None, 1, 1.0) and r.attention_add_norm:
-        # the norms take the sums (GPT-1): against the same block with the adds alone, measured on the run
+    if factor in (None, 1, 1.0) and r.attention_add_norm:  # the norms take the sums (GPT-1): against the adds alone, measured
         return part.choose("residual", {"norm_after_add": lambda: _post_norm_block(part, r), "sequential": lambda: _block(part, None)})
     if factor in (None, 1, 1.0):
         # Sequential (the MLP reads the stream after the attention's add) or parallel (both read the
@@ -182,9 +181,8 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
 
 
 def _post_norm_block(part: Part, r) -> Chain:
-    """A block that normalises the stream after each add (GPT-1, as the 2017 transformer did): the
-    attention reads the block's input, the sum is normalised, the MLP reads that, and the second sum is
-    normalised to give the block's output."""
+    """A block that normalises the stream after each add (GPT-1, as the 2017 transformer did): the attention
+    reads the block's input, the MLP the first sum normalised, and the second sum normalised is the output."""
     attn = part.child(r.attention)
     rotary = attn.argument("position_embeddings") is not None
     inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
@@ -199,9 +197,8 @@ def _post_norm_block(part: Part, r) -> Chain:
              value="layer_output", summary=True),
     ]
     part.note("sublayers", {"attention": r.attention, "mlp": r.mlp}, "the block's children by role")
-    part.note("norms", {"before attention": None, "after attention": None, "before MLP": None, "after MLP": None,
-                        "after the attention's add": r.attention_add_norm, "after the MLP's add": r.mlp_add_norm},
-              "the block's children by role")
+    no_norm = dict.fromkeys(("before attention", "after attention", "before MLP", "after MLP"))
+    part.note("norms", {**no_norm, "after the attention's add": r.attention_add_norm, "after the MLP's add": r.mlp_add_norm}, "the block's children by role")
     return Chain(steps, inputs, "y", output_element=0)
 
 

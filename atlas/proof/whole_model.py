@@ -82,9 +82,26 @@ def model(part: Part, stack: Stack, roles) -> Chain:
 
     I, e_, p_, x0_ = E.Sym("ids", "I"), E.Sym("e", "e"), E.Sym("p", "p"), E.Sym("x0", "x_0")
 
-    def build(scale: str, logits_place: str = "after_head") -> Chain:
+    held_table = getattr(roles, "position_table", None)  # a fixed table the model holds as a buffer and reads itself (CTRL)
+
+    def build(scale: str, logits_place: str = "after_head", sinusoid: str | None = None) -> Chain:
         steps = [Step(expr=E.Let(e_, apply_child(part, embed, lambda i: f"E[{i}]", ids=I)), value="token_embeddings", summary=True)]
         x0 = e_
+        if held_table:
+            if scale == "sqrt_width":  # the token rows are scaled before the positions are added
+                root = E.Size(math.sqrt(cfg.hidden_size), math.sqrt(part.ctx.tiny_config.hidden_size), rf"\sqrt{{{T.num(cfg.hidden_size)}}}")
+                steps.append(Step(expr=E.Let(e_, root * e_, "(the token rows scaled by the square root of their width)"), summary=True))
+            from atlas.proof.positions import sinusoid_steps
+
+            width, tiny_width = (m.get_buffer(held_table).shape[1] for m in (part.full, part.tiny))
+            positions = E.Sym("pos", "t")
+            steps.append(Step(expr=E.Let(positions, A.positions(I), "(the positions of the prompt)")))
+            rows = sinusoid_steps(width, tiny_width, sinusoid, 0, ids="pos", out="p")
+            held_name = held_table.rpartition(".")[2].replace("_", r"\_")
+            rows[-1].tex = rows[-1].tex + rf"\quad\text{{(rows of {held_name})}}"
+            steps += rows
+            steps.append(Step(expr=E.Let(x0_, e_ + p_), summary=True))
+            x0 = x0_
         if roles.position_embedding and _positions_from_mask(part, roles.position_embedding):
             mask = E.Sym("pos", "m")
             steps += [
@@ -123,7 +140,7 @@ def model(part: Part, stack: Stack, roles) -> Chain:
                                          f"(the square root of {cfg.hidden_size:,}, {cfg.hidden_size ** 0.5:.4g}, rounded to bfloat16: the model holds the scale in that dtype)")))
             x0 = x0_
             part.note("embedding_scale_value", full_scale, "the square root of hidden_size, rounded to bfloat16")
-        if scale == "sqrt_width":
+        if scale == "sqrt_width" and not held_table:
             root = E.Size(math.sqrt(cfg.hidden_size), math.sqrt(part.ctx.tiny_config.hidden_size), rf"\sqrt{{{T.num(cfg.hidden_size)}}}")
             steps.append(Step(expr=E.Let(x0_, root * x0, "(the model scales the embeddings by the square root of their width)")))
             x0 = x0_
@@ -188,6 +205,10 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         variants["sqrt_width_bfloat16"] = lambda: build("sqrt_width_bfloat16")
     if multiplier not in (None, 1, 1.0):
         variants = {"config_embedding_multiplier": lambda: build("config_embedding_multiplier"), **variants}
+    if held_table:  # which frequency rule the table follows, then how the token rows are scaled: measured
+        part.note("positions", "sinusoidal", f"the model holds one computed table, {held_table}, and no weights for it")
+        return part.choose("sinusoid", {den: (lambda den=den: part.choose("embedding_scale", {
+            name: (lambda name=name: build(name, sinusoid=den)) for name in variants})) for den in ("half", "half_minus_one")})
     if logits_scaling in (None, 1, 1.0) or not roles.head:
         return part.choose("embedding_scale", variants)
     # Where the model divides by logits_scaling: what the head returns (Granite) or what it reads (MiniCPM).

@@ -148,3 +148,15 @@ def _mlp_type(key, v, c):
 def _swiglu_limit(key, v, c):
     limit = _num(c.number("swiglu_limit"))
     return f"The gated MLP clamps its gate projection at {limit} from above and its up projection into [−{limit}, {limit}]"
+
+
+@explains("afn")
+def _afn(key, v, c):
+    # GPT-1's modeling file looks the name up in a table of its own (ACT_FNS), where "gelu" is the tanh form
+    own = {"gelu": "gelu_new", "swish": "silu"}.get(c.text(key), c.text(key))
+    return f"The activation of every MLP, by the name GPT-1's own table gives it: {activation_words(own)}"
+
+
+@explains("dff")
+def _dff(key, v, c):
+    return f"The hidden width of every MLP: {grouped(c.count('dff'))}"

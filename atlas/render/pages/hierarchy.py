@@ -126,7 +126,7 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             tid = f"{nid}.{t['name']}"
             nodes[tid] = tensor_page(facts, t, tid, node, here, instances, instances_label, where, title)
             page["tensors"].append({"id": tid, "title": t["name"], "shape": t["shape"], "role": t["role"], "elements": t["elements"]})
-            if node.get("tied_to"):
+            if node.get("tied_to") and t["name"] in node.get("tied_tensors", [t["name"]]):
                 page["accounting"].append({"id": tid, "title": t["name"], "name": t["name"], "calculation": f"tied to {node['tied_to']}.{t['name']}, counted there", "parameters": 0})
                 continue
             page["accounting"].append({"id": tid, "title": t["name"] + (" (persistent buffer)" if t["role"] == "buffer" else ""), "name": t["name"], "calculation": t["calculation"], "parameters": t["elements"]})
@@ -141,7 +141,8 @@ def hierarchy(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
         name = path.split(".")[-1]
         tree = outside_trees[path]
         if row.get("tied_to"):
-            tree = {**tree, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "tied_to": row["tied_to"]}
+            tree = {**tree, "parameters": row["parameters"], "stored_buffers": row["stored_buffers"], "tied_to": row["tied_to"],
+                    **({"tied_tensors": row["tied_tensors"]} if "tied_tensors" in row else {})}
         nid = slug(name)
         owner = containers.get(path.rpartition(".")[0])
         add_module(tree, nid, [{"id": "model", "title": model_title}], 1, "", {"class": owner, "name": "model"} if owner else None, path)

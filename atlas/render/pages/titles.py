@@ -108,6 +108,8 @@ def title_of(node: dict[str, Any], parent_role: str | None = None, slot: str | N
         return TITLES[name].replace("RMSNorm", norm) if name in TITLES else norm
     if r == "linear" and linear_use(node):
         return linear_use(node)[0]
+    if r == "mlp" and fact(node, "mlp") == "two-layer" and not (used or name in TITLES):
+        return "MLP"  # a two-layer MLP by what it is, whatever its name (CTRL's ffn, a Sequential)
     return used or TITLES.get(name) or ROLE_TITLES.get(r) or name
 
 

@@ -49,7 +49,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         dims = in_out(node)
         base = linear_use(node)[1] if linear_use(node) else LINEAR_ROLES.get(node["name"], "A learned linear map")
         if node.get("tied_to"):
-            return f"{base}, with the weight of {node['tied_to']} (tied): counted there, not here."
+            own = " Its bias is its own." if "tied_tensors" in node and fact(node, "bias") else ""
+            return f"{base}, with the weight of {node['tied_to']} (tied): counted there, not here.{own}"
         if dims is None:
             return base + "."
         bias = "with a bias" if fact(node, "bias") else "no bias"
