@@ -399,3 +399,37 @@ def test_dbrx_routes_by_its_printed_steps(collected):
     assert rf"\mathcal{{E}}=\operatorname{{top}}_{{{ffn['moe_top_k']}}}(s)" in texs
     assert any(t.startswith(r"G\leftarrow G/\|G\|_{p}") and t.endswith(f"p={p:g}") for t in texs), texs
     assert mixture["facts"]["routing"]["value"].startswith("softmax, top-k")
+
+
+def test_a_sinusoid_table_is_printed_from_the_arithmetic_that_builds_it():
+    """The frequencies and the rows of a fixed sinusoid table (XGLM's module, CTRL's own buffer) run from the
+    expressions their TeX is printed from: at width 8, sines of t·10000^(-j/4) then cosines, j = 0..3."""
+    import math
+
+    from atlas.proof.positions import sinusoid_steps
+
+    steps = sinusoid_steps(8, 8, "half", 0, ids="t", out="p")
+    assert all(s.expr is not None for s in steps)
+    env = env_of(t=torch.tensor([[0, 1, 5]]))
+    for s in steps:
+        env.values[s.out] = s.fn(env)
+    by_hand = torch.tensor([[[f(t * 10000 ** (-j / 4)) for f in (math.sin, math.cos) for j in range(4)] for t in (0, 1, 5)]],
+                           dtype=torch.float64)
+    assert torch.allclose(env["p"], by_hand)
+    assert steps[0].tex == r"\omega_j=10000^{-j/4},\quad j=0..3"
+    assert steps[1].tex == r"p_t=\big[\sin(t\,\omega_j);\ \cos(t\,\omega_j)\big]\in\mathbb{R}^{8}"
+    # fairseq's rule (10000^(-j/(h-1))), read two rows late: the shifted position is bracketed where it multiplies
+    shifted = sinusoid_steps(8, 8, "half_minus_one", 2, ids="t", out="p")
+    assert shifted[0].tex.startswith(r"\omega_j=10000^{-j/3}") and r"\sin((t+2)\,\omega_j)" in shifted[1].tex
+
+
+def test_the_default_rope_frequencies_are_printed_from_what_runs(collected):
+    """b^(-2j/d) at the checkpoint's base and width, run at the preview's: Qwen3's 1,000,000 over 128 dims,
+    and by hand at a tiny size (base 10,000 over 8 dims: 1, 0.1, 0.01, 0.001)."""
+    from atlas.proof.rope import Rope, default_frequencies
+
+    tiny = default_frequencies(Rope("default", 10000.0, 4, 8), Rope("default", 10000.0, 4, 8))
+    assert torch.allclose(tiny.run(None), torch.tensor([1.0, 0.1, 0.01, 0.001], dtype=torch.float64))
+    steps = collected("qwen3").facts["equations"]["components"]["model"]["steps"]
+    rule = next(s for s in steps if s["tex"].startswith("f_j="))
+    assert rule["expression"] and rule["tex"] == r"f_j=1{,}000{,}000^{-2\,j/128},\quad j=0..63"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from atlas.proof import tex as T
 from atlas.proof.expr import ATOM, POWER, PRODUCT, SUM, Expr, Function, Weight, _torch, _wrap
 
 # the prompt's own tensors made from its token ids (batch, T): every token real (the attention mask), and
@@ -28,6 +29,25 @@ angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, 
 # repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
 shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
                        lambda t, r: t.replace("_g", rf"_{{\lceil h/{r}\rceil}}"))
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    """An index running over ``full`` entries at the checkpoint's size (``tiny`` on the preview run):
+    printed as its symbol, with its range "j=0..n-1" as the step's where-clause; its value 0..tiny-1."""
+
+    symbol: str
+    full: int
+    tiny: int
+
+    def tex(self, index=None):
+        return self.symbol
+
+    def where(self) -> str:
+        return rf"{self.symbol}=0..{T.num(self.full - 1)}"
+
+    def run(self, env):
+        return _torch().arange(int(self.tiny), dtype=_torch().float64)
 
 
 # a projection's columns split into its heads of ``width`` columns each: (batch, T, heads × width) -> (batch,

@@ -10,6 +10,7 @@ that adds them among the scores' (``atlas.proof.scores``).
 
 from __future__ import annotations
 
+from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain, Input, Step
@@ -278,28 +279,38 @@ def is_sinusoidal_table(module) -> bool:
     return bool(params) and "position" in params[0].name
 
 
-def sinusoid_steps(width: int, tiny_width: int, denominator: str, shift: int, ids: str = "ids", out: str = "y") -> list[Step]:
-    """The rows of a fixed sinusoidal table at positions ``ids`` (plus ``shift``): sines of the first half of
-    the frequencies, then cosines, each frequency 10000^(-j/(h-1)) ("half_minus_one", fairseq's, h = half the
-    width) or 10000^(-j/h) ("half", the paper's); printed at ``width``, run at ``tiny_width``."""
+def _sinusoid_frequencies(count, denominator):  # 10000^(-j/denominator), j = 0 .. count - 1
     import torch
 
+    return torch.exp(-torch.arange(int(count), dtype=torch.float64) * (torch.log(torch.tensor(10000.0, dtype=torch.float64)) / denominator))
+
+
+def _sinusoid_rows(at, w):  # (…, positions) × (frequencies,) -> (…, positions, 2 × frequencies): sines, then cosines
+    import torch
+
+    a = at[..., None].to(torch.float64) * w
+    return torch.cat((a.sin(), a.cos()), dim=-1)
+
+
+def sinusoid_steps(width: int, tiny_width: int, denominator: str, shift: int, ids: str = "ids", out: str = "y",
+                   note: str = "") -> list[Step]:
+    """The rows of a fixed sinusoidal table at positions ``ids`` (plus ``shift``): sines of the first half of
+    the frequencies, then cosines, each frequency 10000^(-j/(h-1)) ("half_minus_one", fairseq's, h = half the
+    width) or 10000^(-j/h) ("half", the paper's); printed at ``width``, run at ``tiny_width``, each step from
+    the expression it runs."""
     half, tiny_half = width // 2, tiny_width // 2
-    tiny_den = tiny_half - 1 if denominator == "half_minus_one" else tiny_half
-    den_tex = T.num(half - 1) if denominator == "half_minus_one" else T.num(half)
-
-    def freqs(e):
-        return torch.exp(-torch.arange(tiny_half, dtype=torch.float64) * (torch.log(torch.tensor(10000.0, dtype=torch.float64)) / tiny_den))
-
-    def rows(e):
-        a = (e[ids][..., None].to(torch.float64) + shift) * e["w"]
-        return torch.cat((a.sin(), a.cos()), dim=-1)
-
-    at = rf"(t+{shift})" if shift else "t"
-    words = r"\quad\text{(rows shifted by the module's offset)}" if shift else ""
+    den = E.Size(half - 1, tiny_half - 1) if denominator == "half_minus_one" else E.Size(half, tiny_half)
+    frequencies = E.Function("sinusoid frequencies", lambda count, d, last: _sinusoid_frequencies(count, d),
+                             lambda count, d, last: rf"10000^{{-j/{d}}},\quad j=0..{last}")
+    rows = E.Function("sinusoid rows", _sinusoid_rows,
+                      lambda at, w: rf"\big[\sin({at}\,{w});\ \cos({at}\,{w})\big]\in\mathbb{{R}}^{{{T.num(width)}}}",
+                      bracket=E.PRODUCT)  # a shifted position, (t+2), bracketed where it multiplies
+    w, t = E.Sym("w", r"\omega_j"), E.Sym(ids, "t")
+    at = t + E.Size(shift, shift) if shift else t
     return [
-        Step(rf"\omega_j=10000^{{-j/{den_tex}}},\quad j=0..{T.num(half - 1)}", "w", freqs),
-        Step(rf"p_t=\big[\sin({at}\,\omega);\ \cos({at}\,\omega)\big]\in\mathbb{{R}}^{{{T.num(width)}}}{words}", out, rows, summary=True),
+        # in the summary as its own line: folded into the rows, its range would land inside the sine
+        Step(expr=E.Let(w, frequencies(E.Size(half, tiny_half), den, E.Size(half - 1, tiny_half - 1))), summary=True),
+        Step(expr=E.Let(E.Sym(out, "p_t"), rows(at, w), note or ("(rows shifted by the module's offset)" if shift else "")), summary=True),
     ]
 
 

@@ -84,11 +84,7 @@ def frequencies(rope: Rope, seq_len: int):
         turning = d // 2
         f = torch.where(j < turning, base ** (-2 * j / rope.head_dim), torch.zeros_like(j)) / float(p.get("factor", 1.0))
         return f, 1.0
-    # transformers divides by the rotated width int(head_dim × partial_rotary_factor) even where it is odd
-    # (a tiny head's 16 × 0.334 = 5: three pairs over a width of 5), and turns twice the pairs
-    partial = p.get("partial_rotary_factor")
-    width = int(rope.head_dim * float(partial)) if isinstance(partial, (int, float)) and 0 < partial < 1 else d
-    f = base ** (-2 * j / (width if 2 * rope.pairs - 1 <= width <= 2 * rope.pairs else d))
+    f = base ** (-2 * j / exponent_width(rope))
     if rope.kind == "linear":
         return f / float(p["factor"]), 1.0
     if rope.kind == "llama3":
@@ -98,6 +94,23 @@ def frequencies(rope: Rope, seq_len: int):
     if rope.kind == "longrope":
         return _longrope(f, p, seq_len, rope.max_positions)
     return f, 1.0
+
+
+def exponent_width(rope: Rope) -> int:
+    """The width the frequencies' exponent divides by: the rotated dims, or the rotated width transformers
+    computes as int(head_dim × partial_rotary_factor) even where it is odd (a tiny head's 16 × 0.334 = 5:
+    three pairs over a width of 5)."""
+    partial = rope.params.get("partial_rotary_factor")
+    d = rope.rotated
+    width = int(rope.head_dim * float(partial)) if isinstance(partial, (int, float)) and 0 < partial < 1 else d
+    return width if 2 * rope.pairs - 1 <= width <= 2 * rope.pairs else d
+
+
+def default_frequencies(full: Rope, tiny: Rope) -> E.Expr:
+    """The default rope's frequencies as an expression: b^(-2j/d), j = 0 .. pairs - 1, printed at the
+    checkpoint's base, width and pairs and run at the preview's."""
+    j = A.Index("j", full.pairs, tiny.pairs)
+    return E.Size(full.base, tiny.base, _n(full.base)) ** -(2 * j / E.Size(exponent_width(full), exponent_width(tiny)))
 
 
 def yarn_amplitude(p: dict[str, Any], max_positions: int | None) -> float:
@@ -314,7 +327,11 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     full_a = frequencies(full, full.max_positions or 0)[1]
     scaled = full_a != 1.0 or frequencies(tiny, 1)[1] != 1.0  # an amplitude other than 1: a step of its own
     shown, words = LAYOUTS[layout]
-    out = [Step(frequency_tex(full, "f" + up), f_name, freqs)]  # the base, the rotated dims and the factors at the checkpoint's values
+    if full.kind == tiny.kind == "default":  # printed from the arithmetic it runs
+        # a line of the summary as it was typed: folded into the angles, its base would stand beside p_t unbracketed
+        out = [Step(expr=E.Let(E.Sym(f_name, f"f{up}_j"), default_frequencies(full, tiny)), summary=True)]
+    else:  # the base, the rotated dims and the factors at the checkpoint's values
+        out = [Step(frequency_tex(full, "f" + up), f_name, freqs)]
     if scaled:
         out.append(Step(amplitude_tex(full, full_a), a_name, amplitude, summary=True))
     theta, f = E.Sym(th_name, rf"\theta{up}_t"), E.Sym(f_name, f"f{up}")

@@ -95,11 +95,8 @@ def model(part: Part, stack: Stack, roles) -> Chain:
 
             width, tiny_width = (m.get_buffer(held_table).shape[1] for m in (part.full, part.tiny))
             positions = E.Sym("pos", "t")
-            steps.append(Step(expr=E.Let(positions, A.positions(I), "(the positions of the prompt)")))
-            rows = sinusoid_steps(width, tiny_width, sinusoid, 0, ids="pos", out="p")
-            held_name = held_table.rpartition(".")[2].replace("_", r"\_")
-            rows[-1].tex = rows[-1].tex + rf"\quad\text{{(rows of {held_name})}}"
-            steps += rows
+            steps.append(Step(expr=E.Let(positions, A.positions(I), "(the positions of the prompt)"), summary=True))
+            steps += sinusoid_steps(width, tiny_width, sinusoid, 0, ids="pos", out="p", note=f"(rows of {held_table.rpartition('.')[2]})")
             steps.append(Step(expr=E.Let(x0_, e_ + p_), summary=True))
             x0 = x0_
         if roles.position_embedding and _positions_from_mask(part, roles.position_embedding):
