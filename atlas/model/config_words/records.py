@@ -248,6 +248,7 @@ _switch("summary_use_proj", "The sequence-summary head (for classification, not 
 _switch("summary_proj_to_labels", "The sequence-summary projection maps to the label count, not the width",
         "The sequence-summary projection keeps the width")
 
+
 @explains("n_special")
 def _n_special(key, v, c):
     return (f"Special tokens GPT-1's fine-tuning code appends to the vocabulary: {grouped(c.count(key))}; transformers' "
