@@ -433,3 +433,18 @@ def test_the_default_rope_frequencies_are_printed_from_what_runs(collected):
     steps = collected("qwen3").facts["equations"]["components"]["model"]["steps"]
     rule = next(s for s in steps if s["tex"].startswith("f_j="))
     assert rule["expression"] and rule["tex"] == r"f_j=1{,}000{,}000^{-2\,j/128},\quad j=0..63"
+
+
+def test_a_state_space_mixers_projections_are_printed_from_its_linear_maps(collected):
+    """Mamba's in_proj and out_proj steps are its linear maps' own calls: from the width to the gate and
+    input halves (2 × expand × width) and back, with a bias only where the map holds one (none here)."""
+    c = released_config("mamba")
+    width, inner = c["hidden_size"], c["expand"] * c["hidden_size"]
+
+    def n(x):  # a size as the page prints it
+        return f"{x:,}".replace(",", "{,}")
+
+    steps = collected("mamba").facts["equations"]["components"]["state_space_block.mixer"]["steps"]
+    tex = {s["tex"]: s["expression"] for s in steps}
+    assert tex[rf"p=x\,W_{{\mathrm{{in}}}}^{{\top}}\quad {n(width)}\to{n(2 * inner)}"] is True
+    assert tex[rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}\quad {n(inner)}\to{n(width)}"] is True

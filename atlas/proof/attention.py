@@ -381,12 +381,13 @@ def _attention(part: Part, rotate, prescaled: bool = False,
         steps.append(_temperature_step(part))
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
+    heads = (("K", lambda i: T.k("K" + i)), ("V", lambda i: T.v("V" + i)))
     if group > 1:
-        shared = [E.Let(E.Sym(n, sym("_h")), A.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in
-                  (("K", lambda i: T.k("K" + i)), ("V", lambda i: T.v("V" + i)))]
+        shared = [E.Let(E.Sym(n, sym("_h")), A.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in heads]
         steps.append(Step(expr=E.Lets(tuple(shared), rf"\quad\text{{{group} query heads share each key–value head}}", each=False)))
-    else:
-        steps.append(Step(rf"{T.k('K_h')}={T.k('K_g')},\ {T.v('V_h')}={T.v('V_g')}\quad\text{{one key–value head per query head}}", ("K", "V"), lambda e: (e["K"], e["V"])))
+    else:  # each query head reads the key-value head of its own number: the names carried over as they are
+        own = tuple(E.Let(E.Sym(n, sym("_h")), E.Sym(n, sym("_g"))) for n, sym in heads)
+        steps.append(Step(expr=E.Lets(own, r"\quad\text{one key–value head per query head}", each=False)))
     _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi, mask_form=mask_form)
     if "resid_dropout" in names:
         delta = E.Sym("y", r"\Delta")

@@ -15,7 +15,7 @@ import math
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
-from atlas.proof.library import X, sub
+from atlas.proof.library import X, linear_call, sub
 from atlas.proof.steps import Chain, Input, Step
 
 
@@ -94,7 +94,8 @@ def mamba2(part: Part) -> Chain:
     act = r"\operatorname{SiLU}"
     steps = _input_scale_steps(part, di, G * N, H, (t_di, t_G * t_N, t_H))
     steps += [
-        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(d, 2 * di + 2 * G * N + H)}", "p", sub(part, "in_proj", x="x"), value="ssm_projections", summary=True),
+        Step(expr=E.Let(E.Sym("p", "p"), linear_call(part, "in_proj", E.Sym("x", "x"), r"W_{\mathrm{in}}"), maps=(d, 2 * di + 2 * G * N + H)),
+             value="ssm_projections", summary=True),
         *_part_scale_steps(part, di, G * N, H, (t_di, t_G * t_N, t_H)),
         Step(rf"[z;\,u;\,\delta]=p,\quad z\in\mathbb{{R}}^{{{T.num(di)}}},\ u\in\mathbb{{R}}^{{{T.num(cd)}}},\ \delta\in\mathbb{{R}}^{{{T.num(H)}}}",
              ("z", "xbc", "delta"), split_projection, value=("ssm_gate", None, None)),
@@ -112,7 +113,8 @@ def mamba2(part: Part) -> Chain:
         Step(rf"\hat y=\operatorname{{GatedNorm}}(y,z)", "yn", sub(part, gated, x="y", z="z"), value="ssm_premix", summary=True) if gated else
         Step(r"\hat y=y\odot\operatorname{SiLU}(z)\quad\text{(no norm: the gate alone)}", "yn", lambda e: e["y"] * (e["z"] * e["z"].sigmoid()),
              value="ssm_premix", summary=True),
-        Step(rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(di, d)}", "out", sub(part, "out_proj", x="yn"), value="ssm_output", summary=True),
+        Step(expr=E.Let(E.Sym("out", r"\Delta_{\mathrm{ssm}}"), linear_call(part, "out_proj", E.Sym("yn", r"\hat y"), r"W_{\mathrm{out}}"), maps=(di, d)),
+             value="ssm_output", summary=True),
     ]
     part.note("state", {"heads": H, "head_dim": P, "state_size": N, "groups": G}, "the mixer's tensors")
     part.note("time_step_limit", f"from {low:g} to {high:g}" if high < math.inf else f"at least {low:g}, no upper bound",
@@ -234,13 +236,15 @@ def short_conv(part: Part) -> Chain:
         return out + e.w("conv.bias") if bias else out
 
     return Chain([
-        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(width, 3 * width)}", "p", sub(part, "in_proj"), value="ssm_projections", summary=True),
+        Step(expr=E.Let(E.Sym("p", "p"), linear_call(part, "in_proj", E.Sym("x", "x"), r"W_{\mathrm{in}}"), maps=(width, 3 * width)),
+             value="ssm_projections", summary=True),
         Step(rf"[B;\,C;\,\tilde x]=p,\quad B,C,\tilde x\in\mathbb{{R}}^{{{T.num(width)}}}", ("B", "C", "xt"), lambda e: e["p"].chunk(3, dim=-1)),
         Step(r"u=B\odot\tilde x", "u", lambda e: e["B"] * e["xt"], summary=True),
         Step(rf"c_t=\textstyle\sum_{{k=0}}^{{{kernel - 1}}} w_{{k}}\odot u_{{t-{kernel - 1}+k}}{'+b' if bias else ''}"
              rf"\quad\text{{(depthwise causal convolution over {kernel} positions, }}u_{{<0}}=0\text{{)}}", "c", convolve, summary=True),
         Step(r"y=C\odot c", "y", lambda e: e["C"] * e["c"], summary=True),
-        Step(rf"\Delta=y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(width, width)}", "out", sub(part, "out_proj", x="y"), value="ssm_output", summary=True),
+        Step(expr=E.Let(E.Sym("out", r"\Delta"), linear_call(part, "out_proj", E.Sym("y", "y"), r"W_{\mathrm{out}}"), maps=(width, width)),
+             value="ssm_output", summary=True),
     ], [X], "out")
 
 
@@ -280,7 +284,8 @@ def mamba1(part: Part) -> Chain:
         return torch.stack(ys, dim=1)
 
     steps = [
-        Step(rf"p=x W_{{\mathrm{{in}}}}^{{\top}}{T.maps(d, 2 * inner)}", "p", sub(part, "in_proj"), value="ssm_projections", summary=True),
+        Step(expr=E.Let(E.Sym("p", "p"), linear_call(part, "in_proj", E.Sym("x", "x"), r"W_{\mathrm{in}}"), maps=(d, 2 * inner)),
+             value="ssm_projections", summary=True),
         Step(rf"[u;\,z]=p,\quad u,z\in\mathbb{{R}}^{{{T.num(inner)}}}", ("u", "z"), lambda e: e["p"].chunk(2, dim=-1)),
         Step(rf"c_t=\operatorname{{SiLU}}\Big(\textstyle\sum_{{k=0}}^{{{K - 1}}} w_{{k}}\odot u_{{t-{K - 1}+k}}{'+b' if conv_bias else ''}\Big)"
              rf"\quad\text{{(depthwise causal convolution over {K} positions)}}", "c", convolve, summary=True),
@@ -301,7 +306,8 @@ def mamba1(part: Part) -> Chain:
         Step(rf"S^{{j}}_t=e^{{\Delta^{{j}}_t A^{{j}}}}\odot S^{{j}}_{{t-1}}+\Delta^{{j}}_t c^{{j}}_t B_t,\quad y^{{j}}_t=S^{{j}}_t\cdot C_t+D^{{j}}c^{{j}}_t,"
              rf"\quad S^{{j}}\in\mathbb{{R}}^{{{T.num(N)}}},\ j=1..{T.num(inner)},\ S_{{-1}}=0", "y", scan, summary=True),
         Step(r"\hat y=y\odot\operatorname{SiLU}(z)", "yg", lambda e: e["y"] * (e["z"] * e["z"].sigmoid()), summary=True),
-        Step(rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}{T.maps(inner, d)}", "out", sub(part, "out_proj", x="yg"), value="ssm_output", summary=True),
+        Step(expr=E.Let(E.Sym("out", r"\Delta_{\mathrm{ssm}}"), linear_call(part, "out_proj", E.Sym("yg", r"\hat y"), r"W_{\mathrm{out}}"), maps=(inner, d)),
+             value="ssm_output", summary=True),
     ]
     part.note("state", {"channels": inner, "state_size": N, "time_step_rank": R}, "the mixer's tensors")
     return Chain(steps, [X], "out")
