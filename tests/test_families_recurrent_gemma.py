@@ -135,17 +135,17 @@ def unit_part():
     from transformers import RecurrentGemmaConfig
     from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRglru
 
+    from atlas.model.precision import float64_run
     from atlas.proof.core import Call, Context, Part
 
     config = RecurrentGemmaConfig(hidden_size=24, lru_width=24, num_attention_heads=3, num_hidden_layers=3)
     torch.manual_seed(0)
-    unit = RecurrentGemmaRglru(config).eval()
-    with torch.no_grad():
+    with torch.no_grad(), float64_run():  # as the preview run's modules: float64 throughout
+        unit = RecurrentGemmaRglru(config).eval()
         for p in unit.parameters():
             p.copy_(torch.randn(p.shape) * (0.5 if p.dim() > 1 else 1.0))
-    x = torch.randn(2, 7, 24)
-    positions = torch.arange(7)[None].expand(2, 7)
-    with torch.no_grad():
+        x = torch.randn(2, 7, 24)
+        positions = torch.arange(7)[None].expand(2, 7)
         out = unit(x, positions)
 
     class Family:

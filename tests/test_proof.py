@@ -273,8 +273,8 @@ def test_the_proof_reuses_the_run_that_chose_a_chain_and_reruns_a_chain_changed_
     from atlas.proof import core
     from atlas.proof.steps import Chain, Input, Step
 
-    linear = torch.nn.Linear(3, 2)
-    x = torch.randn(4, 3)
+    linear = torch.nn.Linear(3, 2, dtype=torch.float64)  # as the preview run's modules are (atlas.model.precision)
+    x = torch.randn(4, 3, dtype=torch.float64)
     ctx = core.Context(family=None, full_config=None, tiny_config=None, calls={"": core.Call((x,), {}, linear(x))},
                        captured=None, resolution=None)
     part = core.Part("linear", "", linear, linear, ctx)

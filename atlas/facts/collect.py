@@ -21,6 +21,7 @@ from atlas.model import architecture, config_words, features, files, introspect
 from atlas.model.accounting import block_kind_accounting, model_accounting, outside_trees
 from atlas.model.block_kinds import blocks_without_rotary, index_ranges, kinds_of_blocks
 from atlas.model.pinned_figures import figure_rows
+from atlas.model.precision import float64_run
 from atlas.model.resolver import mark_parallel, resolve
 from atlas.model.roles import block_roles
 from atlas.model.sizes import checkpoint_sizes, differing_block_sizes, experts_per_token
@@ -137,10 +138,12 @@ def collect(name: str, weights: Path | None = None) -> Collected:
     }
     # the vendor's counts beside ours, at the vendor's digits (atlas.check.claims fails a disagreement without a reason)
     facts["checkpoint"]["published"] = published_comparison(checkpoint.pinned.get("published"), facts["accounting"]["model"])
-    run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
-    facts["features"] = features.derive(facts, blocks_without_rotary(config))
-    describe_values(facts["support"], architecture.profile(facts))
-    facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
+    # the preview run, its proofs, notes and cost measurements in float64 throughout (atlas.model.precision)
+    with float64_run():
+        run = _add_standard_names(facts, family, config, model, _local_preview_model(family, local) if local else None)
+        facts["features"] = features.derive(facts, blocks_without_rotary(config))
+        describe_values(facts["support"], architecture.profile(facts))
+        facts["cost"] = cost.cost_facts(family.name, model, config, facts, layout, run)
     facts["lineage"] = lineage(model)
     facts["sheet"] = sheet(facts, getattr(config, "rope_parameters", None), blocks_without_rotary(config))
     facts["sizes"] = released_sizes(family, facts, _predicted_layout, _checkpoint_check)
@@ -352,7 +355,7 @@ def _local_preview_model(family, local: dict[str, Any]):
     transformers.logging.disable_progress_bar()
     model_class = transformers_class(family, "model_class")
     config = transformers_config(family, own)
-    return model_class.from_pretrained(own.folder, config=config, dtype=torch.float32).eval()
+    return model_class.from_pretrained(own.folder, config=config, dtype=torch.float64).eval()
 
 
 def _checkpoint_check(checkpoint, layout, local, predictor=None) -> dict[str, Any]:

@@ -8,8 +8,9 @@ grouped-query attention with rotary positions and an RMSNorm on every head's que
 num_dense_layers blocks close with a SwiGLU feed-forward of width intermediate_size; every later block
 closes with a mixture of narrow SwiGLU experts instead. Its router scores each expert with a sigmoid,
 adds a per-expert bias (a buffer, not trained by gradient) to choose the top experts, then weighs the
-chosen ones by their unbiased sigmoid scores, renormalised to sum to one. No biases anywhere else, and
-the head is tied to the embedding.
+chosen ones by their unbiased sigmoid scores, divided by their sum plus a small constant its forward
+writes in (so they sum to a little under one). No biases anywhere else, and the head is tied to the
+embedding.
 """
 
 from atlas.inputs.family import Family
@@ -39,4 +40,8 @@ FAMILY = Family(
     model_class="Lfm2MoeForCausalLM",
     config_class="Lfm2MoeConfig",
     preview=preview,
+    not_applicable={
+        "expert_weights_sum": "the router divides the chosen weights by their sum plus 10⁻⁶, a constant its forward writes in, "
+                              "so they sum to a little under one (the routing step on the router's page shows the division)",
+    },
 )

@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from atlas.model.introspect import find_block_list
+from atlas.model.precision import as_float64, at_float32, float64_run
 from atlas.model.sizes import routed_experts
 from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_scalar
 from atlas.model.tiny import tiny_config
@@ -52,13 +53,22 @@ def _check_tiny(family, model_class, config) -> None:
 
 
 def build_preview_model(family, config, seed: int = SEED):
-    """The family's model class at the tiny config, weights from ``seed``, in eval mode."""
-    import torch
-
+    """The family's model class at the tiny config, weights from ``seed``, in eval mode, in float64."""
     from atlas.inputs.checkpoint import transformers_class
 
     model_class = transformers_class(family, "model_class")
     _check_tiny(family, model_class, config)
+    with at_float32():  # drawn at float32 whatever the caller's precision: the same weights for every caller
+        model = _seeded(model_class, config, seed)
+    # the seeded weights as drawn (so the preview keeps its numbers), run in float64
+    return as_float64(model, lambda: model_class(config))
+
+
+def _seeded(model_class, config, seed: int):
+    """The model with weights from ``seed``, every vector, a zero router and a few stored numbers moved off
+    their starting values."""
+    import torch
+
     torch.manual_seed(seed)
     model = model_class(config).eval()
     generator = torch.Generator().manual_seed(seed + 1)
@@ -155,7 +165,7 @@ def run_model(family, model, weights: str | None = None) -> PreviewRun:
     tokens = [t % model.config.vocab_size for t in tokens]  # a small vocabulary still reads every byte
     ids = torch.tensor([tokens])
     mask = torch.ones_like(ids)
-    with torch.no_grad():
+    with torch.no_grad(), float64_run():
         with trace(model, overrides) as default:
             model(ids, attention_mask=mask)
         if type(model)._can_set_attn_implementation():

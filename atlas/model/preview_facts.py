@@ -82,6 +82,9 @@ def _description(preview: PreviewRun, differences: list[dict[str, str]], kept: l
         text = (f"A real forward pass of transformers' {model} on CPU at a tiny config derived from the pinned one, "
                 "on seeded random weights, not the checkpoint's; the prompt is read as UTF-8 bytes.")
         theirs = "the checkpoint"
+    dtype = str(next(preview.model.parameters()).dtype).removeprefix("torch.")
+    text += (f" It runs in {dtype} throughout, the casts to float32 that transformers' code makes included (widened as it runs),"
+             f" so every equation and identity below is held near {dtype}'s own rounding error.")
     if differences:
         text += f" Where it differs from {theirs}: " + "; ".join(
             f"{d['tiny']} ({theirs}: {d['checkpoint']})" for d in differences) + "."

@@ -7,8 +7,8 @@ parameters, the rotated dims) and compared with what that module returned on the
 angles every attention turns its queries and keys by are proven, not given. The frequency rules are
 written here from the rope types' definitions: default, linear, dynamic (and Hunyuan's fixed-alpha
 NTK), YaRN (with its attention factor), LongRoPE, llama3 and proportional; a block kind may read its
-own rope settings (Gemma 3's local and global bases). The module computes in float32, so each step is
-compared within that rounding (``FLOAT32_ANGLES`` in ``atlas.proof.core``).
+own rope settings (Gemma 3's local and global bases). The module computes in float32 as written; the
+preview run widens that to float64 (``atlas.model.precision``), so each step is held to float64's error.
 """
 
 from __future__ import annotations
@@ -346,8 +346,6 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     result = Step(expr=E.Let(E.Sym(r_name, f"R{up}_t"), laid(theta, amplitude_sym), f"({words})"), summary=True)
     result.fn.compare_with = reference  # the model's rotary module's own result on the run, compared with this step
     out.append(result)
-    for s in out:
-        s.compare = "float32_angles"
     return out
 
 
@@ -435,7 +433,7 @@ def model_rotary(part, stack) -> tuple[list[Step], dict[str, Any]]:
         angles = positions[..., None].to(torch.float64) * f
 
         def close(mine, ref):
-            return difference(mine, ref, "float32_angles") <= tolerance(ref, "float32_angles")
+            return difference(mine, ref) <= tolerance(ref)
 
         # where no layout gives the module's values, the one that gives its shapes: the proof then fails at this step, by name
         layout = measure_layout(angles, a, call.output, close) or measure_layout(angles, a, call.output, lambda m, r: True) or "halves"

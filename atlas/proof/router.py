@@ -185,7 +185,7 @@ def router(part: Part) -> Chain:
             return Step(expr=E.Let(_C, _S + E.Sym("b", "b"), "(to choose by)"))
         return Step(expr=E.Let(_C, _S))
 
-    def scored(scoring: str, renormalize: bool) -> Chain:
+    def scored(scoring: str, renormalize: bool, epsilon: float | None = None) -> Chain:
         steps = [logits_step(), Step(expr=E.Let(_S, E.sigmoid(_Z) if scoring == "sigmoid" else E.softmax(_Z)), summary=True)]
         steps.append(choose_by())
         if groups > 1:
@@ -200,7 +200,7 @@ def router(part: Part) -> Chain:
 
             steps.append(Step(rf"c_i\leftarrow-\infty\ \text{{outside the {T.num(topk_group)} of {T.num(groups)} groups (of {T.num(size)}) with the largest top-2 sums of }}c", "c", grouped))
         steps.append(_top(_C, k, tiny_k))
-        steps += _slot_weights(part, renormalize, scale)
+        steps += _slot_weights(part, renormalize, scale, epsilon)
         return Chain(steps, [TOKENS, *bias_input], ("z", "G", "E"), output_values=ROUTER_OUTPUTS)
 
     # a score function the router holds as a child without tensors (DeepSeek-V4's score_fn: √softplus),
@@ -243,6 +243,8 @@ def router(part: Part) -> Chain:
         "sigmoid_renormalized": lambda: scored("sigmoid", True),
         "sigmoid": lambda: scored("sigmoid", False),
         "topk_softmax": topk_softmax,
+        "softmax_renormalized_epsilon": lambda: scored("softmax", True, RENORMALIZATION_EPSILON),
+        "sigmoid_renormalized_epsilon": lambda: scored("sigmoid", True, RENORMALIZATION_EPSILON),
     }
     if score is not None:  # tried first; the usual rules stay offered after them
         variants = {"score_fn_renormalized": lambda: child_scored(True), "score_fn": lambda: child_scored(False), **variants}
@@ -316,17 +318,24 @@ def _top(scores: E.Sym, k: int, tiny_k: int) -> Step:
     return Step(expr=E.Let(_CHOSEN, E.topk(scores, E.Size(k, tiny_k))), summary=True)
 
 
-def _renormalized(weights: E.Sym) -> E.Expr:
-    """The chosen experts' weights divided by their sum."""
-    return weights / E.Mean(weights, total=True)
+# A renormalization that adds a small number to the sum (LFM2-MoE's router writes 1e-6 into its forward):
+# a float64 run tells it from a plain sum, so it is a variant of its own. (DeepSeek-V3's 1e-20 is below
+# float64's resolution of a sum near one: the plain sum is what its run gives.)
+RENORMALIZATION_EPSILON = 1e-6
 
 
-def _slot_weights(part: Part, renormalize: bool, scale: float) -> list[Step]:
+def _renormalized(weights: E.Sym, epsilon: float | None = None) -> E.Expr:
+    """The chosen experts' weights divided by their sum (plus ``epsilon`` where the router adds one)."""
+    total = E.Mean(weights, total=True)
+    return weights / (total + E.Size(epsilon, epsilon) if epsilon else total)
+
+
+def _slot_weights(part: Part, renormalize: bool, scale: float, epsilon: float | None = None) -> list[Step]:
     """The chosen experts' weights from their scores: gathered, renormalized over the choice where the
     router does, then scaled by routed_scaling_factor where it is not 1."""
     steps = [Step(expr=E.Let(_G, A.at_chosen(_S, _CHOSEN)), summary=True)]
     if renormalize:
-        steps.append(Step(expr=E.Let(_G, _renormalized(_G)), summary=True))
+        steps.append(Step(expr=E.Let(_G, _renormalized(_G, epsilon)), summary=True))
     if scale != 1.0:
         tiny_scale = _setting(part, ("routed_scaling_factor", "route_scale"), ("routed_scaling_factor", "route_scale"), part.ctx.tiny_config) or 1.0
         steps.append(Step(expr=E.Let(_G, E.Size(float(scale), tiny_scale) * _G), summary=True))

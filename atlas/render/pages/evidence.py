@@ -70,6 +70,7 @@ OPERATIONS = {
     ("norm", "rms"): "rsqrt", ("norm", "rms_offset"): "rsqrt",
     ("routing", "sigmoid"): "sigmoid", ("routing", "sigmoid_renormalized"): "sigmoid",
     ("routing", "softmax"): "softmax", ("routing", "softmax_renormalized"): "softmax",
+    ("routing", "sigmoid_renormalized_epsilon"): "sigmoid", ("routing", "softmax_renormalized_epsilon"): "softmax",
 }
 
 

@@ -333,6 +333,10 @@ ROUTING_WORDS = {
     "sigmoid_renormalized": "takes the sigmoid of each logit, keeps the top {k} and renormalizes the kept scores to sum to one",
     "sigmoid": "takes the sigmoid of each logit and keeps the top {k} as they are (not renormalized)",
     "topk_softmax": "keeps the top {k} logits and takes the softmax over those {k} alone",
+    "softmax_renormalized_epsilon": ("takes the softmax of its logits, keeps the top {k} and divides the kept scores by their sum "
+                                     "plus a small constant its forward adds (so they sum to a little under one)"),
+    "sigmoid_renormalized_epsilon": ("takes the sigmoid of each logit, keeps the top {k} and divides the kept scores by their sum "
+                                     "plus a small constant its forward adds (so they sum to a little under one)"),
     "sigmoid_top_k_dense": ("keeps the top {k} logits and gives each kept expert the sigmoid of its logit as a score, every other "
                             "expert a score of 0: a score for every expert, which the mixture multiplies each expert's input by"),
     # a router that returns its logits alone (DBRX's): the mixture applies the rule
