@@ -39,6 +39,7 @@ class Index(Expr):
     symbol: str
     full: int
     tiny: int
+    ranges = True  # its range printed after the step's other where-clauses
 
     def tex(self, index=None):
         return self.symbol
