@@ -6,9 +6,8 @@ them to every block. Here they are computed from the config alone (rope_theta, t
 parameters, the rotated dims) and compared with what that module returned on the preview run, so the
 angles every attention turns its queries and keys by are proven, not given. The frequency rules are
 written here from the rope types' definitions: default, linear, dynamic (and Hunyuan's fixed-alpha
-NTK), YaRN (with its attention factor), LongRoPE, llama3 and proportional, each as one expression
-(``atlas.proof.expr``, its cases and named quantities in ``atlas.proof.clauses``) that the page prints
-and the proof runs; a block kind may read its own rope settings (Gemma 3's local and global bases). The module computes in float32, so each step is
+NTK), YaRN (with its attention factor), LongRoPE, llama3 and proportional; a block kind may read its
+own rope settings (Gemma 3's local and global bases). The module computes in float32, so each step is
 compared within that rounding (``FLOAT32_ANGLES`` in ``atlas.proof.core``).
 """
 
