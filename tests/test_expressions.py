@@ -587,3 +587,19 @@ def test_an_amplitude_printed_is_the_amplitude_run(monkeypatch):
     with pytest.raises(AtlasError) as error:
         collect("gpt_oss")
     assert f"a=0.1\\,\\log(32)+1={0.1 * math.log10(32) + 1:.4f}" in str(error.value)
+
+
+def test_a_blocks_own_rotary_table_is_printed_from_what_runs(collected):
+    """RecurrentGemma's attention computes its angles itself: half of each 256-wide head turns, so 64 pairs
+    at base 10,000 (written out, not 1e+04), each angle twice side by side, then their cos and sin."""
+    c = released_config("recurrent_gemma")
+    rotated = int(c["head_dim"] * c["partial_rotary_factor"])
+    assert (rotated, c["rope_theta"]) == (128, 10000.0)
+    steps = collected("recurrent_gemma").facts["equations"]["components"]["attention_block.temporal_block.rotary_emb"]["steps"]
+    assert all(s["expression"] for s in steps)
+    base = f"{int(c['rope_theta']):,}".replace(",", "{,}")
+    assert [s["tex"] for s in steps] == [
+        rf"f_j={base}^{{-2\,j/{rotated}}},\quad j=0..{rotated // 2 - 1}",
+        rf"\theta_{{t}}=[p_t\,f;\,p_t\,f]\in\mathbb{{R}}^{{{rotated}}}\quad\text{{(each angle twice, side by side)}}",
+        r"(c_t,\,s_t)=(\cos \theta_{t},\ \sin \theta_{t})",
+    ]
