@@ -601,5 +601,28 @@ def test_a_blocks_own_rotary_table_is_printed_from_what_runs(collected):
     assert [s["tex"] for s in steps] == [
         rf"f_j={base}^{{-2\,j/{rotated}}},\quad j=0..{rotated // 2 - 1}",
         rf"\theta_{{t}}=[p_t\,f;\,p_t\,f]\in\mathbb{{R}}^{{{rotated}}}\quad\text{{(each angle twice, side by side)}}",
-        r"(c_t,\,s_t)=(\cos \theta_{t},\ \sin \theta_{t})",
+        r"c_t=\cos(\theta_{t}),\ s_t=\sin(\theta_{t})",
     ]
+
+
+def test_deepseek_v4s_compressor_angles_use_the_yarn_rule_the_model_uses(collected):
+    """DeepSeek-V4's compressors turn their 64 rotary dims at compress_rope_theta 160,000 by YaRN (factor 16 over
+    65,536 positions): the ramp runs from pair ⌊64 ln(65,536/(32·2π)) / (2 ln 160,000)⌋ to
+    ⌈64 ln(65,536/(2π)) / (2 ln 160,000)⌉, by hand; both steps printed from what runs."""
+    import math
+
+    c = released_config("deepseek_v4")
+    rope, d, base = c["rope_scaling"], c["qk_rope_head_dim"], c["compress_rope_theta"]
+    original = rope["original_max_position_embeddings"]
+    low = math.floor(d * math.log(original / (rope["beta_fast"] * 2 * math.pi)) / (2 * math.log(base)))
+    high = math.ceil(d * math.log(original / (rope["beta_slow"] * 2 * math.pi)) / (2 * math.log(base)))
+    components = collected("deepseek_v4").facts["equations"]["components"]
+    tables = [pid for pid in components if pid.endswith("compressor.rotary_emb")]
+    assert tables
+    for pid in tables:
+        steps = components[pid]["steps"]
+        assert all(s["expression"] for s in steps), pid
+        rule = steps[0]["tex"]
+        assert rule.startswith(rf"f_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{rope['factor']},")
+        written = f"{base:,}".replace(",", "{,}")
+        assert f"(j-{low})/({high}-{low})" in rule and rf"g_j={written}^{{-2\,j/{d}}}" in rule

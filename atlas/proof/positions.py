@@ -255,7 +255,7 @@ def rotary(part: Part) -> Chain:
         Step(expr=E.Let(E.Sym("f", "f_j"), E.Size(whole, float(tiny_base)) ** -(2 * j / E.Size(rot, 2 * tiny_pairs))), summary=True),
         Step(expr=E.Let(theta, A.side_by_side(A.angles(E.Sym("pos", "p_t"), f), width=T.num(rot)), "(each angle twice, side by side)"),
              summary=True),
-        Step(expr=E.Let((E.Sym("cos", "c_t"), E.Sym("sin", "s_t")), E.cos_sin(theta)), summary=True),
+        Step(expr=E.Lets((E.Let(E.Sym("cos", "c_t"), E.cos(theta)), E.Let(E.Sym("sin", "s_t"), E.sin(theta))), each=False), summary=True),
     ], [x, positions], ("cos", "sin"))
 
 
