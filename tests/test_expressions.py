@@ -98,18 +98,13 @@ def test_every_step_of_the_converted_kinds_is_expression_built(collected, name):
 WHOLE_BLOCKS = ["llama", "gpt2", "gemma2", "bloom", "opt", "falcon_h1", "minimax", "longcat_flash", "granite", "nemotron_h", "qwen3_next"]
 
 
-def _rotary_step(tex: str) -> bool:
-    """A step of the model's rotary angles (atlas.proof.rope), not yet printed from an expression."""
-    return tex.startswith(("p_t=", "f_", "f^", "g_", r"\theta", "R_", "R^", "a="))
-
-
 @pytest.mark.parametrize("name", WHOLE_BLOCKS)
 def test_blocks_and_the_whole_model_are_printed_from_what_ran(collected, name):
     eq = collected(name).facts["equations"]
     blocks = [pid for pid, kind in eq["kinds"].items() if kind == "block" and pid in eq["components"]]
     assert blocks
     for pid in blocks + ["blocks", "model"]:
-        raw = [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"] and not (pid == "model" and _rotary_step(s["tex"]))]
+        raw = [s["tex"] for s in eq["components"][pid]["steps"] if not s["expression"]]
         assert raw == [], (pid, raw)
 
 
@@ -448,3 +443,186 @@ def test_a_state_space_mixers_projections_are_printed_from_its_linear_maps(colle
     tex = {s["tex"]: s["expression"] for s in steps}
     assert tex[rf"p=x\,W_{{\mathrm{{in}}}}^{{\top}}\quad {n(width)}\to{n(2 * inner)}"] is True
     assert tex[rf"\Delta_{{\mathrm{{ssm}}}}=\hat y\,W_{{\mathrm{{out}}}}^{{\top}}\quad {n(inner)}\to{n(width)}"] is True
+
+
+# --- the scaled rotary rules ------------------------------------------------------------------------
+
+
+def _rule_values(rope, length: int = 4):
+    """A rope's frequencies and amplitude run from the expressions its steps print, for a prompt of ``length``."""
+    from atlas.proof.rope import amplitude_rule, frequency_rule
+
+    rule, _ = frequency_rule(rope, rope, "p")
+    amplitude, _ = amplitude_rule(rope, rope)
+    env = env_of(p=torch.arange(length)[None])
+    return rule.run(env), (None if amplitude is None else float(amplitude.run(env)))
+
+
+def _model_rope_steps(collected, name):
+    steps = collected(name).facts["equations"]["components"]["model"]["steps"]
+    return [s for s in steps if s["tex"].startswith(("f_j=", "f^", "a="))]
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt_oss", "phi4_mini", "internlm3", "hunyuan", "gemma4", "olmo3"])
+def test_every_scaled_rope_rule_is_printed_from_what_runs(collected, name):
+    """llama3, YaRN (computed and given amplitudes), LongRoPE, dynamic NTK, Hunyuan's fixed alpha and Gemma 4's
+    proportional rope: the frequencies and the amplitude are each one expression, its TeX printed from it."""
+    steps = _model_rope_steps(collected, name)
+    assert steps and all(s["expression"] for s in steps), [s["tex"] for s in steps if not s["expression"]]
+
+
+def test_the_llama3_rule_keeps_short_wavelengths_and_divides_long_ones(collected):
+    """Llama 3.1's rule by hand from its config: wavelengths 2π/g_j under 8,192/4 = 2,048 kept, over 8,192/1
+    = 8,192 divided by 8, a blend between whose weight is (8,192/λ - 1)/(4 - 1)."""
+    import math
+
+    from atlas.proof.rope import Rope
+
+    rope_config = released_config("llama")["rope_scaling"]
+    s, low, high = rope_config["factor"], rope_config["low_freq_factor"], rope_config["high_freq_factor"]
+    original = rope_config["original_max_position_embeddings"]
+    assert (original / high, original / low) == (2048, 8192)
+    f, a = _rule_values(Rope("llama3", 500000.0, 64, 128, rope_config))
+    assert a is None
+    for j in range(64):
+        g = 500000.0 ** (-2 * j / 128)
+        wavelength = 2 * math.pi / g
+        if wavelength < 2048:
+            expected = g
+        elif wavelength > 8192:
+            expected = g / 8
+        else:
+            mu = (8192 / wavelength - 1) / 3
+            expected = (1 - mu) * g / 8 + mu * g
+        assert float(f[j]) == pytest.approx(expected, rel=1e-12), j
+    # all three cases occur at Llama's base: j = 0 kept, j = 63 divided, and some blended
+    assert float(f[0]) == 1.0 and float(f[63]) == pytest.approx(500000.0 ** (-126 / 128) / 8, rel=1e-12)
+    tex = next(s["tex"] for s in _model_rope_steps(collected, "llama") if s["tex"].startswith("f_j="))
+    assert r"g_j & \lambda_j<8{,}192/4" in tex and r"g_j/8 & \lambda_j>8{,}192/1" in tex
+    assert r"\lambda_j=2\pi/g_j" in tex and r"\mu_j=(8{,}192/\lambda_j-1)/(4-1)" in tex
+
+
+def test_yarn_ramps_between_its_beta_bounds_and_carries_its_amplitude(collected):
+    """gpt-oss: factor 32, original length 4,096, betas 32 and 1, not truncated. The pairs turning more than 32
+    times over 4,096 positions keep their frequency, those turning less than once are divided by 32; the
+    amplitude is 0.1 ln 32 + 1 = 1.3466."""
+    import math
+
+    from atlas.proof.rope import Rope
+
+    config = released_config("gpt_oss")
+    rope_config = config["rope_scaling"]
+    base, d = float(config["rope_theta"]), config["head_dim"]
+    f, a = _rule_values(Rope("yarn", base, d // 2, d, rope_config, config["max_position_embeddings"]))
+    assert a == pytest.approx(1.3466, abs=5e-5) and a == pytest.approx(0.1 * math.log(32) + 1, rel=1e-12)
+
+    def pair_turning(times):  # the pair whose wavelength fits ``times`` times into the original length
+        return d * math.log(4096 / (times * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_turning(32), pair_turning(1)  # about 8.09 and 17.40: not truncated, so not whole
+    for j in range(d // 2):
+        g = base ** (-2 * j / d)
+        ramp = min(max((j - low) / (high - low), 0.0), 1.0)
+        assert float(f[j]) == pytest.approx((1 - ramp) * g + ramp * g / 32, rel=1e-12), j
+    shown = [s["tex"] for s in _model_rope_steps(collected, "gpt_oss")]
+    assert r"a=0.1\,\log(32)+1=1.3466\quad\text{(YaRN's attention factor)}" in shown
+    assert any(t.startswith(r"f_j=(1-\rho_j)\,g_j+\rho_j\,g_j/32,") and "(j-8.093)/(17.4-8.093)" in t for t in shown), shown
+
+
+def test_the_other_scaled_rules_by_hand():
+    """Each rule at a small size, against its definition written out here."""
+    import math
+
+    from atlas.proof.rope import Rope
+
+    plain = [10.0 ** (-2 * j / 8) for j in range(4)]  # base 10 over 8 dims
+    f, _ = _rule_values(Rope("linear", 10.0, 4, 8, {"factor": 4.0}))
+    assert f.tolist() == pytest.approx([x / 4 for x in plain], rel=1e-12)
+    # Hunyuan: the base times alpha^(d/(d-2)), whatever the length
+    f, _ = _rule_values(Rope("ntk_alpha", 10.0, 4, 8, {"alpha": 1000.0}))
+    assert f.tolist() == pytest.approx([(10.0 * 1000.0 ** (8 / 6)) ** (-2 * j / 8) for j in range(4)], rel=1e-12)
+    # dynamic NTK: the base unchanged up to the original 16 positions; at 32, times (6·32/16 - 5)^(8/6) = 7^(4/3)
+    dynamic = Rope("dynamic", 10.0, 4, 8, {"factor": 6.0}, max_positions=16)
+    assert _rule_values(dynamic, 16)[0].tolist() == pytest.approx(plain, rel=1e-12)
+    assert _rule_values(dynamic, 32)[0].tolist() == pytest.approx([(10.0 * 7 ** (4 / 3)) ** (-2 * j / 8) for j in range(4)], rel=1e-12)
+    # LongRoPE: the short factors while the prompt fits the original 8 positions, the long ones past it;
+    # the amplitude sqrt(1 + ln 4 / ln 8), the factor being 32 / 8
+    factors = {"short_factor": [1.0, 2.0, 3.0, 4.0], "long_factor": [5.0, 6.0, 7.0, 8.0], "original_max_position_embeddings": 8}
+    longrope = Rope("longrope", 10.0, 4, 8, factors, max_positions=32)
+    f, a = _rule_values(longrope, 8)
+    assert f.tolist() == pytest.approx([x / e for x, e in zip(plain, [1, 2, 3, 4])], rel=1e-12)
+    assert a == pytest.approx(math.sqrt(1 + math.log(4) / math.log(8)), rel=1e-12)
+    assert _rule_values(longrope, 9)[0].tolist() == pytest.approx([x / e for x, e in zip(plain, [5, 6, 7, 8])], rel=1e-12)
+    # proportional (Gemma 4): a quarter of a 16-wide head rotated, 2 pairs over the whole head's 16, the rest still
+    f, _ = _rule_values(Rope("proportional", 10.0, 8, 16, {"partial_rotary_factor": 0.25}))
+    assert f.tolist() == pytest.approx([1.0, 10.0 ** (-2 / 16), 0, 0, 0, 0, 0, 0], rel=1e-12)
+    # a YaRN amplitude given in the config is printed and run as given; DeepSeek's two mscales cancel
+    assert _rule_values(Rope("yarn", 10.0, 4, 8, {**factors, "factor": 4.0, "attention_factor": 1.25}))[1] == 1.25
+    deepseek = {"factor": 40.0, "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096}
+    assert _rule_values(Rope("yarn", 10.0, 4, 8, deepseek))[1] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_a_changed_rope_rule_fails_the_proof_where_it_is_printed(monkeypatch):
+    """The llama3 rule's comparisons swapped in the one definition of "<" (printed as before, run otherwise):
+    the angles no longer match Llama's rotary module, and the failure names the rule's step."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import clauses
+
+    monkeypatch.setitem(clauses._COMPARE, "<", lambda a, b: a > b)
+    with pytest.raises(AtlasError) as error:
+        collect("llama")
+    assert "R_t=" in str(error.value) and r"f_j=\begin{cases}g_j & \lambda_j<8{,}192/4" in str(error.value)
+
+
+def test_an_amplitude_printed_is_the_amplitude_run(monkeypatch):
+    """log in base 10 instead of e, in its one definition: the amplitude step prints the value the changed
+    rule gives (0.1 log10 32 + 1 = 1.1505, not 1.3466) and the proof fails there."""
+    import math
+
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+
+    monkeypatch.setattr(E, "log", E.Function("log", lambda a: math.log10(a), lambda a: rf"\log({a})"))
+    with pytest.raises(AtlasError) as error:
+        collect("gpt_oss")
+    assert f"a=0.1\\,\\log(32)+1={0.1 * math.log10(32) + 1:.4f}" in str(error.value)
+
+
+def test_a_blocks_own_rotary_table_is_printed_from_what_runs(collected):
+    """RecurrentGemma's attention computes its angles itself: half of each 256-wide head turns, so 64 pairs
+    at base 10,000 (written out, not 1e+04), each angle twice side by side, then their cos and sin."""
+    c = released_config("recurrent_gemma")
+    rotated = int(c["head_dim"] * c["partial_rotary_factor"])
+    assert (rotated, c["rope_theta"]) == (128, 10000.0)
+    steps = collected("recurrent_gemma").facts["equations"]["components"]["attention_block.temporal_block.rotary_emb"]["steps"]
+    assert all(s["expression"] for s in steps)
+    base = f"{int(c['rope_theta']):,}".replace(",", "{,}")
+    assert [s["tex"] for s in steps] == [
+        rf"f_j={base}^{{-2\,j/{rotated}}},\quad j=0..{rotated // 2 - 1}",
+        rf"\theta_{{t}}=[p_t\,f;\,p_t\,f]\in\mathbb{{R}}^{{{rotated}}}\quad\text{{(each angle twice, side by side)}}",
+        r"c_t=\cos(\theta_{t}),\ s_t=\sin(\theta_{t})",
+    ]
+
+
+def test_deepseek_v4s_compressor_angles_use_the_yarn_rule_the_model_uses(collected):
+    """DeepSeek-V4's compressors turn their 64 rotary dims at compress_rope_theta 160,000 by YaRN (factor 16 over
+    65,536 positions): the ramp runs from pair ⌊64 ln(65,536/(32·2π)) / (2 ln 160,000)⌋ to
+    ⌈64 ln(65,536/(2π)) / (2 ln 160,000)⌉, by hand; both steps printed from what runs."""
+    import math
+
+    c = released_config("deepseek_v4")
+    rope, d, base = c["rope_scaling"], c["qk_rope_head_dim"], c["compress_rope_theta"]
+    original = rope["original_max_position_embeddings"]
+    low = math.floor(d * math.log(original / (rope["beta_fast"] * 2 * math.pi)) / (2 * math.log(base)))
+    high = math.ceil(d * math.log(original / (rope["beta_slow"] * 2 * math.pi)) / (2 * math.log(base)))
+    components = collected("deepseek_v4").facts["equations"]["components"]
+    tables = [pid for pid in components if pid.endswith("compressor.rotary_emb")]
+    assert tables
+    for pid in tables:
+        steps = components[pid]["steps"]
+        assert all(s["expression"] for s in steps), pid
+        rule = steps[0]["tex"]
+        assert rule.startswith(rf"f_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{rope['factor']},")
+        written = f"{base:,}".replace(",", "{,}")
+        assert f"(j-{low})/({high}-{low})" in rule and rf"g_j={written}^{{-2\,j/{d}}}" in rule

@@ -25,6 +25,8 @@ positions = Function("positions", _prompt_positions, lambda ids: r"0,\dots,T-1")
 # (batch, T, pairs), the angles a rotation turns by
 position_index = Function("position", _prompt_positions, lambda ids: r"t,\ t=0,\dots,T-1")
 angles = Function("angles", lambda p, f: p[..., None].to(_torch().float64) * f, lambda p, f: rf"{p}\,{f}")
+# each angle twice, the two copies side by side (transformers' default layout of the rotary angles), in ℝ^{width}
+side_by_side = Function("side by side", lambda a, width: _torch().cat((a, a), dim=-1), lambda a, width: rf"[{a};\,{a}]\in\mathbb{{R}}^{{{width}}}")
 # each query head reading key-value head ⌈h/r⌉ (r query heads per key-value head): the key-value heads
 # repeated in place, printed by the head each one reads; ``kv`` the symbol with its own head index g
 shared_head = Function("shared head", lambda t, r: t.repeat_interleave(int(r), 1),
@@ -39,6 +41,7 @@ class Index(Expr):
     symbol: str
     full: int
     tiny: int
+    ranges = True  # its range printed after the step's other where-clauses
 
     def tex(self, index=None):
         return self.symbol

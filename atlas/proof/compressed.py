@@ -16,12 +16,12 @@ its slot bias and its norm.
 
 from __future__ import annotations
 
-import math
-
 from atlas.proof import tex as T
 from atlas.proof.core import Part
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof.library import X, linear_call, linear_dims, norm_call, sub
+from atlas.proof.rope import Rope, frequency_rule
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.structure import is_compressed_indexer, is_window_compressor, own_parameters as _own  # noqa: F401 - the predicates are the model's; kinds asks them here
 
@@ -71,32 +71,7 @@ def turn_last(x, cos, sin):
     return torch.cat((keep, turned), dim=-1)
 
 
-def _frequencies(params: dict, rotated: int):
-    """The inverse frequencies of ``rotated`` dims under a rope_parameters entry: base^(-2j/r), and under
-    YaRN those of the low frequencies divided by the factor, with a linear ramp (in pairs) between the
-    dims that turn beta_fast and beta_slow times over the original length."""
-    import torch
-
-    base = float(params["rope_theta"])
-    j = torch.arange(0, rotated, 2, dtype=torch.float64)
-    plain = 1.0 / base ** (j / rotated)
-    if params.get("rope_type", params.get("type")) != "yarn":
-        return plain
-    factor, length = float(params["factor"]), params["original_max_position_embeddings"]
-    fast, slow = params.get("beta_fast") or 32, params.get("beta_slow") or 1
-
-    def dim_of(turns):
-        return rotated * math.log(length / (turns * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = max(math.floor(dim_of(fast)), 0), min(math.ceil(dim_of(slow)), rotated - 1)
-    high = high + 0.001 if low == high else high
-    ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-    return plain / factor * ramp + plain * (1 - ramp)
-
-
 def rotary_table(part: Part) -> Chain:
-    import torch
-
     kind = part.argument("layer_type", 2)
     full_params = part.ctx.full_config.rope_parameters[kind]
     tiny_params = part.ctx.tiny_config.rope_parameters[kind]
@@ -109,22 +84,17 @@ def rotary_table(part: Part) -> Chain:
               "the config's rope_parameters for the call's layer_type")
     positions = Input("pos", "p", "position_ids", "the positions the angles are computed for")
     x = Input("x", "x", "x", "a tensor whose dtype the angles take")
-    theta = T.num(full_params["rope_theta"])
-    if yarn:
-        tex = (rf"f_j=\theta^{{-2j/{T.num(full_rot)}}},\ \theta={theta},\ \text{{YaRN: }}f_j\leftarrow(1-\gamma_j)\,f_j/{T.num(float(full_params['factor']))}+\gamma_j f_j"
-               rf"\quad\gamma\text{{ a ramp between the dims turning {T.num(full_params.get('beta_fast') or 32)} and {T.num(full_params.get('beta_slow') or 1)} times over "
-               rf"{T.num(full_params['original_max_position_embeddings'])} positions}}")
-    else:
-        tex = rf"f_j=\theta^{{-2j/{T.num(full_rot)}}},\ \theta={theta},\ j=0..{T.num(full_rot // 2 - 1)}"
-
-    def angles(e):
-        a = e["pos"][..., None].to(torch.float64) * _frequencies(tiny_params, tiny_rot)
-        return a.cos() * tiny_scale, a.sin() * tiny_scale
-
+    # the frequencies by the rope's own rule (atlas.proof.rope): YaRN's ramp, or the plain powers
+    ropes = [Rope("yarn" if yarn else "default", float(params["rope_theta"]), rot // 2, config.head_dim, params, config.max_position_embeddings)
+             for params, rot, config in ((full_params, full_rot, part.ctx.full_config), (tiny_params, tiny_rot, part.ctx.tiny_config))]
+    rule, note = frequency_rule(*ropes, "pos")
+    turned = A.angles(E.Sym("pos", "p"), E.Sym("f", "f"))
+    a = E.Size(scale, tiny_scale) if (scale, tiny_scale) != (1.0, 1.0) else None
     steps = [
-        Step(tex, "f", lambda e: _frequencies(tiny_params, tiny_rot)),
-        Step(rf"(\cos,\sin)(p\,f_j)" + (rf"\cdot{T.num(scale)}" if scale != 1.0 else "") + r"\quad\text{one angle per rotated pair}", ("cos", "sin"),
-             angles, summary=True),
+        # a line of the summary: folded into the angles, a sum would stand beside p unbracketed
+        Step(expr=E.Let(E.Sym("f", "f_j"), rule, note), summary=True),
+        Step(expr=E.Lets(tuple(E.Let(E.Sym(name, name[0]), f(turned) if a is None else a * f(turned)) for name, f in (("cos", E.cos), ("sin", E.sin))),
+                         r"\quad\text{(one angle per rotated pair)}", each=False), summary=True),
     ]
     return Chain(steps, [x, positions], ("cos", "sin"))
 

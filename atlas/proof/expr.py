@@ -163,6 +163,10 @@ class Bin(Expr):
     def prec(self):
         return _BIN_PREC[self.op]
 
+    @property
+    def scalar(self) -> bool:  # numbers combined are a number: (1-ρ) g prints (1-ρ)\,g
+        return all(isinstance(n, Size) or getattr(n, "scalar", False) for n in (self.a, self.b))
+
     def children(self):
         return (self.a, self.b)
 
@@ -172,8 +176,10 @@ class Bin(Expr):
         if self.op == "/":
             return rf"{_wrap(self.a, PRODUCT, index)}/{_wrap(self.b, PRODUCT + 1, index)}"
         scalar = isinstance(self.a, Size) or getattr(self.a, "scalar", False)
-        joint = r"\," if scalar else r"\odot "
-        return f"{_wrap(self.a, PRODUCT, index)}{joint}{_wrap(self.b, PRODUCT, index)}"
+        right = _wrap(self.b, PRODUCT, index)
+        # a number times a tensor is c\,x; a number before another number is c\cdot n (10,000·1,000^{…})
+        joint = (r"\cdot " if right[:1].isdigit() else r"\,") if scalar else r"\odot "
+        return f"{_wrap(self.a, PRODUCT, index)}{joint}{right}"
 
     def run(self, env):
         a, b = self.a.run(env), self.b.run(env)
@@ -325,7 +331,9 @@ sqrt = Function("sqrt", lambda a: a.sqrt() if hasattr(a, "sqrt") else math.sqrt(
 tanh = Function("tanh", lambda a: a.tanh(), lambda a: rf"\tanh({a})")
 erf = Function("erf", lambda a: _torch().erf(a))
 sigmoid = Function("σ", lambda a: a.sigmoid(), lambda a: rf"\sigma({a})")
-log = Function("log", lambda a: a.log(), lambda a: rf"\log({a})")
+log = Function("log", lambda a: a.log() if hasattr(a, "log") else math.log(a), lambda a: rf"\log({a})")
+cos = Function("cos", lambda a: a.cos(), lambda a: rf"\cos({a})")
+sin = Function("sin", lambda a: a.sin(), lambda a: rf"\sin({a})")
 relu = Function("ReLU", None, definition=lambda a: Function("max", lambda a: a.clamp(min=0), lambda a: rf"\max({a},0)")(a))
 softplus = Function("softplus", lambda a: _torch().nn.functional.softplus(a), definition=None)
 clamp_max = Function("min", lambda a, bound: a.clamp(max=bound), lambda a, bound: rf"\min({a},{bound})")
@@ -488,7 +496,9 @@ class Let:
         arrow = (r"\leftarrow " if body[:1].isalpha() else r"\leftarrow") if updates else "="
         symbol = "(" + r",\,".join(t.symbol for t in self.target) + ")" if several else self.target.symbol
         text = f"{symbol}{arrow}{body}"
-        wheres = list(dict.fromkeys(w for n in _printed_nodes(self.expr, fold or {}) if hasattr(n, "where") for w in [n.where()] if w))
+        # an index's range after the quantities defined over it (g_j = …, ρ_j = …, j = 0..n)
+        nodes = sorted(_printed_nodes(self.expr, fold or {}), key=lambda n: getattr(n, "ranges", False))
+        wheres = list(dict.fromkeys(w for n in nodes if hasattr(n, "where") for w in [n.where()] if w))
         if wheres:
             text += r",\quad " + r",\ ".join(wheres)
         if self.maps:

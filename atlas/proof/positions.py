@@ -10,6 +10,7 @@ that adds them among the scores' (``atlas.proof.scores``).
 
 from __future__ import annotations
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -233,9 +234,8 @@ def _own_rotary(part: Part) -> str | None:
 
 def rotary(part: Part) -> Chain:
     """Rotary angles from positions: frequencies base^(-2j/r) for the r rotated dims, each position's angles
-    p·f, written twice side by side, and their cosine and sine (as transformers' default rotary computes them)."""
-    import torch
-
+    p·f, written twice side by side, and their cosine and sine (as transformers' default rotary computes them),
+    each step printed from the expression it runs."""
     cfg, tiny_cfg = part.ctx.full_config, part.ctx.tiny_config
     rope = getattr(cfg, "rope_parameters", None) or {}
     base = rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
@@ -246,19 +246,16 @@ def rotary(part: Part) -> Chain:
     rot = 2 * full_pairs
     positions = Input("pos", "p", "position_ids", "the positions of the call")
     x = Input("x", "x", "x", "a tensor whose dtype the angles take")
-
-    def freqs(e):
-        return 1.0 / (float(tiny_base) ** (torch.arange(0, 2 * tiny_pairs, 2, dtype=torch.float64) / (2 * tiny_pairs)))
-
-    def angles(e):
-        a = e["pos"][..., None].to(torch.float64) * e["f"]
-        return torch.cat((a, a), dim=-1)
-
+    j = A.Index("j", full_pairs, tiny_pairs)
+    whole = int(base) if float(base).is_integer() else float(base)  # rope_theta 10,000 written out
+    f, theta = E.Sym("f", "f"), E.Sym("theta", r"\theta_{t}")
     part.note("rotary", {"base": base, "rotated_dims": rot}, "the config's rope_theta and the module's frequency buffer")
     return Chain([
-        Step(rf"f_j={T.num(float(base))}^{{-2j/{T.num(rot)}}},\quad j=0..{T.num(full_pairs - 1)}", "f", freqs),
-        Step(rf"\theta_{{t}}=[p_t f;\,p_t f]\in\mathbb{{R}}^{{{T.num(rot)}}}\quad\text{{(each angle twice, side by side)}}", "theta", angles, summary=True),
-        Step(r"(\cos\theta_t,\ \sin\theta_t)", ("cos", "sin"), lambda e: (e["theta"].cos(), e["theta"].sin()), summary=True),
+        # a line of the summary: folded into the angles, its base would stand beside p_t unbracketed
+        Step(expr=E.Let(E.Sym("f", "f_j"), E.Size(whole, float(tiny_base)) ** -(2 * j / E.Size(rot, 2 * tiny_pairs))), summary=True),
+        Step(expr=E.Let(theta, A.side_by_side(A.angles(E.Sym("pos", "p_t"), f), width=T.num(rot)), "(each angle twice, side by side)"),
+             summary=True),
+        Step(expr=E.Lets((E.Let(E.Sym("cos", "c_t"), E.cos(theta)), E.Let(E.Sym("sin", "s_t"), E.sin(theta))), each=False), summary=True),
     ], [x, positions], ("cos", "sin"))
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atlas.proof import arrange as A
+from atlas.proof import clauses as C
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.steps import Step
@@ -67,33 +68,12 @@ def rope_of(config, pairs: int, layer_type: str | None = None, kind_override: st
 
 
 def frequencies(rope: Rope, seq_len: int):
-    """(f, a): the inverse frequency of each pair (float64) and the amplitude the cos and sin carry."""
+    """(f, a): the inverse frequency of each pair (float64) and the amplitude the cos and sin carry, for
+    a prompt of ``seq_len`` positions: the rules the steps print, run at this rope's own sizes."""
     import torch
 
-    p = rope.params
-    d = rope.rotated
-    j = torch.arange(rope.pairs, dtype=torch.float64)
-    base = rope.base
-    if rope.kind == "ntk_alpha":
-        base = base * float(p["alpha"]) ** (d / (d - 2))
-    if rope.kind == "dynamic":
-        longest = max(seq_len, rope.max_positions)
-        factor = float(p["factor"])
-        base = base * (factor * longest / rope.max_positions - (factor - 1)) ** (d / (d - 2))
-    if rope.kind == "proportional":
-        turning = d // 2
-        f = torch.where(j < turning, base ** (-2 * j / rope.head_dim), torch.zeros_like(j)) / float(p.get("factor", 1.0))
-        return f, 1.0
-    f = base ** (-2 * j / exponent_width(rope))
-    if rope.kind == "linear":
-        return f / float(p["factor"]), 1.0
-    if rope.kind == "llama3":
-        return _llama3(f, p), 1.0
-    if rope.kind == "yarn":
-        return _yarn(f, p, d, base, rope.max_positions)
-    if rope.kind == "longrope":
-        return _longrope(f, p, seq_len, rope.max_positions)
-    return f, 1.0
+    f, _ = frequency_rule(rope, rope, "positions")
+    return f.run({"positions": torch.arange(max(int(seq_len), 1))[None]}), amplitude_of(rope)
 
 
 def exponent_width(rope: Rope) -> int:
@@ -106,25 +86,32 @@ def exponent_width(rope: Rope) -> int:
     return width if 2 * rope.pairs - 1 <= width <= 2 * rope.pairs else d
 
 
+def _whole(x):
+    """A config number as printed: a whole float as an integer (rope_theta 150,000), others as they are."""
+    return int(x) if isinstance(x, float) and x.is_integer() and abs(x) < 1e15 else x
+
+
+def _num(full, tiny, symbol: str | None = None, stated: bool = False) -> E.Size:
+    """A config number: printed at the checkpoint's value, run at the preview's."""
+    return E.Size(_whole(full), tiny, symbol, stated)
+
+
+def _powers(base: E.Expr, full: Rope, tiny: Rope, width: tuple[int, int] | None = None) -> E.Expr:
+    """base^(-2j/d), j = 0 .. pairs - 1, over the exponent's width (``width``: another, at both sizes)."""
+    j = A.Index("j", full.pairs, tiny.pairs)
+    return base ** -(2 * j / E.Size(*(width or (exponent_width(full), exponent_width(tiny)))))
+
+
 def default_frequencies(full: Rope, tiny: Rope) -> E.Expr:
     """The default rope's frequencies as an expression: b^(-2j/d), j = 0 .. pairs - 1, printed at the
     checkpoint's base, width and pairs and run at the preview's."""
-    j = A.Index("j", full.pairs, tiny.pairs)
-    return E.Size(full.base, tiny.base, _n(full.base)) ** -(2 * j / E.Size(exponent_width(full), exponent_width(tiny)))
+    return _powers(_num(full.base, tiny.base), full, tiny)
 
 
-def yarn_amplitude(p: dict[str, Any], max_positions: int | None) -> float:
-    """YaRN's attention factor: given, else 0.1 ln s + 1 (or the ratio of two such, with mscale and mscale_all_dim)."""
-    if p.get("attention_factor") is not None:
-        return float(p["attention_factor"])
-    factor = p.get("factor") or max_positions / p["original_max_position_embeddings"]
-
-    def m(scale, k=1.0):
-        return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0
-
-    if p.get("mscale") and p.get("mscale_all_dim"):
-        return m(factor, p["mscale"]) / m(factor, p["mscale_all_dim"])
-    return m(factor)
+def _factor(rope: Rope) -> float:
+    """The context factor s of YaRN and LongRoPE: given, else the positions over the original length."""
+    p = rope.params
+    return float(p.get("factor") or rope.max_positions / p["original_max_position_embeddings"])
 
 
 def _yarn_ramp(p: dict[str, Any], d: int, base: float) -> tuple[float, float]:
@@ -141,106 +128,112 @@ def _yarn_ramp(p: dict[str, Any], d: int, base: float) -> tuple[float, float]:
     return low, (high + 0.001 if high == low else high)
 
 
-def _yarn(f, p: dict[str, Any], d: int, base: float, max_positions: int | None):
-    import torch
+def frequency_rule(full: Rope, tiny: Rope, positions: str) -> tuple[E.Expr, str]:
+    """The rope's frequencies f_j as one expression, and the words after it: printed at the checkpoint's
+    values, run at the preview's. ``positions`` names the chain's positions (a rule that reads the
+    prompt's length T: dynamic NTK, LongRoPE)."""
+    kind, p, q = full.kind, full.params, tiny.params
+    if tiny.kind != kind:
+        raise ValueError(f"the preview's rope is {tiny.kind}, the checkpoint's {kind}")
+    b, d, td = _num(full.base, tiny.base), full.rotated, tiny.rotated
 
-    factor = float(p.get("factor") or max_positions / p["original_max_position_embeddings"])
-    low, high = _yarn_ramp(p, d, base)
-    ramp = ((torch.arange(len(f), dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-    # ramp 0: the pair keeps its frequency (fast turns); ramp 1: divided by the factor (slow turns)
-    return f * (1 - ramp) + f / factor * ramp, yarn_amplitude(p, max_positions)
+    def param(key, symbol=None, stated=False):
+        return _num(float(p[key]), float(q[key]), symbol, stated)
+
+    if kind == "linear":
+        return _powers(b, full, tiny) / param("factor"), "(linear scaling)"
+    if kind in ("ntk_alpha", "dynamic"):  # the base raised once: by a fixed alpha, or by the prompt's length past L_0
+        stretch = E.Size(d, td) / E.Size(d - 2, td - 2)
+        if kind == "ntk_alpha":
+            grown, words = b * param("alpha") ** stretch, "(NTK scaling by a fixed alpha)"
+        else:
+            s, L0 = param("factor", "s", True), _num(full.max_positions, tiny.max_positions, "L_0", True)
+            L = C.Named("L", C.larger(C.Length(E.Sym(positions, "p_t")), L0))
+            grown, words = b * (s * L / L0 - (s - 1)) ** stretch, "(dynamic NTK: the base stays b while the prompt fits the original length)"
+        return _powers(C.Named("b'", grown), full, tiny), words
+    if kind == "proportional":  # the first rotated/2 pairs over the whole head's width, the others still
+        j, turning = A.Index("j", full.pairs, tiny.pairs), E.Size(d // 2, td // 2)
+        turned = _powers(b, full, tiny, (full.head_dim, tiny.head_dim))
+        factors = float(p.get("factor", 1.0)), float(q.get("factor", 1.0))
+        if factors != (1.0, 1.0):
+            turned = turned / _num(*factors)
+        rule = C.Cases(((turned, C.Compare("<", j, turning)), (E.Size(0, 0.0), C.Compare(r"\ge", j, turning))))
+        return rule, f"(proportional: partial_rotary_factor {float(p.get('partial_rotary_factor', 1.0)):g})"
+    if kind == "llama3":  # by wavelength: short ones kept, long ones divided by s, a blend between
+        s, low, high, L = (param(k) for k in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"))
+        g = C.Named("g_j", _powers(b, full, tiny))
+        wavelength = C.Named(r"\lambda_j", E.Size(2 * math.pi, 2 * math.pi, r"2\pi") / g)
+        mu = C.Named(r"\mu_j", (L / wavelength - low) / (high - low))
+        rule = C.Cases(((g, C.Compare("<", wavelength, L / high)), (g / s, C.Compare(">", wavelength, L / low))),
+                       otherwise=(1 - mu) * g / s + mu * g)
+        return rule, "(llama3 scaling)"
+    if kind == "yarn":  # by pair: fast turns kept, slow ones divided by s, a linear ramp between
+        (low, high), (tiny_low, tiny_high) = _yarn_ramp(p, d, full.base), _yarn_ramp(q, td, tiny.base)
+        j, g = A.Index("j", full.pairs, tiny.pairs), C.Named("g_j", _powers(b, full, tiny))
+        lo, hi = _num(low, tiny_low), _num(high, tiny_high)
+        rho = C.Named(r"\rho_j", C.clamp_between((j - lo) / (hi - lo), 0, 1))
+        return (1 - rho) * g + rho * g / _num(_factor(full), _factor(tiny)), \
+            f"(YaRN, original length {_n(p['original_max_position_embeddings'])})"
+    if kind == "longrope":  # each pair divided by its own factor: the short list while the prompt fits L_0, else the long
+        T, L = C.Length(E.Sym(positions, "p_t")), param("original_max_position_embeddings")
+        short = C.Listed(r"e^{\mathrm{short}}", p["short_factor"], q["short_factor"])
+        long = C.Listed(r"e^{\mathrm{long}}", p["long_factor"], q["long_factor"])
+        e = C.Named("e_j", C.Cases(((short, C.Compare(r"\le", T, L)), (long, C.Compare(">", T, L)))))
+        return _powers(b, full, tiny) / e, "(LongRoPE)"
+    return default_frequencies(full, tiny), ""
 
 
-def _llama3(f, p: dict[str, Any]):
-    import torch
+def _amplitude(full: Rope, tiny: Rope) -> tuple[E.Expr | None, str]:
+    """The amplitude the cos and sin carry as an expression and its words; None where the rope's type has none."""
+    p, q = full.params, tiny.params
+    if full.kind not in ("yarn", "longrope"):
+        return None, ""
+    if p.get("attention_factor") is not None:  # given: printed as given
+        given = float(p["attention_factor"])
+        return _num(given, float(q["attention_factor"]), _four(given)), "(the rope's attention factor)"
+    if (_factor(full) <= 1) != (_factor(tiny) <= 1):
+        raise ValueError("the preview's rope scales its context where the checkpoint's does not")
+    if _factor(full) <= 1:
+        return E.Size(1, 1.0), ""
+    s = _num(_factor(full), _factor(tiny))
+    if full.kind == "longrope":
+        L = _num(p["original_max_position_embeddings"], q["original_max_position_embeddings"])
+        return E.sqrt(1 + E.log(s) / E.log(L)), "(LongRoPE's attention factor)"
 
-    factor, low, high = float(p["factor"]), float(p["low_freq_factor"]), float(p["high_freq_factor"])
-    original = float(p["original_max_position_embeddings"])
-    wavelength = 2 * math.pi / f
-    smooth = (original / wavelength - low) / (high - low)
-    blended = (1 - smooth) * f / factor + smooth * f
-    return torch.where(wavelength < original / high, f, torch.where(wavelength > original / low, f / factor, blended))
+    def m(key=None):  # 0.1 k ln s + 1
+        tenth = E.Size(0.1, 0.1) if key is None else E.Size(0.1, 0.1) * _num(float(p[key]), float(q[key]))
+        return tenth * E.log(s) + 1
+
+    rule = m("mscale") / m("mscale_all_dim") if p.get("mscale") and p.get("mscale_all_dim") else m()
+    return rule, "(YaRN's attention factor)"
 
 
-def _longrope(f, p: dict[str, Any], seq_len: int, max_positions: int | None):
-    import torch
+def amplitude_rule(full: Rope, tiny: Rope) -> tuple[E.Expr | None, str]:
+    """The amplitude as a step's expression and words; a computed one printed with its value at the
+    checkpoint's sizes (0.1 log(32)+1 = 1.3466), which is the same rule built there and run."""
+    rule, words = _amplitude(full, tiny)
+    if rule is None or isinstance(rule, E.Size):
+        return rule, words
+    return C.Valued(rule, _amplitude(full, full)[0]), words
 
-    original = p["original_max_position_embeddings"]
-    factor = p.get("factor") or max_positions / original
-    amplitude = p.get("attention_factor")
-    if amplitude is None:
-        amplitude = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
-    ext = torch.tensor(p["long_factor"] if seq_len > original else p["short_factor"], dtype=torch.float64)
-    return f / ext, float(amplitude)
+
+def amplitude_of(rope: Rope) -> float:
+    """The amplitude at this rope's own sizes (1 where its type has none)."""
+    rule, _ = _amplitude(rope, rope)
+    return 1.0 if rule is None else float(rule.run({}))
 
 
 # --- the page's words -----------------------------------------------------------------------------
 
 
-def frequency_tex(rope: Rope, sym: str = "f") -> str:
-    """The frequency rule at the checkpoint's values, as TeX."""
-    p, d, b = rope.params, rope.rotated, _n(rope.base)
-    last = _n(rope.pairs - 1)
-    plain = rf"{b}^{{-2j/{_n(d)}}}"
-    if rope.kind == "proportional":
-        factor = float(p.get("factor", 1.0))
-        over = "" if factor == 1 else rf"/{_n(factor)}"
-        return (rf"{sym}_j={b}^{{-2j/{_n(rope.head_dim)}}}{over}\ (j<{_n(d // 2)}),\ {sym}_j=0\ (j\ge{_n(d // 2)}),\quad j=0..{last}"
-                rf"\quad\text{{(proportional: partial\_rotary\_factor {float(p.get('partial_rotary_factor', 1.0)):g})}}")
-    if rope.kind == "linear":
-        return rf"{sym}_j={plain}/{_n(float(p['factor']))},\quad j=0..{last}\quad\text{{(linear scaling)}}"
-    if rope.kind == "ntk_alpha":
-        return (rf"{sym}_j=b'^{{-2j/{_n(d)}}},\ b'={b}\cdot{_n(float(p['alpha']))}^{{{_n(d)}/{_n(d - 2)}}},\quad j=0..{last}"
-                r"\quad\text{(NTK scaling by a fixed alpha)}")
-    if rope.kind == "dynamic":
-        return (rf"{sym}_j=b'^{{-2j/{_n(d)}}},\ b'={b}\,(s L/L_0-(s-1))^{{{_n(d)}/{_n(d - 2)}}},\ s={_n(float(p['factor']))},"
-                rf"\ L=\max(T,L_0),\ L_0={_n(rope.max_positions)}\quad\text{{(dynamic NTK: }}b'=b\text{{ while }}T\le L_0)")
-    if rope.kind == "llama3":
-        s, lo, hi = (_n(float(p[k])) for k in ("factor", "low_freq_factor", "high_freq_factor"))
-        L = _n(p["original_max_position_embeddings"])
-        return (rf"g_j={plain},\ \lambda_j=2\pi/g_j;\ {sym}_j=g_j\ (\lambda_j<{L}/{hi}),\ {sym}_j=g_j/{s}\ (\lambda_j>{L}/{lo}),"
-                rf"\ \text{{else}}\ {sym}_j=(1-\mu_j)g_j/{s}+\mu_j g_j,\ \mu_j=\tfrac{{{L}/\lambda_j-{lo}}}{{{hi}-{lo}}},\quad j=0..{last}\quad\text{{(llama3 scaling)}}")
-    if rope.kind == "yarn":
-        s = _n(float(p.get("factor") or rope.max_positions / p["original_max_position_embeddings"]))
-        low, high = _yarn_ramp(p, d, rope.base)
-        return (rf"g_j={plain},\ \rho_j=\operatorname{{clamp}}\!\big(\tfrac{{j-{_n(low)}}}{{{_n(high)}-{_n(low)}}},0,1\big),"
-                rf"\ {sym}_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{s},\quad j=0..{last}\quad\text{{(YaRN, original length {_n(p['original_max_position_embeddings'])})}}")
-    if rope.kind == "longrope":
-        return rf"{sym}_j={plain}/e_j,\ j=0..{last},\quad e=\text{{short\_factor }}({_factors_tex(p['short_factor'])})\ \text{{while }}T\le{_n(p['original_max_position_embeddings'])}\quad\text{{(LongRoPE)}}"
-    return rf"{sym}_j={plain},\quad j=0..{last}"
-
-
 def _n(x) -> str:
     """A config number as TeX: whole numbers in full (rope_theta 150,000), others to four digits."""
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
-        return T.num(int(x))
-    return T.num(x)
+    return T.num(_whole(x))
 
 
 def _four(x: float) -> str:
     """An amplitude to four decimals (gpt-oss's 0.1 ln 32 + 1 = 1.3466)."""
     return f"{x:.4f}".rstrip("0").rstrip(".")
-
-
-def _factors_tex(values) -> str:
-    shown = [_n(float(v)) for v in values[:3]]
-    return ",".join(shown) + (r",\dots" if len(values) > 3 else "")
-
-
-def amplitude_tex(rope: Rope, amplitude: float) -> str:
-    """Where the amplitude comes from, at the checkpoint's values."""
-    p = rope.params
-    if rope.kind == "yarn" and p.get("attention_factor") is None:
-        s = float(p.get("factor") or rope.max_positions / p["original_max_position_embeddings"])
-        if p.get("mscale") and p.get("mscale_all_dim"):
-            return (rf"a=\tfrac{{0.1\cdot{_n(float(p['mscale']))}\ln {_n(s)}+1}}{{0.1\cdot{_n(float(p['mscale_all_dim']))}\ln {_n(s)}+1}}"
-                    rf"={_four(amplitude)}\quad\text{{(YaRN's attention factor)}}")
-        return rf"a=0.1\ln {_n(s)}+1={_four(amplitude)}\quad\text{{(YaRN's attention factor)}}"
-    if rope.kind == "longrope" and p.get("attention_factor") is None:
-        s = p.get("factor") or rope.max_positions / p["original_max_position_embeddings"]
-        return (rf"a=\sqrt{{1+\ln {_n(float(s))}/\ln {_n(p['original_max_position_embeddings'])}}}={_four(amplitude)}"
-                r"\quad\text{(LongRoPE's attention factor)}")
-    return rf"a={_four(amplitude)}\quad\text{{(the rope's attention factor)}}"
 
 
 # the parameters each rope type reads (a config may carry others the type ignores: Hunyuan's beta_fast)
@@ -311,29 +304,16 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
 
     ``positions``: the environment name of the call's positions; ``reference``: what the model's rotary
     module returned on the run, compared with the last step (a function attribute the proof reads)."""
-    import torch
-
-    seq_holder: dict[str, int] = {}
     up = rf"^{{\mathrm{{{label}}}}}" if label else ""
     f_name, a_name, th_name, r_name = f"f{suffix}", f"a{suffix}", f"theta{suffix}", f"R{suffix}"
-
-    def freqs(e):
-        seq_holder["T"] = int(e[positions].max()) + 1
-        return frequencies(tiny, seq_holder["T"])[0]
-
-    def amplitude(e):
-        return torch.tensor(frequencies(tiny, seq_holder["T"])[1], dtype=torch.float64)
-
-    full_a = frequencies(full, full.max_positions or 0)[1]
-    scaled = full_a != 1.0 or frequencies(tiny, 1)[1] != 1.0  # an amplitude other than 1: a step of its own
+    scaled = amplitude_of(full) != 1.0 or amplitude_of(tiny) != 1.0  # an amplitude other than 1: a step of its own
     shown, words = LAYOUTS[layout]
-    if full.kind == tiny.kind == "default":  # printed from the arithmetic it runs
-        # a line of the summary as it was typed: folded into the angles, its base would stand beside p_t unbracketed
-        out = [Step(expr=E.Let(E.Sym(f_name, f"f{up}_j"), default_frequencies(full, tiny)), summary=True)]
-    else:  # the base, the rotated dims and the factors at the checkpoint's values
-        out = [Step(frequency_tex(full, "f" + up), f_name, freqs)]
+    # the base, the rotated dims and the factors at the checkpoint's values, run at the preview's
+    rule, note = frequency_rule(full, tiny, positions)
+    out = [Step(expr=E.Let(E.Sym(f_name, f"f{up}_j"), rule, note), summary=True)]
     if scaled:
-        out.append(Step(amplitude_tex(full, full_a), a_name, amplitude, summary=True))
+        amplitude, note = amplitude_rule(full, tiny)
+        out.append(Step(expr=E.Let(E.Sym(a_name, "a"), amplitude, note), summary=True))
     theta, f = E.Sym(th_name, rf"\theta{up}_t"), E.Sym(f_name, f"f{up}")
     out.append(Step(expr=E.Let(theta, A.angles(E.Sym(positions, "p_t"), f), "(each position times each frequency)"), summary=True))
     angle = shown.replace(r"\theta_t", theta.symbol)
@@ -439,7 +419,7 @@ def model_rotary(part, stack) -> tuple[list[Step], dict[str, Any]]:
         layout = measure_layout(angles, a, call.output, close) or measure_layout(angles, a, call.output, lambda m, r: True) or "halves"
         steps += rope_steps(full_rope, tiny_rope, layout, suffix, label, "rpos", call.output)
         env_names[k] = f"R{suffix}"
-        facts[kind or "all"] = {**facts_of(full_rope, frequencies(full_rope, full_rope.max_positions or 0)[1]), "layout": layout}
+        facts[kind or "all"] = {**facts_of(full_rope, amplitude_of(full_rope)), "layout": layout}
     stack.rotary_names = [env_names.get(k) if k is not None else None for k in names]
     how = "computed from the config by the steps; compared with the model's rotary module on the preview run"
     if several:  # one fact per rope, by the kind of block that reads it
