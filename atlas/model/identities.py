@@ -107,9 +107,13 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
          lambda i: L[i].input + L[i].self_attn.attention_output),
         ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].input + L[i].mlp.mlp_output),
     ):
-        where = [i for i in blocks if runs[i] == pattern]
+        where = [i for i in blocks if runs[i] == pattern and not roles.blocks[i].embedding_norm]
         if where:
             identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
+        held = [i for i in blocks if runs[i] == pattern and roles.blocks[i].embedding_norm]
+        if held:  # the block normalises its input first (RWKV's block 0 and its pre_ln): the sum starts at that norm's output
+            identity(f"embedding_norm_{ident}", statement.replace("layers[i].input", "embedding_norm_output"), held,
+                     lambda i, value=value: _max_abs(value(i) - L[i].input + t.embedding_norm_output - L[i].output))
     # attention and a state-space mixer side by side (Falcon-H1): each output times the config's constant, both added at once
     two = [i for i in blocks if runs[i] == (True, True, True)]
     if two:
@@ -165,7 +169,10 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
-    if t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
+    if t.has("embedding_norm_output") and roles.blocks[0].embedding_norm:  # block 0 normalises its input itself (RWKV)
+        identity("embeddings", "token_embeddings == layers[0].input (block 0 applies embedding_norm itself)", None,
+                 lambda _: _max_abs(t.token_embeddings - L[0].input))
+    elif t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
         identity("embeddings", "embedding_norm_output == layers[0].input", None,
                  lambda _: _max_abs(t.embedding_norm_output - L[0].input))
     elif t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum
