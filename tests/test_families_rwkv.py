@@ -70,6 +70,11 @@ def test_rwkv_keeps_a_fixed_state_per_block_and_no_heads(collected):
     per_block = 3 * c["attention_hidden_size"] + 2 * c["hidden_size"]
     assert summary["kv_cache_bytes"] == c["num_hidden_layers"] * per_block * 2
     assert [k["count"] for k in f["block_kinds"]] == [1, c["num_hidden_layers"] - 1]
+    # the rule, applied to the tiny model, against the block's column of the state list the model returned
+    tiny = f["preview"]["config"]
+    for check in (ch for ch in f["cost"]["checks"] if ch["figure"].startswith("KV cache of block")):
+        assert check["formula"] == check["measured"] == 3 * tiny["ssm_inner_size"] + 2 * tiny["hidden_size"], check
+        assert "state list the model returns" in check["how"]
     assert "token shift" in f["sheet"]["positions"]["words"]
 
 
@@ -94,6 +99,9 @@ def test_rwkv_preview_halves_the_stream_and_the_page_says_so(collected):
     assert f["preview"]["config"]["rescale_every"] == 2 and c["rescale_every"] == 6
     words = {d["what"]: (d["tiny"], d["checkpoint"]) for d in f["preview"]["differences"]}
     assert words["rescaling"] == ("the stream halved after every 2nd block in eval mode", "the stream halved after every 6th block in eval mode")
+    # measured on the run: the next block reads half of the output of every second block (block 1 of the three)
+    [halved] = [i for i in f["preview"]["identities"] if i["id"] == "rescaled_stream"]
+    assert halved["blocks"] == [1] and halved["holds"] and halved["max_abs_residual"] == 0
     blocks = " ".join(step["tex"] for step in f["equations"]["components"]["blocks"]["steps"])
     assert r"after every 6th block (rescale\_every) the model halves the stream" in blocks
 

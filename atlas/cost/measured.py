@@ -117,6 +117,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         if t.attention == "recurrent":
             how = (f"{grouped(t.cache_values)} values, the convolution's last inputs and the RG-LRU's state, after the "
                    f"{prompt}-token prompt as after any other; measured: the tensors the block's modules hold between tokens")
+        if returned is not None:  # RWKV: the state list the model hands back, one column a block
+            how = (f"{grouped(t.cache_values)} values after the {prompt}-token prompt as after any other; measured: the block's "
+                   "column of the state list the model returns (every tensor of it)")
         if t.attention == "linear":
             how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
                    f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")

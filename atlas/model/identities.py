@@ -13,6 +13,7 @@ from atlas.errors import AtlasError
 from atlas.model.introspect import find_block_list, num_blocks
 from atlas.model.preview import PreviewRun
 from atlas.model.trace import MissingValue
+from atlas.numbers import ordinal
 
 TOLERANCE = 1e-5  # the largest absolute residual an identity may show at float32
 
@@ -114,6 +115,12 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
         if held:  # the block normalises its input first (RWKV's block 0 and its pre_ln): the sum starts at that norm's output
             identity(f"embedding_norm_{ident}", statement.replace("layers[i].input", "embedding_norm_output"), held,
                      lambda i, value=value: _max_abs(value(i) - L[i].input + t.embedding_norm_output - L[i].output))
+    every = getattr(config, "rescale_every", None)
+    if isinstance(every, int) and every > 0 and any(getattr(m, "layers_are_rescaled", False) for m in preview.model.modules()):
+        # the model halves the stream between blocks in eval mode (RWKV's rescale_every): the next block reads half the output
+        halved = [i for i in blocks if i + 1 < len(L) and (i + 1) % every == 0]
+        identity("rescaled_stream", f"layers[i].output / 2 == layers[i + 1].input after every {ordinal(every)} block (rescale_every, eval mode)",
+                 halved, lambda i: _max_abs(L[i].output / 2 - L[i + 1].input))
     # attention and a state-space mixer side by side (Falcon-H1): each output times the config's constant, both added at once
     two = [i for i in blocks if runs[i] == (True, True, True)]
     if two:
