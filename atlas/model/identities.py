@@ -102,19 +102,19 @@ def identities(preview: PreviewRun, not_applicable: dict[str, str] | None = None
     # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
     for ident, statement, pattern, value in (
         ("ssm_mlp_block_sum", "layers[i].input + ssm.ssm_output + mlp.mlp_output == layer_output", (False, True, True),
-         lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
-        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].input + L[i].ssm.ssm_output),
+         lambda i, x: x + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
+        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i, x: x + L[i].ssm.ssm_output),
         ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
-         lambda i: L[i].input + L[i].self_attn.attention_output),
-        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].input + L[i].mlp.mlp_output),
+         lambda i, x: x + L[i].self_attn.attention_output),
+        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i, x: x + L[i].mlp.mlp_output),
     ):
         where = [i for i in blocks if runs[i] == pattern and not roles.blocks[i].embedding_norm]
         if where:
-            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
+            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i, L[i].input) - L[i].output))
         held = [i for i in blocks if runs[i] == pattern and roles.blocks[i].embedding_norm]
         if held:  # the block normalises its input first (RWKV's block 0 and its pre_ln): the sum starts at that norm's output
             identity(f"embedding_norm_{ident}", statement.replace("layers[i].input", "embedding_norm_output"), held,
-                     lambda i, value=value: _max_abs(value(i) - L[i].input + t.embedding_norm_output - L[i].output))
+                     lambda i, value=value: _max_abs(value(i, t.embedding_norm_output) - L[i].output))
     every = getattr(config, "rescale_every", None)
     if isinstance(every, int) and every > 0 and any(getattr(m, "layers_are_rescaled", False) for m in preview.model.modules()):
         # the model halves the stream between blocks in eval mode (RWKV's rescale_every): the next block reads half the output
