@@ -174,3 +174,10 @@ def halving_words(halving: tuple[list[int], int | None]) -> str:
     every = halving[1]
     return (f"; after every {ordinal(every)} block (rescale_every) the model halves the stream, x_(n+1) = Block_n(x_n)/2, in eval mode"
             if halving[0] else "")
+
+
+def mixer_label(mixer) -> str:
+    """How a block's step names its fixed-state mixer: RWKV's time mixing by what it is, any other as SSM."""
+    from atlas.model.structure import is_time_mixing
+
+    return r"\operatorname{TimeMix}" if is_time_mixing(mixer) else r"\operatorname{SSM}"

@@ -12,7 +12,7 @@ from atlas.proof.core import Part
 from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, apply_child, handed_residual, sub
 from atlas.proof.positions import ROTARY, rotary_input
-from atlas.proof.rwkv import halving_words
+from atlas.proof.rwkv import halving_words, mixer_label
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.model.roles import block_roles
 from atlas.model.structure import own_scalar
@@ -133,7 +133,7 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
     # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
     first, first_norm = (r.attention, r.attention_norm) if r.attention else (r.ssm, r.ssm_norm)
     first_values = ("attention_norm_output", "attention_output") if r.attention else ("ssm_norm_output", "ssm_output")
-    first_label = r"\operatorname{Attn}" if r.attention else r"\operatorname{SSM}"
+    first_label = r"\operatorname{Attn}" if r.attention else mixer_label(part.tiny.get_submodule(r.ssm))
     attn = part.child(first)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
