@@ -89,6 +89,10 @@ def test_rwkv_steps_print_the_recurrence_and_the_gates_they_run(collected):
     assert r"p_t=\max(p_{t-1}+w,k_t)" in tex  # the stable form: every exponential relative to the largest so far
     channel = next(v for k, v in components.items() if kinds.get(k) == "channel_mixing")
     assert r"\operatorname{ReLU}^2(" in " ".join(step["tex"] for step in channel["steps"])
+    # what the value projection reads is the run's mlp_neurons, compared with the squared ReLU's step; the gated
+    # read-out is ssm_premix, what the output projection reads
+    assert [s["values"] for s in channel["steps"]][2] == ["mlp_neurons"]
+    assert [s["values"] for s in mixing["steps"]][-2:] == [["ssm_premix"], ["ssm_output"]]
     first = components[f["block_kinds"][0]["id"]]
     assert r"\operatorname{LayerNorm}(x)" in first["steps"][0]["tex"] and r"pre\_ln" in first["steps"][0]["tex"]
     assert all(s["expression"] for c in (mixing, channel) for s in c["steps"])

@@ -18,6 +18,7 @@ from atlas.model.structure import (
     adds_residual,
     attention_is_inline,
     has_channel_decay,
+    is_channel_mixing,
     is_compressed_indexer,
     is_dense_dispatch,
     is_grouped_linear,
@@ -327,7 +328,8 @@ def _read_block_roles(block) -> BlockRoles:
         output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
         # A mixture's own activation and down projection live inside each expert, not on the block's MLP.
         activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) or _sequential_part(mlp_module, 1) if mlp_module is not None else None),
-        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) or _sequential_part(mlp_module, 2) if mlp_module is not None else None),
+        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) or _sequential_part(mlp_module, 2)
+                                        or ("value" if is_channel_mixing(mlp_module) else None) if mlp_module is not None else None),
         router=router,
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,

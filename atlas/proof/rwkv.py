@@ -132,7 +132,7 @@ def channel_mixing(part: Part) -> Chain:
     steps = [
         Step(expr=E.Let(xs, apply_child(part, "time_shift", lambda a: rf"{a}_{{t-1}}", x=x)), summary=True),
         _mixes(part, x, xs, [("time_mix_key", "xk", "k"), ("time_mix_receptance", "xr", "r")]),
-        Step(expr=E.Let(k, E.relu2(linear_call(part, "key", E.Sym("xk", "x_k"), "W_k")), maps=(d, wide)), value="mlp_activation", summary=True),
+        Step(expr=E.Let(k, E.relu2(linear_call(part, "key", E.Sym("xk", "x_k"), "W_k")), maps=(d, wide)), value="mlp_neurons", summary=True),
         Step(expr=E.Let(r, E.sigmoid(linear_call(part, "receptance", E.Sym("xr", "x_r"), "W_r")), "(the receptance gate)", maps=(d, d)),
              summary=True),
         Step(expr=E.Let(E.Sym("out", r"\Delta"), r * linear_call(part, "value", k, "W_v"), _rescaled(part, "W_v"), maps=(wide, d)),
