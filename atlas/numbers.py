@@ -82,3 +82,9 @@ def index_spans(indices: list[int], dash: str = "–") -> str:
             spans.append(f"{start}" if start == prev else f"{start}{dash}{prev}")
             start = cur
     return ", ".join(spans)
+
+
+def ordinal(n: int) -> str:
+    """2 -> '2nd', 6 -> '6th', 11 -> '11th', 21 -> '21st'."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"

@@ -153,6 +153,8 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
     if c["model_type"] in POST_NORM_TYPES:
         skipped |= {"block_sum", "attention_add"}
         every |= POST_NORM_IDENTITIES
+    if c["model_type"] == "rwkv":  # block 0 normalises its own input (pre_ln): its sum starts there; the stream is halved between blocks
+        every |= {"embedding_norm_ssm_mlp_block_sum", "rescaled_stream"}
     return every - skipped, skipped
 
 
@@ -182,7 +184,16 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     assert len(own.hidden_states) == n + 1
     exact = dict(rtol=0, atol=0)
     first_input = own.hidden_states[0]
-    if c["model_type"] in ("mamba", "falcon_mamba", "mamba2"):  # MambaModel (and Mamba2Model) records each block's output, then norm_f's, and not the embeddings
+    if c["model_type"] == "rwkv":  # RwkvModel records each block's output as the next block reads it (halved after every
+        # rescale_every-th block in eval mode), then ln_out's, and not the embeddings
+        with torch.no_grad():
+            first_input = run.model.get_input_embeddings()(run.ids)
+        torch.testing.assert_close(L[0].input, first_input, **exact)
+        every = run.config.rescale_every
+        for i in range(n):
+            torch.testing.assert_close(L[i].output / 2 if (i + 1) % every == 0 else L[i].output, own.hidden_states[i], **exact)
+        torch.testing.assert_close(t.final_norm_output, own.hidden_states[n], **exact)
+    elif c["model_type"] in ("mamba", "falcon_mamba", "mamba2"):  # MambaModel (and Mamba2Model) records each block's output, then norm_f's, and not the embeddings
         with torch.no_grad():  # what enters block 0, from the model's own table
             first_input = run.model.get_input_embeddings()(run.ids)
         torch.testing.assert_close(L[0].input, first_input, **exact)
@@ -248,7 +259,9 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
             L[i].mlp.router_logits.topk(c["num_experts_per_tok"], dim=-1).values.sigmoid()),
         "attention_rows": lambda i: L[i].self_attn.attention_probabilities.sum(dim=-1) - 1,
         "attention_softmax": lambda i: torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities,
-        "embeddings": lambda _: (t.embedding_norm_output if t.has("embedding_norm_output") else  # BLOOM: a norm on the embeddings
+        # RWKV's block 0 reads the token rows and normalises them itself
+        "embeddings": lambda _: (t.token_embeddings if c["model_type"] == "rwkv" else
+                                 t.embedding_norm_output if t.has("embedding_norm_output") else  # BLOOM: a norm on the embeddings
                                  ctrl_rows() if c["model_type"] == "ctrl" else
                                  embedding_scale * t.token_embeddings + (t.position_embeddings if learned_positions else 0)) - first_input,
         # GPT-1: each sum through the block's own LayerNorm, its weights read from the model
@@ -259,6 +272,9 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         "attention_block_sum": lambda i: L[i].input + L[i].self_attn.attention_output - L[i].output,
         "mlp_block_sum": lambda i: L[i].input + L[i].mlp.mlp_output - L[i].output,
         "ssm_mlp_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
+        # RWKV: block 0's sum starts at its own norm of the embeddings; the next block reads half a halved block's output
+        "embedding_norm_ssm_mlp_block_sum": lambda i: t.embedding_norm_output + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
+        "rescaled_stream": lambda i: L[i].output / 2 - L[i + 1].input,
         # each mixer's output times the config's constant for it (Falcon-H1)
         "two_mixers_block_sum": lambda i: (L[i].input + c.get("ssm_out_multiplier", 1.0) * L[i].ssm.ssm_output
                                            + c.get("attention_out_multiplier", 1.0) * L[i].self_attn.attention_output
@@ -271,6 +287,10 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     where |= {ident: [i for i in range(n) if runs[i] == pattern] for pattern, ident in HYBRID_IDENTITIES.items()}
     where |= {ident: [i for i in range(n) if runs[i] == (True, True, False)] for ident in ("block_sum", "attention_add")}
     where |= {ident: softmax_blocks for ident in ("attention_rows", "attention_softmax")}
+    if c["model_type"] == "rwkv":
+        where["ssm_mlp_block_sum"] = list(range(1, n))
+        where["embedding_norm_ssm_mlp_block_sum"] = [0]
+        where["rescaled_stream"] = [i for i in range(n - 1) if (i + 1) % run.config.rescale_every == 0]
 
     measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run), runs=runs,
                                             norm_topk=bool(getattr(run.config, "norm_topk_prob", False)), dense=dense)

@@ -265,11 +265,13 @@ def _no_attention_terms(block, roles, config) -> BlockTerms:
                           fixed, 0, None, flops_formula + "; nothing grows with the context", matrices, routed)
     import torch
 
-    from atlas.model.structure import is_recurrent_block
+    from atlas.model.structure import is_recurrent_block, is_time_mixing
 
     mixer = block.get_submodule(roles.ssm)
     if is_recurrent_block(mixer):
         return recurrent_block_terms(mixer, matrices, routed)
+    if is_time_mixing(mixer):
+        return time_mixing_terms(block, mixer, roles, matrices, routed)
     conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
     channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
     matrices -= conv.weight.numel()  # the convolution's kernels are counted as a convolution below, not as a matrix
@@ -338,3 +340,23 @@ def recurrent_block_terms(mixer, matrices: int, routed) -> BlockTerms:
                      "and the new one by multiplying and summing element by element, which torch.utils.flop_counter does not count, "
                      "like the recurrence's own update; nothing grows with the context")
     return BlockTerms("recurrent", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def time_mixing_terms(block, mixer, roles, matrices: int, routed) -> BlockTerms:
+    """An RWKV block: a state of fixed size per block, the same at every context: the WKV recurrence's
+    numerator, denominator and largest exponent for each channel, and the last input each token shift
+    holds (the time mixing's and the channel mixing's); a token's FLOPs are its matrices', and the
+    recurrence's update is element-wise."""
+    channels = mixer.time_decay.shape[0]
+    width = mixer.time_mix_key.shape[-1]
+    shifts = sum(1 for name in (roles.ssm, roles.mlp) if name is not None) * width
+    values = 3 * channels + shifts
+    # the per-channel interpolation weights (1 × 1 × width) are stored with unit axes: they multiply nothing as a matrix
+    matrices -= sum(p.numel() for p in block.parameters() if p.dim() >= 2 and sum(n > 1 for n in p.shape) <= 1)
+    fixed = 2 * matrices
+    cache_formula = (f"a state of fixed size, the same at every context: the WKV recurrence's numerator, denominator and largest "
+                     f"exponent, 3 × {grouped(channels)} channels, + the last input of the two token shifts, 2 × {grouped(width)} "
+                     f"= {grouped(values)} values per sequence (transformers holds them in its state list, the recurrence's three in float32)")
+    flops_formula = (f"2 × {grouped(matrices)} matrix values = {grouped(fixed)}; the token shifts' interpolations and the "
+                     "recurrence's update are element-wise, which torch.utils.flop_counter does not count; nothing grows with the context")
+    return BlockTerms("state", None, values, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)

@@ -46,12 +46,21 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         with torch.no_grad():
             out = model(run.ids, use_cache=True)
             cache = getattr(out, "cache", None)
-            if cache is None:  # a model that keeps its cache to itself (RecurrentGemma) is handed one to fill
+            returned = getattr(out, "state", None)
+            # a state the model returns as a list of tensors, one column per block (RWKV's five: batch × width × blocks)
+            returned = returned if isinstance(returned, list) and returned and all(isinstance(x, torch.Tensor) for x in returned) else None
+            if cache is None and returned is not None:
+                from transformers import DynamicCache
+
+                cache = DynamicCache(config=config)  # empty: the state list holds everything
+            elif cache is None:  # a model that keeps its cache to itself (RecurrentGemma) is handed one to fill
                 from transformers import DynamicCache
 
                 cache = DynamicCache(config=config)
                 model(run.ids, use_cache=True, cache=cache)
             held = [cache_layer_values(layer) // run.ids.shape[0] for layer in cache.layers]
+            if returned is not None:
+                held = [sum(int(x[..., i].numel()) for x in returned) // run.ids.shape[0] for i in range(len(blocks))]
             keeps_cache = any(held) or bool(getattr(cache, "linear_cache", None))
             if not keeps_cache:
                 # the class keeps no cache (GPT-1's): every step runs the whole sequence again, so what a cache would
@@ -67,7 +76,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
             charges.start()
             try:
                 with FlopCounterMode(display=False) as counter:
-                    if keeps_cache:
+                    if returned is not None:  # one more token from the state the prompt left
+                        model(run.ids[:, -1:], state=returned, use_cache=True)
+                    elif keeps_cache:
                         model(run.ids[:, -1:], cache=cache, use_cache=True)
                     else:
                         model(torch.cat([run.ids, run.ids[:, -1:]], dim=1))
@@ -106,6 +117,9 @@ def measured_checks(family: str, run, block_path: str) -> list[dict[str, Any]]:
         if t.attention == "recurrent":
             how = (f"{grouped(t.cache_values)} values, the convolution's last inputs and the RG-LRU's state, after the "
                    f"{prompt}-token prompt as after any other; measured: the tensors the block's modules hold between tokens")
+        if returned is not None:  # RWKV: the state list the model hands back, one column a block
+            how = (f"{grouped(t.cache_values)} values after the {prompt}-token prompt as after any other; measured: the block's "
+                   "column of the state list the model returns (every tensor of it)")
         if t.attention == "linear":
             how = (f"{grouped(t.cache_values)} values, the recurrent state and the convolution's last inputs, after the "
                    f"{prompt}-token prompt as after any other; measured: the states transformers' cache holds for the block")

@@ -185,6 +185,9 @@ def _positions(facts: dict[str, Any], rope: Any, no_rotary: list[int], attention
         return {"words": "learned absolute" + (f", a table of {grouped(rows)} positions" if rows else ""), "href": f"c/{table.split('.')[-1]}.html"}
     if any(isinstance(s, str) and s.startswith("ALiBi") for s in said):
         return {"words": "ALiBi: a bias on the scores, linear in the distance, one slope a head", "href": attention_page or "#blocks"}
+    if "token_shift" in facts["equations"].get("kinds", {}).values():  # RWKV: order from the token shift and the recurrence's decay
+        return {"words": "none added: each block's token shift reads the previous position, and its recurrence decays older ones",
+                "href": attention_page or "#blocks"}
     return {"words": "none: no block is given positions", "href": attention_page or "#blocks"}
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from atlas.model.introspect import own_tensors
 from atlas.numbers import index_spans
 from atlas.model.roles import block_roles
-from atlas.model.structure import is_recurrent_block, is_ssm
+from atlas.model.structure import is_recurrent_block, is_ssm, is_time_mixing
 
 
 def _structure(block) -> tuple:
@@ -87,7 +87,10 @@ def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int]
                 label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention' if roles.attention else 'MoE' if mixture else 'MLP'} block"
             else:
                 label = f"{_mixer_word(blocks[indices[0]], roles) if roles.ssm else 'attention'} {'MoE ' if mixture and len(kinds_of_mlp) > 1 else ''}block"
-            kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_"), label, indices, mixture, attention_type))
+            if roles.embedding_norm:  # the block that normalises the embeddings first (RWKV's block 0)
+                label = f"first {label} (embedding norm)"
+            kinds.append(BlockKind(label.replace(" ", "_").replace("-", "_").replace("(", "").replace(")", ""), label, indices, mixture,
+                                   attention_type))
             continue
         words = []
         if len(kinds_of_positions) > 1:
@@ -113,6 +116,8 @@ def _mixer_word(block, roles) -> str:
     """A fixed-state mixer by what it holds: a selective scan (a decay of its own) or a short convolution alone."""
     if is_recurrent_block(getattr(block, roles.ssm)):  # a convolution and an RG-LRU (RecurrentGemma)
         return "recurrent"
+    if is_time_mixing(getattr(block, roles.ssm)):  # a token shift and the WKV recurrence (RWKV)
+        return "time-mixing"
     return "state-space" if is_ssm(getattr(block, roles.ssm)) else "short-convolution"
 
 

@@ -14,6 +14,7 @@ from atlas.model.introspect import find_block_list, num_blocks
 from atlas.model.precision import float64_run
 from atlas.model.preview import PreviewRun
 from atlas.model.trace import MissingValue
+from atlas.numbers import ordinal
 
 TOLERANCE = 1e-9  # the largest absolute residual an identity may show: the largest measured is about 4e-15
 
@@ -108,15 +109,25 @@ def _identities(preview: PreviewRun, not_applicable: dict[str, str] | None) -> t
     # a state-space mixer in the attention's place, then an MLP: the input plus both outputs
     for ident, statement, pattern, value in (
         ("ssm_mlp_block_sum", "layers[i].input + ssm.ssm_output + mlp.mlp_output == layer_output", (False, True, True),
-         lambda i: L[i].input + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
-        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i: L[i].input + L[i].ssm.ssm_output),
+         lambda i, x: x + L[i].ssm.ssm_output + L[i].mlp.mlp_output),
+        ("ssm_block_sum", "layers[i].input + ssm.ssm_output == layer_output", (False, False, True), lambda i, x: x + L[i].ssm.ssm_output),
         ("attention_block_sum", "layers[i].input + self_attn.attention_output == layer_output", (True, False, False),
-         lambda i: L[i].input + L[i].self_attn.attention_output),
-        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i: L[i].input + L[i].mlp.mlp_output),
+         lambda i, x: x + L[i].self_attn.attention_output),
+        ("mlp_block_sum", "layers[i].input + mlp.mlp_output == layer_output", (False, True, False), lambda i, x: x + L[i].mlp.mlp_output),
     ):
-        where = [i for i in blocks if runs[i] == pattern]
+        where = [i for i in blocks if runs[i] == pattern and not roles.blocks[i].embedding_norm]
         if where:
-            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i) - L[i].output))
+            identity(ident, statement, where, lambda i, value=value: _max_abs(value(i, L[i].input) - L[i].output))
+        held = [i for i in blocks if runs[i] == pattern and roles.blocks[i].embedding_norm]
+        if held:  # the block normalises its input first (RWKV's block 0 and its pre_ln): the sum starts at that norm's output
+            identity(f"embedding_norm_{ident}", statement.replace("layers[i].input", "embedding_norm_output"), held,
+                     lambda i, value=value: _max_abs(value(i, t.embedding_norm_output) - L[i].output))
+    every = getattr(config, "rescale_every", None)
+    if isinstance(every, int) and every > 0 and any(getattr(m, "layers_are_rescaled", False) for m in preview.model.modules()):
+        # the model halves the stream between blocks in eval mode (RWKV's rescale_every): the next block reads half the output
+        halved = [i for i in blocks if i + 1 < len(L) and (i + 1) % every == 0]
+        identity("rescaled_stream", f"layers[i].output / 2 == layers[i + 1].input after every {ordinal(every)} block (rescale_every, eval mode)",
+                 halved, lambda i: _max_abs(L[i].output / 2 - L[i + 1].input))
     # attention and a state-space mixer side by side (Falcon-H1): each output times the config's constant, both added at once
     two = [i for i in blocks if runs[i] == (True, True, True)]
     if two:
@@ -172,7 +183,10 @@ def _identities(preview: PreviewRun, not_applicable: dict[str, str] | None) -> t
              lambda i: _max_abs(L[i].self_attn.attention_probabilities.sum(dim=-1) - 1))
     identity("attention_softmax", "softmax(self_attn.attention_scores) == self_attn.attention_probabilities", softmax_blocks,
              lambda i: _max_abs(torch.softmax(L[i].self_attn.attention_scores.float(), dim=-1) - L[i].self_attn.attention_probabilities))
-    if t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
+    if t.has("embedding_norm_output") and roles.blocks[0].embedding_norm:  # block 0 normalises its input itself (RWKV)
+        identity("embeddings", "token_embeddings == layers[0].input (block 0 applies embedding_norm itself)", None,
+                 lambda _: _max_abs(t.token_embeddings - L[0].input))
+    elif t.has("embedding_norm_output"):  # a norm on the token embeddings (BLOOM): the first block reads its output
         identity("embeddings", "embedding_norm_output == layers[0].input", None,
                  lambda _: _max_abs(t.embedding_norm_output - L[0].input))
     elif t.has("position_embeddings"):  # learned positions (GPT-2): the first block reads the sum

@@ -24,6 +24,7 @@ from atlas.model.preview_data import (
     weight_histograms,
 )
 from atlas.model.sizes import block_sizes, checkpoint_sizes, mamba_stack
+from atlas.numbers import ordinal
 
 
 def parallel_at_checkpoint(preview: PreviewRun, checkpoint_kinds: list[dict[str, Any]]) -> list[int]:
@@ -188,10 +189,14 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "head width": head_width,
         "latents": latent,
         # (where intermediate_size only names the experts' width, as DeepseekV4Config maps it, there is no dense MLP to describe)
-        "MLP width": (f"{mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"] and not mamba_stack(config)
+        "MLP width": (f"{'channel-mixing' if isinstance(get('rescale_every'), int) else mlp_label} hidden width {s['intermediate_size']:,}" if s["intermediate_size"] and not mamba_stack(config)
                       and getattr(type(config), "attribute_map", {}).get("intermediate_size") != "moe_intermediate_size" else None),
         # a Mamba stack's intermediate_size is its mixer's inner width: there is no MLP
         "mixer width": f"a mixer inner width of {s['intermediate_size']:,}" if s["intermediate_size"] and mamba_stack(config) else None,
+        "time-mixing width": (f"a time-mixing width of {get('attention_hidden_size'):,}"
+                              if isinstance(get("rescale_every"), int) and get("attention_hidden_size") else None),
+        "rescaling": (f"the stream halved after every {ordinal(get('rescale_every'))} block in eval mode"
+                      if isinstance(get("rescale_every"), int) and get("rescale_every") > 0 else None),
         "expert width": f"expert hidden width {moe_width:,}" if moe_width else None,
         "routed experts": f"top-{s['top_k']} of {experts:,} routed experts" if experts else None,
         "shared experts": _count(get("n_shared_experts"), "shared expert") if experts and get("n_shared_experts") else None,
@@ -256,6 +261,7 @@ TINY_RAW_KEYS = (
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave", "rope_parameters",
     "initializer_range", "index_topk", "index_n_heads", "index_head_dim",
     "hc_mult", "o_groups", "o_lora_rank", "swiglu_limit",  # DeepSeek-V4's streams, output groups and SwiGLU clamp
+    "rescale_every",  # RWKV's halving of the stream in eval mode
 )
 
 

@@ -18,6 +18,7 @@ from atlas.model.structure import (
     adds_residual,
     attention_is_inline,
     has_channel_decay,
+    is_channel_mixing,
     is_compressed_indexer,
     is_dense_dispatch,
     is_grouped_linear,
@@ -28,6 +29,7 @@ from atlas.model.structure import (
     is_rg_lru,
     is_short_conv,
     is_ssm,
+    is_time_mixing,
     norms_of_sums,
     separate_qkv,
     sequential_mlp,
@@ -50,6 +52,8 @@ FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_norm")
 # A norm the model applies to the token embeddings before block 0 (BLOOM's word_embeddings_layernorm;
 # not LFM2's embedding_norm, which is its final norm).
 EMBEDDING_NORM_NAMES = ("word_embeddings_layernorm",)
+# ... held by block 0 itself, which applies it to its input before anything else (RWKV's pre_ln)
+BLOCK_EMBEDDING_NORM_NAMES = ("pre_ln",)
 ROUTER_NAMES = ("gate", "router")
 EXPERTS_NAMES = ("experts",)
 SHARED_EXPERT_NAMES = ("shared_experts", "shared_expert", "shared_mlp")
@@ -156,6 +160,9 @@ class BlockRoles:
     # norm stands before a sublayer (attention_norm and mlp_norm are None). See norms_of_sums.
     attention_add_norm: str | None = None
     mlp_add_norm: str | None = None
+    # A norm of the embeddings that block 0 holds and applies to its input before anything else (RWKV's
+    # pre_ln): the stream the block's sublayers add to starts at its output. None elsewhere.
+    embedding_norm: str | None = None
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
@@ -227,7 +234,10 @@ def _mixers(block) -> tuple[str | None, str | None, str | None]:
     has another name (Nemotron-H's ``mixer``), by what it holds."""
     attention = _child(block, ATTENTION_NAMES) or _child(block, LINEAR_ATTENTION_NAMES)
     mlp = _child(block, MLP_NAMES)
-    ssm = next((n for n, m in block.named_children() if is_ssm(m) or is_short_conv(m) or is_recurrent_block(m)), None)
+    ssm = next((n for n, m in block.named_children()
+                if is_ssm(m) or is_short_conv(m) or is_recurrent_block(m) or is_time_mixing(m)), None)
+    if attention == ssm:  # a recurrent mixer under an attention's name (RWKV's time mixing, called attention)
+        attention = None
     for name, module in block.named_children():
         if name == ssm or _is_norm(module):
             continue
@@ -282,7 +292,7 @@ def _read_block_roles(block) -> BlockRoles:
     attention_post_norm = _child(block, ATTENTION_POST_NORM_NAMES) or (
         "post_attention_layernorm" if mlp_post_norm and _child(block, ("post_attention_layernorm",)) else None)
     post_norms = {attention_post_norm, mlp_post_norm}
-    norms = [n for n, m in block.named_children() if _is_norm(m) and n not in post_norms]
+    norms = [n for n, m in block.named_children() if _is_norm(m) and n not in post_norms and n not in BLOCK_EMBEDDING_NORM_NAMES]
     attention_norm = _child(block, ATTENTION_NORM_NAMES) or (norms[0] if norms else None)
     mlp_norm = next((n for n in MLP_NORM_NAMES if n in dict(block.named_children()) and n not in post_norms), None)
     mlp_norm = mlp_norm or (norms[1] if len(norms) > 1 else None)
@@ -318,7 +328,8 @@ def _read_block_roles(block) -> BlockRoles:
         output_proj=_child(attn_module, OUTPUT_PROJ_NAMES) if attn_module is not None else None,
         # A mixture's own activation and down projection live inside each expert, not on the block's MLP.
         activation=None if experts else (_child(mlp_module, ACTIVATION_NAMES) or _sequential_part(mlp_module, 1) if mlp_module is not None else None),
-        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) or _sequential_part(mlp_module, 2) if mlp_module is not None else None),
+        down_proj=None if experts else (_child(mlp_module, DOWN_PROJ_NAMES) or _sequential_part(mlp_module, 2)
+                                        or ("value" if is_channel_mixing(mlp_module) else None) if mlp_module is not None else None),
         router=router,
         experts=experts,
         shared_expert=_child(mlp_module, SHARED_EXPERT_NAMES) if experts else None,
@@ -329,7 +340,7 @@ def _read_block_roles(block) -> BlockRoles:
         ssm_norm=ssm_norm,
         ssm_in_proj=_child(ssm_module, ("in_proj",)) if ssm_module is not None else None,
         ssm_gated_norm=gated_norm,
-        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES + ("linear_out",)) if ssm_module is not None else None,
+        ssm_out_proj=_child(ssm_module, OUTPUT_PROJ_NAMES + ("linear_out", "output")) if ssm_module is not None else None,
         ssm_rg_lru=next((n for n, m in ssm_module.named_children() if is_rg_lru(m)), None) if ssm_module is not None else None,
         ssm_branch_activation=(_child(ssm_module, ACTIVATION_NAMES) if ssm_module is not None and is_recurrent_block(ssm_module)
                                else None),
@@ -345,6 +356,7 @@ def _read_block_roles(block) -> BlockRoles:
         experts_own_loop=_own_loop(mlp_module, experts),
         attention_add_norm=attention_add_norm,
         mlp_add_norm=mlp_add_norm,
+        embedding_norm=_child(block, BLOCK_EMBEDDING_NORM_NAMES),
     )
 
 
@@ -441,6 +453,9 @@ def find_roles(model, num_layers: int) -> Roles:
     embedding_norm = embedding_norm if embedding_norm != final else None
     if embedding_norm is None and final and _calls_twice(parent, final):
         embedding_norm = final  # one norm before block 0 and after the last (nanochat's model.norm)
+    held = _child(blocks[0], BLOCK_EMBEDDING_NORM_NAMES) if blocks else None
+    if embedding_norm is None and held:  # block 0 normalises the embeddings itself before its own norms (RWKV's pre_ln)
+        embedding_norm = join_path(block_path.rpartition(".")[2], "0", held)
     table = None if positions else _held_position_table(parent, model.get_input_embeddings())
     return Roles(
         embedding=embedding,

@@ -201,6 +201,8 @@ def ssm_sizes(config) -> dict[str, int]:
     heads, head_dim, state = _first(config, SSM_HEADS_KEYS), _first(config, SSM_HEAD_DIM_KEYS), _first(config, SSM_STATE_KEYS)
     if isinstance(getattr(config, "conv_L_cache", None), int):  # LFM2's gated short convolution: B, C and x at the full width
         return {"ssm_inner_size": config.hidden_size, "ssm_projection_size": 3 * config.hidden_size}
+    if isinstance(getattr(config, "attention_hidden_size", None), int) and isinstance(getattr(config, "rescale_every", None), int):
+        return {"ssm_inner_size": config.attention_hidden_size}  # RWKV's time mixing: one recurrence per channel of its own width
     if isinstance(getattr(config, "lru_width", None), int):  # RecurrentGemma's RG-LRU: one state value per channel, no one input projection
         return {"ssm_inner_size": config.lru_width}
     expand = getattr(config, "mamba_expand", None)

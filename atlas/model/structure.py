@@ -350,3 +350,47 @@ def own_scalar(module) -> str | None:
                                                               if n not in module._non_persistent_buffers_set}}
     found = [n for n, t in own.items() if t.numel() == 1 and t.is_floating_point()]
     return found[0] if len(found) == 1 else None
+
+
+# --- token shift and RWKV's mixings ----------------------------------------------------------------
+
+
+def is_token_shift(module) -> bool:
+    """A padding that moves every position one step later along the sequence, the first filled with
+    zeros and the last dropped (RWKV's time_shift: ZeroPad2d((0, 0, 1, -1)))."""
+    import torch
+
+    return isinstance(module, torch.nn.ZeroPad2d) and tuple(module.padding) == (0, 0, 1, -1)
+
+
+def _mixing_weights(module) -> tuple[list[str], list[str]]:
+    """(interpolation weights shaped 1 × 1 × width, vectors) among the module's own tensors."""
+    own = own_parameters(module)
+    mixes = [n for n, p in own.items() if p.dim() == 3 and tuple(p.shape[:2]) == (1, 1)]
+    vectors = [n for n, p in own.items() if p.dim() == 1]
+    return mixes, vectors
+
+
+def is_time_mixing(module) -> bool:
+    """RWKV's time mixing, by structure: a token shift and four linear maps among its children, and of its
+    own three per-channel interpolation weights (for the key, the value and the receptance) and two
+    vectors as wide as the keys (the decay and the first position's bonus)."""
+    import torch
+
+    children = list(module.children())
+    mixes, vectors = _mixing_weights(module)
+    linears = [c for c in children if isinstance(c, torch.nn.Linear)]
+    return (any(is_token_shift(c) for c in children) and len(linears) == 4 and len(mixes) == 3 and len(vectors) == 2
+            and len(own_parameters(module)) == 5)
+
+
+def is_channel_mixing(module) -> bool:
+    """RWKV's channel mixing, by structure: a token shift and three linear maps among its children, and
+    two per-channel interpolation weights of its own (for the key and the receptance), nothing else."""
+    import torch
+
+    children = list(module.children())
+    mixes, vectors = _mixing_weights(module)
+    linears = [c for c in children if isinstance(c, torch.nn.Linear)]
+    return (any(is_token_shift(c) for c in children) and len(linears) == 3 and len(mixes) == 2 and not vectors
+            and len(own_parameters(module)) == 2)

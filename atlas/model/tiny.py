@@ -29,6 +29,7 @@ TINY = {
 TINY_TOP_K = 2
 TINY_SLIDING_WINDOW = 8
 TINY_SWIGLU_LIMIT = 0.5
+TINY_RESCALE_EVERY = 2  # RWKV's halving of the stream: after every second block, so the three tiny blocks show it once
 
 
 def _period(pattern: list) -> int:
@@ -80,6 +81,7 @@ def tiny_values(config) -> dict[str, Any]:
         # one entry per block (dense or sparse MLP): the tiny stack's first blocks, as the generic rule keeps them
         values["mlp_layer_types"] = list(mlp_kinds[: values["num_hidden_layers"]])
     values.update(tiny_ssm_values(config))
+    values.update(tiny_time_mixing(config))
     if getattr(config, "sliding_window", None) and window_narrows(config):
         # shorter than the prompt, so the window shows; a window as long as the context (Phi-3.5-MoE's) is
         # no window, and the tiny model keeps it as long, so that it stays none
@@ -110,6 +112,20 @@ def tiny_values(config) -> dict[str, Any]:
             # no id of the pinned vocabulary fits the tiny one: none, or id 0 where the class's field takes
             # no None (CwmConfig's bos_token_id is an int)
             values[token] = None if _takes_none(type(config), token) else 0
+    return values
+
+
+def tiny_time_mixing(config) -> dict[str, Any]:
+    """RWKV's own keys: the time mixing's width in the pinned ratio to the width, and the stream halved
+    often enough (every second block) that the three tiny blocks halve it once and scale one block's
+    output projections, as the checkpoint's every rescale_every blocks do."""
+    values: dict[str, Any] = {}
+    inner = getattr(config, "attention_hidden_size", None)
+    if isinstance(inner, int) and inner > 0 and isinstance(getattr(config, "hidden_size", None), int):
+        values["attention_hidden_size"] = TINY["hidden_size"] * inner // config.hidden_size
+    rescale = getattr(config, "rescale_every", None)
+    if isinstance(rescale, int) and rescale > 0:
+        values["rescale_every"] = TINY_RESCALE_EVERY
     return values
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, compressed, experts, hyper, library, lightning, linear, mixture, positions, rglru, router, sparse, ssm, stack
+from atlas.proof import attention, compressed, experts, hyper, library, lightning, linear, mixture, positions, rglru, router, rwkv, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.model.sizes import routed_experts
-from atlas.model.structure import (is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru, is_short_conv, is_ssm,
-                                   separate_qkv, sequential_mlp)
+from atlas.model.structure import (is_channel_mixing, is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru,
+                                   is_short_conv, is_ssm, is_time_mixing, is_token_shift, separate_qkv, sequential_mlp)
 
 
 def _own(module) -> dict:
@@ -52,6 +52,12 @@ def kind_of(part: Part) -> str:
         return "dropout"
     if isinstance(m, torch.nn.ModuleList):
         return "list"  # a list of sublayers the parent runs one by one (never called itself)
+    if is_token_shift(m):
+        return "token_shift"  # the sequence moved one position later (RWKV's time_shift)
+    if is_time_mixing(m):
+        return "time_mixing"  # RWKV's token shift, key, value and receptance, and the WKV recurrence
+    if is_channel_mixing(m):
+        return "channel_mixing"  # RWKV's token shift, squared-ReLU key and receptance gate
     if isinstance(m, torch.nn.Identity):
         return "identity"  # torch's identity map (LongCat-Flash's zero-computation expert)
     if hyper.is_grouped_linear(m):
@@ -164,7 +170,7 @@ BUILDERS = {
     "router": router.router,
     "offset": router.offset,
     "mixture": mixture.mixture,
-    "block": stack.block,
+    "block": lambda part: rwkv.with_embedding_norm(part, stack.block(part)),
     "linear_attention": linear.linear_attention,
     "lightning_attention": lightning.lightning_attention,
     "gated_norm": lambda part: part.choose("gated_norm_order", {  # two orders of the same parts, measured
@@ -177,6 +183,9 @@ BUILDERS = {
     "short_conv": ssm.short_conv,
     "weightless_norm": library.weightless_norm,
     "rg_lru": rglru.rg_lru,
+    "token_shift": rwkv.token_shift,
+    "time_mixing": rwkv.time_mixing,
+    "channel_mixing": rwkv.channel_mixing,
     "rotary": positions.rotary,
     "sinusoidal_positions": positions.sinusoidal_positions,
     "recurrent_block": rglru.recurrent_block,

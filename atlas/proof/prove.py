@@ -9,6 +9,7 @@ from atlas.errors import AtlasError
 from atlas.proof import stack as stacks
 from atlas.proof import summaries
 from atlas.proof import whole_model
+from atlas.proof import rwkv
 from atlas.proof.core import Call, Context, Part, proven_run
 from atlas.proof.kinds import chain_of, kind_of
 from atlas.proof.steps import Chain
@@ -110,6 +111,7 @@ def equations(family, full_model, full_config, run, facts: dict[str, Any]) -> di
     by_id = {p.id: p for p in parts}
     rotary = [ctx.calls[f"{block_path}.{n}"].kwargs.get("position_embeddings") for n in range(len(tiny_blocks))]
     stack = stacks.Stack([ctx.chains[kind_of_block[n]] for n in range(len(tiny_blocks))], rotary, block_path, introspect.num_blocks(full_config))
+    stack.halving = rwkv.halved_after(Part("model", "", full_model, tiny, ctx))
     # what else each block was handed that its chain reads by name (DeepSeek-V4's blocks: the mask, the positions, the ids)
     stack.extras = [{name: ctx.calls[f"{block_path}.{n}"].kwargs.get(argument) for name, argument, _ in stacks.BLOCK_EXTRAS}
                     for n in range(len(tiny_blocks))]

@@ -12,6 +12,7 @@ from atlas.proof.core import Part
 from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, apply_child, handed_residual, sub
 from atlas.proof.positions import ROTARY, rotary_input
+from atlas.proof.rwkv import halving_words, mixer_label
 from atlas.proof.steps import Chain, Env, Input, Step, run_chain
 from atlas.model.roles import block_roles
 from atlas.model.structure import own_scalar
@@ -38,8 +39,7 @@ def _apply(part: Part, name: str, label: str, x: E.Sym, rotary: bool = False, ha
 
 
 def _scaled(delta: E.Sym, factor: float | None, tiny_factor: float, symbol: str | None = None) -> E.Expr:
-    """A sublayer's contribution times the block's factor (printed at the checkpoint's, run at the tiny
-    one's), or itself where there is none."""
+    """A sublayer's contribution times the block's factor (printed at the checkpoint's, run at the tiny one's), or itself."""
     return delta if factor is None else E.Size(float(factor), tiny_factor, symbol) * delta
 
 
@@ -88,9 +88,8 @@ def _depth_scaled_block(part: Part, depth: float) -> Chain:
 
 
 def _scaled_output(part: Part, chain: Chain) -> Chain:
-    """The block's chain with its output scaled by the block's own stored number, where it holds one
-    (decided from the structure; the preview moves the number off 1, so a chain without the product
-    would not reproduce the block)."""
+    """The block's chain with its output scaled by the block's own stored number, where it holds one (decided from
+    the structure; the preview moves the number off 1, so a chain without the product would not reproduce the block)."""
     import copy
     import dataclasses
 
@@ -134,7 +133,7 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
     # the first sublayer: the attention, or a state-space mixer in its place (a hybrid's Mamba blocks)
     first, first_norm = (r.attention, r.attention_norm) if r.attention else (r.ssm, r.ssm_norm)
     first_values = ("attention_norm_output", "attention_output") if r.attention else ("ssm_norm_output", "ssm_output")
-    first_label = r"\operatorname{Attn}" if r.attention else r"\operatorname{SSM}"
+    first_label = r"\operatorname{Attn}" if r.attention else mixer_label(part.tiny.get_submodule(r.ssm))
     attn = part.child(first)
     rotary = attn.argument("position_embeddings") is not None
     if rotary:
@@ -324,10 +323,9 @@ def _side_mixture_steps(part: Part, side: dict, r) -> list[Step]:
 
 
 def _list_block(part: Part) -> Chain:
-    """A block that holds its sublayers in lists and runs them in turn (LongCat-Flash): for each entry i,
-    norm, attention and add, then norm, dense MLP and add; the mixture of experts reads the first
-    post-attention norm's output, and its output joins the stream only at the block's end (a shortcut
-    past the second pair of sublayers)."""
+    """A block that holds its sublayers in lists and runs them in turn (LongCat-Flash): for each entry i, norm, attention
+    and add, then norm, dense MLP and add; the mixture of experts reads the first post-attention norm's output, and its
+    output joins the stream only at the block's end (a shortcut past the second pair of sublayers)."""
     r = block_roles(part.tiny)
     base = lambda name: name.rpartition(".")[0]
     attentions, attention_norms, mlp_norms = base(r.attention), base(r.attention_norm), base(r.mlp_norm)
@@ -386,8 +384,7 @@ def _inline_mlp_steps(part: Part, names: tuple, x: E.Sym) -> list[Step]:
 
 
 def _one_sublayer(part: Part, r, factor: float | None) -> Chain:
-    """A block that runs one mixer (a hybrid's state-space, attention or MLP block): its norm, the
-    mixer, and one add."""
+    """A block that runs one mixer (a hybrid's state-space, attention or MLP block): its norm, the mixer, and one add."""
     tiny_factor = getattr(part.ctx.tiny_config, "residual_multiplier", 1.0) if factor is not None else 1.0
     if r.ssm:
         child, norm, names, label = r.ssm, r.ssm_norm, ("ssm_norm_output", "ssm_output"), r"\operatorname{SSM}"
@@ -519,6 +516,7 @@ def run_blocks(stack: "Stack", e: Env, x, rel: str):
             if any(i.name == name for i in chain.inputs):
                 values[name] = as64(stack.extras[n][name])
         x = run_chain(chain, e.child(f"{rel}.{n}" if rel else str(n), values))
+        x = x / 2 if n in stack.halving[0] else x  # the model halves the stream after this block (RWKV's rescale_every)
     return x
 
 
@@ -530,6 +528,7 @@ class Stack:
         self.count_full = count_full
         self.extras: list[dict] = [{} for _ in chains]  # per block: what else it was handed (BLOCK_EXTRAS)
         self.rotary_names: list[str | None] = [None for _ in chains]  # per block: the model's rotary result it reads (atlas.proof.rope)
+        self.halving: tuple[list[int], int | None] = ([], None)  # blocks after which the stream is halved, the checkpoint's period
 
 
 def blocks(part: Part, stack: Stack) -> Chain:
@@ -539,7 +538,8 @@ def blocks(part: Part, stack: Stack) -> Chain:
     every_block.child_inputs = {"x": "x"}
     last = T.num(stack.count_full - 1)
     apply = E.Child(every_block, (E.Sym("x", "x_n"),), lambda x: rf"\operatorname{{Block}}_n({x})\quad n=0,\dots,{last}")
-    step = Step(expr=E.Let(E.Sym("y", "x_{n+1}"), apply, f"(each block by its kind's steps; the preview runs {stack.count})"), summary=True)
+    step = Step(expr=E.Let(E.Sym("y", "x_{n+1}"), apply, f"(each block by its kind's steps{halving_words(stack.halving)}; the preview runs "
+                           f"{stack.count})"), summary=True)
     return Chain([step], [Input("x", "x_0", "hidden_states", "the stream entering block 0")], "y")
 
 

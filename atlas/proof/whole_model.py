@@ -14,6 +14,7 @@ from atlas.proof import tex as T
 from atlas.proof.core import Part
 from atlas.proof.library import apply_child, linear_call
 from atlas.proof.rope import model_rotary
+from atlas.proof.rwkv import halving_words
 from atlas.proof.stack import Stack, run_blocks
 from atlas.proof.steps import Chain, Input, Step
 from atlas.model.introspect import num_blocks
@@ -121,7 +122,8 @@ def model(part: Part, stack: Stack, roles) -> Chain:
             ]
             x0 = x0_
         embedding_norm = getattr(roles, "embedding_norm", None)
-        if embedding_norm:  # a norm on the embeddings before block 0 (BLOOM's word_embeddings_layernorm)
+        if embedding_norm and not embedding_norm.startswith(f"{stack.path}."):  # a norm on the embeddings before block 0 (BLOOM's
+            # word_embeddings_layernorm); one that block 0 holds (RWKV's pre_ln) is a step of that block's own chain
             steps.append(Step(expr=E.Let(x0_, apply_child(part, embedding_norm, lambda x: rf"\operatorname{{Norm}}_{{\mathrm{{emb}}}}({x})", x=x0)),
                               value="embedding_norm_output", summary=True))
             x0 = x0_
@@ -158,8 +160,9 @@ def model(part: Part, stack: Stack, roles) -> Chain:
         all_blocks.child_name, all_blocks.child_inputs = stack.path, {"x": x0.name}
         xL, xn, z = E.Sym("xL", "x_L"), E.Sym("xn", r"\hat x"), E.Sym("z", "z")
         depth = T.num(num_blocks(cfg))
-        steps.append(Step(expr=E.Let(xL, E.Child(all_blocks, (x0,), lambda x: rf"\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0({x}),\quad L={depth}")),
-                          summary=True))
+        halves = f"(each block's output{halving_words(stack.halving)})" if stack.halving[0] else ""
+        steps.append(Step(expr=E.Let(xL, E.Child(all_blocks, (x0,), lambda x: rf"\operatorname{{Block}}_{{L-1}}\circ\dots\circ\operatorname{{Block}}_0({x}),\quad L={depth}"),
+                                     halves), summary=True))
         steps[-1].sub = "blocks"
         if collapse:
             steps.append(Step(expr=E.Let(xL, apply_child(part, collapse[0], lambda x: rf"\operatorname{{Collapse}}({x})", x=E.Sym("xL", "X_L")),

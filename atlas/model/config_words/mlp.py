@@ -22,6 +22,8 @@ def _intermediate(key, v, c):
     width = grouped(c.count("intermediate_size"))
     if c.mamba_stack():
         return f"The Mamba mixers' inner width, which the scan input and the gate each have: {width}"
+    if c.time_mixing():
+        return f"The width of every block's channel mixing inside, where its key goes through a squared ReLU: {width}"
     if "moe_intermediate_size" in c.raw:
         return f"The hidden width of a dense MLP, wherever a block keeps one: {width}"
     if c.experts():

@@ -73,6 +73,9 @@ def _undefined_setting(key, v, c):
 
 @explains("use_cache")
 def _use_cache(key, v, c):
+    if c.time_mixing():  # no keys or values: the model returns a state list of fixed size
+        return ("Generation hands each step the state the last one returned (five numbers a channel and block) by default"
+                if c.flag(key) else "Generation recomputes every position by default, keeping no state between steps")
     if c.mamba_stack():  # no keys or values: the cache is each mixer's convolution inputs and scan state
         return ("Generation keeps each mixer's fixed-size state between steps by default" if c.flag(key)
                 else "Generation recomputes every position by default, keeping no state between steps")

@@ -92,6 +92,11 @@ class _Config:
         return (all(isinstance(self.raw.get(k), (int, float)) for k in ("state_size", "conv_kernel", "expand"))
                 and "num_attention_heads" not in self.raw)
 
+    def time_mixing(self) -> bool:
+        """An RWKV stack (RwkvConfig's keys: rescale_every and attention_hidden_size, and no attention heads): its
+        attention-sounding keys are the time mixing's, its MLP's the channel mixing's, its cache a state."""
+        return "rescale_every" in self.raw and "attention_hidden_size" in self.raw and "num_attention_heads" not in self.raw
+
     def experts(self) -> tuple[str, int] | None:
         key = next((k for k in EXPERT_COUNT_KEYS if self.raw.get(k)), None)
         return (key, self.count(key, self.raw[key])) if key else None

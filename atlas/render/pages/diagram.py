@@ -73,6 +73,10 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
 
     y = 44
     lines.append((SPINE, 24, SPINE, 340))
+    held = fact(tree, "embedding_norm")
+    if held in kids:  # the block normalises its input first (RWKV's block 0 and its pre_ln): the stream runs through that norm
+        boxes.append(_box(4, y - 10, 186, 40, held, f"{norm_word(kids[held])} of the embeddings", "embedding_norm_output", link(held), "norm"))
+        y += 50
     # A parallel block (measured by its proof): the attention's output skips the first add and runs
     # down the right edge to the one add both sublayers meet at; where the MLP shares the attention's
     # norm, its input leaves that norm's output instead of the stream.

@@ -52,6 +52,9 @@ ROLE_TITLES = {
     "weightless_norm": "Norm without a gain",
     "recurrent_block": "Recurrent block (RG-LRU)",
     "rg_lru": "RG-LRU (real-gated linear recurrent unit)",
+    "time_mixing": "Time mixing (token shift and WKV recurrence)",
+    "channel_mixing": "Channel mixing (squared ReLU, receptance gate)",
+    "token_shift": "Token shift",
     "latent_attention": "Latent attention",
     "indexer": "Lightning indexer",
     "attention": "Attention",
@@ -157,6 +160,13 @@ LINEAR_USES = {
     ("mamba1", "out"): ("Output projection", "Mixes the gated scan's channels back into the residual width"),
     ("short_conv", "p"): ("Input projection", "Projects the stream into B, C and x, side by side"),
     ("short_conv", "out"): ("Output projection", "Mixes the gated, convolved channels back into the residual width"),
+    ("time_mixing", "k"): ("Key projection", "Projects the token-shifted stream into the keys that weigh each value in the recurrence"),
+    ("time_mixing", "v"): ("Value projection", "Projects the token-shifted stream into the values the recurrence averages"),
+    ("time_mixing", "r"): ("Receptance projection", "Projects the token-shifted stream into the receptance, whose sigmoid gates the recurrence's read-out"),
+    ("time_mixing", "out"): ("Output projection", "Mixes the gated read-out back into the residual width"),
+    ("channel_mixing", "k"): ("Key projection", "Projects the token-shifted stream into the wide key, before its squared ReLU"),
+    ("channel_mixing", "r"): ("Receptance projection", "Projects the token-shifted stream into the receptance, whose sigmoid gates the output"),
+    ("channel_mixing", "out"): ("Value projection", "Projects the squared-ReLU key back to the residual width"),
     ("mixture", "gamma"): ("Shared-expert gate", "Projects the stream to one number per token whose sigmoid scales the shared expert's output"),
 }
 

@@ -169,6 +169,18 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         return (f"A real-gated linear recurrent unit: {grouped(st.get('channels') or 0)} channels, each carrying one number from position to "
                 f"position; an input gate and a recurrence gate, each block-diagonal over {st.get('heads')} heads, set how much input "
                 f"enters and how fast the state decays (a = σ(−Λ) to the power {fact(node, 'decay_constant'):g} r).")
+    if r == "token_shift":
+        return "Moves the sequence one position later: each position receives the previous position's input, the first position zeros."
+    if r == "time_mixing":
+        st = fact(node, "state", {})
+        return (f"RWKV's time mixing: each of {grouped(st.get('channels') or 0)} channels mixes the position with the previous one, "
+                "projects key, value and receptance, and averages the values seen so far weighted by the exponential of their keys, "
+                "older ones decayed a step at a time and the current one given a bonus; the receptance's sigmoid gates the average, "
+                f"and the state it carries is {st.get('numbers_per_channel')} numbers a channel, the same at any length.")
+    if r == "channel_mixing":
+        wide = next((t["shape"][0] for c in node["children"] if c["name"] == "key" for t in c["tensors"]), None)
+        return (f"RWKV's channel mixing: the position mixed with the previous one, a key {grouped(d)} → {grouped(wide or 0)} through "
+                f"a squared ReLU, projected back to {grouped(d)} and gated by the sigmoid of a receptance projection.")
     if r == "depthwise_conv":
         return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
     if r == "identity":
