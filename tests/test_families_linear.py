@@ -224,9 +224,11 @@ def test_gated_delta_net_with_separate_projections_reproduces_its_module():
 
     config = Qwen3_5TextConfig(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
                                linear_value_head_dim=8, linear_conv_kernel_dim=4, num_hidden_layers=1, layer_types=["linear_attention"])
+    from atlas.model.precision import float64_run
+
     torch.manual_seed(0)
-    mixer = Qwen3_5GatedDeltaNet(config, 0).eval()
-    with torch.no_grad():
+    with torch.no_grad(), float64_run():  # as the preview run's modules: float64 throughout
+        mixer = Qwen3_5GatedDeltaNet(config, 0).eval()
         for p in mixer.parameters():
             if p.dim() == 1:
                 p.add_(torch.randn(p.shape) * 0.1)
@@ -238,8 +240,8 @@ def test_gated_delta_net_with_separate_projections_reproduces_its_module():
         return keep
 
     hooks = [m.register_forward_hook(keeper(path), with_kwargs=True) for path, m in mixer.named_modules()]
-    x = torch.randn(1, 9, 32)
-    with torch.no_grad():
+    with torch.no_grad(), float64_run():
+        x = torch.randn(1, 9, 32)
         mixer(x)
     for h in hooks:
         h.remove()

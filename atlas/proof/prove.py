@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from atlas.errors import AtlasError
+from atlas.model.precision import float64_run
 from atlas.proof import stack as stacks
 from atlas.proof import summaries
 from atlas.proof import whole_model
@@ -46,7 +47,7 @@ def capture_calls(model, ids, every: dict[str, list[Call]] | None = None) -> dic
 
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), float64_run():  # as the preview ran: float64 throughout
             model(ids, attention_mask=torch.ones_like(ids))
     finally:
         for h in handles:

@@ -309,7 +309,14 @@ def rope_steps(full: Rope, tiny: Rope, layout: str, suffix: str, label: str, pos
     scaled = amplitude_of(full) != 1.0 or amplitude_of(tiny) != 1.0  # an amplitude other than 1: a step of its own
     shown, words = LAYOUTS[layout]
     # the base, the rotated dims and the factors at the checkpoint's values, run at the preview's
+    other = None
+    if full.kind != tiny.kind:
+        # the run loaded weights whose config keeps another rope (a local checkpoint's): the rule that ran is
+        # the one printed, at its own values, and the page says so
+        other, full = full.kind, tiny
     rule, note = frequency_rule(full, tiny, positions)
+    if other:
+        note = f"{note} (the rope of the weights the run loaded, {tiny.kind}; the pinned checkpoint's is {other})".strip()
     out = [Step(expr=E.Let(E.Sym(f_name, f"f{up}_j"), rule, note), summary=True)]
     if scaled:
         amplitude, note = amplitude_rule(full, tiny)
