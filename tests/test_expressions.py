@@ -626,3 +626,80 @@ def test_deepseek_v4s_compressor_angles_use_the_yarn_rule_the_model_uses(collect
         assert rule.startswith(rf"f_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{rope['factor']},")
         written = f"{base:,}".replace(",", "{,}")
         assert f"(j-{low})/({high}-{low})" in rule and rf"g_j={written}^{{-2\,j/{d}}}" in rule
+
+
+# --- splits into parts and heads, and a fused projection's layouts ---------------------------------
+
+
+def _tex_num(n: int) -> str:
+    return f"{n:,}".replace(",", "{,}")
+
+
+def _range(index: str, width: int, first: int, last: int) -> str:
+    """Columns first..last of group ``index`` of ``width`` columns, written out by hand: (i-1)·w+first .. (i-1)·w+last,
+    the end i·w where last is the group's last column."""
+    end = rf"{index}\cdot {_tex_num(width)}" if last == width else rf"({index}-1)\cdot {_tex_num(width)}+{_tex_num(last)}"
+    return rf"({index}-1)\cdot {_tex_num(width)}+{_tex_num(first)}\,..\,{end}"
+
+
+@pytest.mark.parametrize("name", ["kimi_k2", "glm4_moe_lite"])
+def test_latent_attentions_splits_into_parts_and_heads_are_printed_from_what_runs(collected, name):
+    """Each head's query is its q^C_h columns then its q^R_h columns, the joint latent its c^KV columns then the
+    one rotary key k^R, each head's key-value up-projection its k^C_h columns then its values; Q_h and K_h join the
+    parts again, k^R repeated for every head. Every column range derived here from the released config."""
+    c = released_config(name)
+    heads, nope, rope, dv, rank = (c[k] for k in ("num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank"))
+    eq = collected(name).facts["equations"]
+    attention = next(pid for pid, kind in eq["kinds"].items() if kind == "latent_attention" and pid in eq["components"])
+    steps = eq["components"][attention]["steps"]
+    assert all(s["expression"] for s in steps), [s["tex"] for s in steps if not s["expression"]]
+    tex = [s["tex"] for s in steps]
+    q, k_r = r"[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}]", r"\htmlClass{st-k}{k^{R}}"
+    latent, kv = rf"[\htmlClass{{st-k}}{{c^{{KV}}}};\,{k_r}]", r"[\htmlClass{st-k}{k^{C}_h};\,\htmlClass{st-v}{v_h}]"
+    assert (rf"\htmlClass{{st-q}}{{q^{{C}}_h}}={q}_{{:,\,{_range('h', nope + rope, 1, nope)}}},\ "
+            rf"\htmlClass{{st-q}}{{q^{{R}}_h}}={q}_{{:,\,{_range('h', nope + rope, nope + 1, nope + rope)}}}:\ h=1..{heads}") in tex
+    assert (rf"\htmlClass{{st-k}}{{c^{{KV}}}}={latent}_{{:,\,1..{_tex_num(rank)}}},\ "
+            rf"{k_r}={latent}_{{:,\,{_tex_num(rank + 1)}..{_tex_num(rank + rope)}}}") in tex
+    split = next(s for s in steps if s["tex"].startswith(r"\htmlClass{st-k}{k^{C}_h}="))
+    assert split["tex"] == (rf"\htmlClass{{st-k}}{{k^{{C}}_h}}={kv}_{{:,\,{_range('h', nope + dv, 1, nope)}}},\ "
+                            rf"\htmlClass{{st-v}}{{V_h}}={kv}_{{:,\,{_range('h', nope + dv, nope + 1, nope + dv)}}}:\ h=1..{heads}")
+    assert split["values"] == [None, "attention_values"]
+    joined = next(s for s in steps if s["values"] == ["attention_queries", "attention_keys"])
+    assert joined["tex"] == (r"\htmlClass{st-q}{Q_h}=[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}],\ "
+                             rf"\htmlClass{{st-k}}{{K_h}}=[\htmlClass{{st-k}}{{k^{{C}}_h}};\,{k_r}]\in\mathbb{{R}}^{{{nope + rope}}}"
+                             r"\quad\text{one rotary key for every head}")
+
+
+def test_a_part_of_each_head_counted_from_the_wrong_end_fails_at_the_split(monkeypatch):
+    """The nope and rope parts swapped in the one definition of a head's part (printed as before, each part taken
+    from the other end of its head): MiniCPM3's values, the first value the run compares, no longer match the
+    module, and the failure names the key-value split."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    right = A.head_part
+
+    def from_the_other_end(index):
+        f = right(index)
+        return E.Function(f.name, lambda t, width, heads, first, last: f.arithmetic(t, width, heads, t.shape[-1] // int(heads) - int(last) + 1,
+                                                                                   t.shape[-1] // int(heads) - int(first) + 1),
+                          f.notation, bracket=f.bracket)
+
+    monkeypatch.setattr(A, "head_part", from_the_other_end)
+    with pytest.raises(AtlasError) as error:
+        collect("minicpm3")
+    assert r"step `\htmlClass{st-k}{k^{C}_h}=[\htmlClass{st-k}{k^{C}_h};\,\htmlClass{st-v}{v_h}]_{:,\,(h-1)\cdot 128+1" in str(error.value)
+
+
+def test_the_rotary_part_joined_first_fails_where_q_and_k_are_joined(monkeypatch):
+    """[b; a] run where [a; b] is printed: DeepSeek-V2's queries no longer match the module at the step that joins
+    each head's parts (the one that claims the queries and keys)."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    monkeypatch.setattr(A, "parts_joined", E.Function("parts joined", lambda a, b: torch.cat((b, a), dim=-1), A.parts_joined.notation))
+    with pytest.raises(AtlasError) as error:
+        collect("minicpm3")
+    assert r"step `\htmlClass{st-q}{Q_h}=[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}],\ " in str(error.value)
