@@ -703,3 +703,70 @@ def test_the_rotary_part_joined_first_fails_where_q_and_k_are_joined(monkeypatch
     with pytest.raises(AtlasError) as error:
         collect("minicpm3")
     assert r"step `\htmlClass{st-q}{Q_h}=[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}],\ " in str(error.value)
+
+
+def test_a_fused_projections_layouts_are_printed_from_what_runs(collected):
+    """Pythia's fused projection holds each head's query, key and value side by side (3 × 128 columns a head);
+    CodeGen's four model-parallel groups of 3 × 256 hold [Q; V; K] shares (mp_num = 4, transformers' constant);
+    Qwen3-Next's gated query holds each head's query then its gate (2 × 256); MiniMax's lightning projection each
+    head's query, key and value. Each split printed by the columns it takes, derived here from the config."""
+    qkv = r"[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]"
+    c = released_config("pythia")
+    d, heads = c["hidden_size"] // c["num_attention_heads"], c["num_attention_heads"]
+    pythia = collected("pythia").facts["equations"]["components"]["transformer_block.attention"]["steps"]
+    split = next(s for s in pythia if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, 1, d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"\htmlClass{{st-k}}{{K}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, d + 1, 2 * d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"\htmlClass{{st-v}}{{V}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, 2 * d + 1, 3 * d)}}}\big]_{{h=1..{heads}}}")
+    c = released_config("codegen")
+    share = c["n_embd"] // 4
+    codegen = collected("codegen").facts["equations"]["components"]["transformer_block.attn"]["steps"]
+    split = next(s for s in codegen if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, 1, share)}}}\big]_{{i=1..4}},\ "
+        rf"\htmlClass{{st-k}}{{K}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, 2 * share + 1, 3 * share)}}}\big]_{{i=1..4}},\ "
+        rf"\htmlClass{{st-v}}{{V}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, share + 1, 2 * share)}}}\big]_{{i=1..4}}")
+    c = released_config("qwen3_next")
+    d, heads = c["head_dim"], c["num_attention_heads"]
+    qwen = collected("qwen3_next").facts["equations"]["components"]["global_block.self_attn"]["steps"]
+    gated = r"[\htmlClass{st-q}{Q};G]"
+    split = next(s for s in qwen if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{gated}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{gated}_{{:,\,{_range('h', 2 * d, 1, d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"G=\big[{gated}_{{:,\,{_range('h', 2 * d, d + 1, 2 * d)}}}\big]_{{h=1..{heads}}}")
+    c = released_config("minimax")
+    d, heads = c["head_dim"], c["num_attention_heads"]
+    minimax = collected("minimax").facts["equations"]["components"]["linear_attention_block.self_attn"]["steps"]
+    assert (rf"\htmlClass{{st-q}}{{Q_h}}=a_{{:,\,{_range('h', 3 * d, 1, d)}}},\ \htmlClass{{st-k}}{{K_h}}=a_{{:,\,{_range('h', 3 * d, d + 1, 2 * d)}}},\ "
+            rf"\htmlClass{{st-v}}{{V_h}}=a_{{:,\,{_range('h', 3 * d, 2 * d + 1, 3 * d)}}}:\ h=1..{heads}") in [s["tex"] for s in minimax if s["expression"]]
+
+
+@pytest.mark.parametrize("name, step", [("pythia", r"`\htmlClass{st-q}{Q}=\big[[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]_{:,\,(h-1)\cdot 384+1"),
+                                        ("codegen", r"`\htmlClass{st-q}{Q}=\big[[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]_{:,\,(i-1)\cdot 768+1"),
+                                        # the values agree at the heads' split (they have no gate), so the divergence is first
+                                        # seen where the queries are next compared: their rotation
+                                        ("qwen3_next", r"step `\htmlClass{st-q}{Q_{t,h}}\leftarrow\htmlClass{st-q}{Q_{t,h}}\odot\cos")])
+def test_groups_taken_in_the_wrong_order_fail_where_the_layout_is_printed(monkeypatch, name, step):
+    """The groups' shares joined last group first in the one definition of a group's columns (printed as before):
+    the heads (Pythia, Qwen3-Next) or the model-parallel groups (CodeGen) come out in the wrong order and the proof
+    names the split among the steps the divergence may lie in (no value of the run is compared right after it);
+    Qwen3-Next's values, which carry no gate, still agree at the heads' split, so its failure is named where its
+    queries are next compared. The layout itself is measured apart (attention._fused_layout), so the wrong order cannot be
+    chosen as another layout."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    right = A.group_columns
+
+    def reversed_groups(index):
+        f = right(index)
+        return E.Function(f.name, lambda t, width, groups, first, last: f.arithmetic(t.unflatten(-1, (int(groups), -1)).flip(-2).flatten(-2),
+                                                                                    width, groups, first, last),
+                          f.notation, bracket=f.bracket)
+
+    monkeypatch.setattr(A, "group_columns", reversed_groups)
+    with pytest.raises(AtlasError) as error:
+        collect(name)
+    assert "does not reproduce" in str(error.value) and step in str(error.value)

@@ -81,6 +81,18 @@ def head_part(index: str):
                     lambda t, width, heads, first, last: rf"{t}_{{:,\,{_part_range(index, width, first, last)}}}", bracket=ATOM)
 
 
+# the columns first..last of each of ``groups`` column groups of ``width``, the groups' shares joined in turn: (batch, T,
+# groups × width) -> (batch, T, groups × (last-first+1)), printed [t_{:,(i-1)·w+first..}]_{i=1..groups}; a fused projection laid
+# out head by head (each head's query, key and value side by side; a query and its gate) or in model-parallel groups (CodeGen's)
+def group_columns(index: str):
+    def arithmetic(t, width, groups, first, last):
+        return t.unflatten(-1, (int(groups), -1))[..., int(first) - 1:int(last)].flatten(-2)
+
+    return Function(f"columns of each group by {index}", arithmetic,
+                    lambda t, width, groups, first, last: rf"\big[{t}_{{:,\,{_part_range(index, width, first, last)}}}\big]_{{{index}=1..{groups}}}",
+                    bracket=ATOM)
+
+
 # a tensor one head reads for every head: a head axis of one (batch, 1, T, d), and that one head repeated for ``heads``
 # (batch, heads, T, d); both printed as the tensor itself, whose symbol carries no head index (latent attention's k^R)
 one_head = Function("one head", lambda t: t[:, None], lambda t: t)

@@ -137,6 +137,17 @@ def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: in
     return "blocks"
 
 
+def _group_shares(joint, index: str, groups: tuple[int, int], order: str, names: dict, share: tuple[int, int], tail: str) -> "E.Lets":
+    """A fused projection's output cut into ``groups`` (at the checkpoint's and the tiny sizes) column groups, each the
+    shares of ``share`` columns of the names in ``order`` (a letter each, ``names`` giving its name and symbol), side by
+    side: each name its share of every group, joined group by group; the names defined in ``names``' order."""
+    (n, tiny_n), (w, tiny_w) = groups, share
+    by_group, count, width = A.group_columns(index), E.Size(n, tiny_n), E.Size(len(order) * w, len(order) * tiny_w)
+    lets = {c: E.Let(E.Sym(*names[c]), by_group(joint, width, count, E.Size(j * w + 1, j * tiny_w + 1), E.Size((j + 1) * w, (j + 1) * tiny_w)))
+            for j, c in enumerate(order)}
+    return E.Lets(tuple(lets[c] for c in names), tail, each=False)
+
+
 def _last(steps: list[Step], name: str) -> Step:
     return next(s for s in reversed(steps) if s.out == name or (isinstance(s.out, tuple) and name in s.out))
 
@@ -253,16 +264,18 @@ def _attention(part: Part, rotate, prescaled: bool = False,
             steps.append(Step(expr=E.Let(joined, E.clamp(joined, E.Size(clip, tiny_clip)), "(each entry)"), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
         order = layout or _fused_layout(part, fused, sizes, th, td)
+        names3 = {"q": ("Q", Q), "k": ("K", K), "v": ("V", V)}
         if order == "per_head":
-            steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
-                              ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
+            # each head's 3d columns its query, key and value side by side; each taken from every head, head by head
+            steps.append(Step(expr=_group_shares(joined, "h", (h, th), "qkv", names3, (d, td),
+                                                 rf"\quad\text{{each head's }}{T.num(3 * d)}\text{{ columns: its query, key and value side by side}}")))
         elif order.startswith("sharded:"):
+            # G column groups, each its share of the three in the order ``within`` (CodeGen's [Q;V;K]), joined group by group
             _, groups, within = order.split(":")
-            g, share = int(groups), h * d // int(groups)
-            names3 = {"q": Q, "k": K, "v": V}
-            steps.append(Step(rf"{Q},{K},{V}\ \text{{from }}{g}\text{{ column groups of }}{T.num(3 * share)}\text{{, each }}"
-                              rf"[{';'.join(names3[c] for c in within)}]\text{{ shares of }}{T.num(share)}\text{{, joined group by group}}",
-                              ("Q", "K", "V"), lambda e, o=order: _split_by_layout(e["QKV"], o, sizes, th, td)))
+            g = int(groups)
+            steps.append(Step(expr=_group_shares(joined, "i", (g, g), within, names3, (h * d // g, th * td // g),
+                                                 rf"\quad{g}\text{{ column groups of }}{T.num(3 * h * d // g)}\text{{, each }}"
+                                                 rf"[{';'.join(names3[c][1] for c in within)}]\text{{ shares of }}{T.num(h * d // g)}")))
         else:
             # three blocks of columns side by side: the queries', the keys' and the values'
             widths = (h * d, kv * d, kv * d)
@@ -294,12 +307,8 @@ def _attention(part: Part, rotate, prescaled: bool = False,
     if gated:
         part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
 
-        def ungate(e):
-            B, T_ = e["x"].shape[:2]
-            q, g = e["Q"].view(B, T_, th, 2 * td).chunk(2, dim=-1)
-            return q.reshape(B, T_, -1), g.reshape(B, T_, -1)
-
-        steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
+        steps.append(Step(expr=_group_shares(E.Sym("Q", f"[{Q};G]"), "h", (h, th), "qg", {"q": ("Q", Q), "g": ("G", "G")}, (d, td),
+                                             rf"\quad\text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns}}")))
     qn, kn = next(((q, k) for q, k in QK_NORM_NAMES if {q, k} <= names), QK_NORM_NAMES[0])
     norms = {n: getattr(part.tiny, n) for n in (qn, kn) if n in names}
     # a gain one head wide, or none (nanochat's weightless q/k norms, called on each head's vector)
