@@ -770,3 +770,14 @@ def test_groups_taken_in_the_wrong_order_fail_where_the_layout_is_printed(monkey
     with pytest.raises(AtlasError) as error:
         collect(name)
     assert "does not reproduce" in str(error.value) and step in str(error.value)
+
+
+def test_a_fused_gate_and_up_projection_is_split_by_the_columns_printed(collected):
+    """Phi-3's gate_up_proj: the gate its first 8,192 columns, the up projection the next (the config's
+    intermediate_size), printed from what runs; the fused projection keeps its own summary line."""
+    inner = released_config("phi3")["intermediate_size"]
+    steps = collected("phi3").facts["equations"]["components"]["transformer_block.mlp"]["steps"]
+    split = next(s for s in steps if s["tex"].startswith("g=[g;"))
+    assert split["expression"] and split["tex"] == (rf"g=[g;\,u]_{{:,\,1..{_tex_num(inner)}}},\ "
+                                                    rf"u=[g;\,u]_{{:,\,{_tex_num(inner + 1)}..{_tex_num(2 * inner)}}}")
+    assert next(s for s in steps if s["tex"].startswith(r"[g;\,u]="))["summary"]
