@@ -626,3 +626,158 @@ def test_deepseek_v4s_compressor_angles_use_the_yarn_rule_the_model_uses(collect
         assert rule.startswith(rf"f_j=(1-\rho_j)\,g_j+\rho_j\,g_j/{rope['factor']},")
         written = f"{base:,}".replace(",", "{,}")
         assert f"(j-{low})/({high}-{low})" in rule and rf"g_j={written}^{{-2\,j/{d}}}" in rule
+
+
+# --- splits into parts and heads, and a fused projection's layouts ---------------------------------
+
+
+def _tex_num(n: int) -> str:
+    return f"{n:,}".replace(",", "{,}")
+
+
+def _range(index: str, width: int, first: int, last: int) -> str:
+    """Columns first..last of group ``index`` of ``width`` columns, written out by hand: (i-1)·w+first .. (i-1)·w+last,
+    the end i·w where last is the group's last column."""
+    end = rf"{index}\cdot {_tex_num(width)}" if last == width else rf"({index}-1)\cdot {_tex_num(width)}+{_tex_num(last)}"
+    return rf"({index}-1)\cdot {_tex_num(width)}+{_tex_num(first)}\,..\,{end}"
+
+
+@pytest.mark.parametrize("name", ["kimi_k2", "glm4_moe_lite"])
+def test_latent_attentions_splits_into_parts_and_heads_are_printed_from_what_runs(collected, name):
+    """Each head's query is its q^C_h columns then its q^R_h columns, the joint latent its c^KV columns then the
+    one rotary key k^R, each head's key-value up-projection its k^C_h columns then its values; Q_h and K_h join the
+    parts again, k^R repeated for every head. Every column range derived here from the released config."""
+    c = released_config(name)
+    heads, nope, rope, dv, rank = (c[k] for k in ("num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank"))
+    eq = collected(name).facts["equations"]
+    attention = next(pid for pid, kind in eq["kinds"].items() if kind == "latent_attention" and pid in eq["components"])
+    steps = eq["components"][attention]["steps"]
+    assert all(s["expression"] for s in steps), [s["tex"] for s in steps if not s["expression"]]
+    tex = [s["tex"] for s in steps]
+    q, k_r = r"[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}]", r"\htmlClass{st-k}{k^{R}}"
+    latent, kv = rf"[\htmlClass{{st-k}}{{c^{{KV}}}};\,{k_r}]", r"[\htmlClass{st-k}{k^{C}_h};\,\htmlClass{st-v}{v_h}]"
+    assert (rf"\htmlClass{{st-q}}{{q^{{C}}_h}}={q}_{{:,\,{_range('h', nope + rope, 1, nope)}}},\ "
+            rf"\htmlClass{{st-q}}{{q^{{R}}_h}}={q}_{{:,\,{_range('h', nope + rope, nope + 1, nope + rope)}}}:\ h=1..{heads}") in tex
+    assert (rf"\htmlClass{{st-k}}{{c^{{KV}}}}={latent}_{{:,\,1..{_tex_num(rank)}}},\ "
+            rf"{k_r}={latent}_{{:,\,{_tex_num(rank + 1)}..{_tex_num(rank + rope)}}}") in tex
+    split = next(s for s in steps if s["tex"].startswith(r"\htmlClass{st-k}{k^{C}_h}="))
+    assert split["tex"] == (rf"\htmlClass{{st-k}}{{k^{{C}}_h}}={kv}_{{:,\,{_range('h', nope + dv, 1, nope)}}},\ "
+                            rf"\htmlClass{{st-v}}{{V_h}}={kv}_{{:,\,{_range('h', nope + dv, nope + 1, nope + dv)}}}:\ h=1..{heads}")
+    assert split["values"] == [None, "attention_values"]
+    joined = next(s for s in steps if s["values"] == ["attention_queries", "attention_keys"])
+    assert joined["tex"] == (r"\htmlClass{st-q}{Q_h}=[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}],\ "
+                             rf"\htmlClass{{st-k}}{{K_h}}=[\htmlClass{{st-k}}{{k^{{C}}_h}};\,{k_r}]\in\mathbb{{R}}^{{{nope + rope}}}"
+                             r"\quad\text{one rotary key for every head}")
+
+
+def test_a_part_of_each_head_counted_from_the_wrong_end_fails_at_the_split(monkeypatch):
+    """The nope and rope parts swapped in the one definition of a head's part (printed as before, each part taken
+    from the other end of its head): MiniCPM3's values, the first value the run compares, no longer match the
+    module, and the failure names the key-value split."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    right = A.head_part
+
+    def from_the_other_end(index):
+        f = right(index)
+        return E.Function(f.name, lambda t, width, heads, first, last: f.arithmetic(t, width, heads, t.shape[-1] // int(heads) - int(last) + 1,
+                                                                                   t.shape[-1] // int(heads) - int(first) + 1),
+                          f.notation, bracket=f.bracket)
+
+    monkeypatch.setattr(A, "head_part", from_the_other_end)
+    with pytest.raises(AtlasError) as error:
+        collect("minicpm3")
+    assert r"step `\htmlClass{st-k}{k^{C}_h}=[\htmlClass{st-k}{k^{C}_h};\,\htmlClass{st-v}{v_h}]_{:,\,(h-1)\cdot 128+1" in str(error.value)
+
+
+def test_the_rotary_part_joined_first_fails_where_q_and_k_are_joined(monkeypatch):
+    """[b; a] run where [a; b] is printed: DeepSeek-V2's queries no longer match the module at the step that joins
+    each head's parts (the one that claims the queries and keys)."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    monkeypatch.setattr(A, "parts_joined", E.Function("parts joined", lambda a, b: torch.cat((b, a), dim=-1), A.parts_joined.notation))
+    with pytest.raises(AtlasError) as error:
+        collect("minicpm3")
+    assert r"step `\htmlClass{st-q}{Q_h}=[\htmlClass{st-q}{q^{C}_h};\,\htmlClass{st-q}{q^{R}_h}],\ " in str(error.value)
+
+
+def test_a_fused_projections_layouts_are_printed_from_what_runs(collected):
+    """Pythia's fused projection holds each head's query, key and value side by side (3 × 128 columns a head);
+    CodeGen's four model-parallel groups of 3 × 256 hold [Q; V; K] shares (mp_num = 4, transformers' constant);
+    Qwen3-Next's gated query holds each head's query then its gate (2 × 256); MiniMax's lightning projection each
+    head's query, key and value. Each split printed by the columns it takes, derived here from the config."""
+    qkv = r"[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]"
+    c = released_config("pythia")
+    d, heads = c["hidden_size"] // c["num_attention_heads"], c["num_attention_heads"]
+    pythia = collected("pythia").facts["equations"]["components"]["transformer_block.attention"]["steps"]
+    split = next(s for s in pythia if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, 1, d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"\htmlClass{{st-k}}{{K}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, d + 1, 2 * d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"\htmlClass{{st-v}}{{V}}=\big[{qkv}_{{:,\,{_range('h', 3 * d, 2 * d + 1, 3 * d)}}}\big]_{{h=1..{heads}}}")
+    c = released_config("codegen")
+    share = c["n_embd"] // 4
+    codegen = collected("codegen").facts["equations"]["components"]["transformer_block.attn"]["steps"]
+    split = next(s for s in codegen if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, 1, share)}}}\big]_{{i=1..4}},\ "
+        rf"\htmlClass{{st-k}}{{K}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, 2 * share + 1, 3 * share)}}}\big]_{{i=1..4}},\ "
+        rf"\htmlClass{{st-v}}{{V}}=\big[{qkv}_{{:,\,{_range('i', 3 * share, share + 1, 2 * share)}}}\big]_{{i=1..4}}")
+    c = released_config("qwen3_next")
+    d, heads = c["head_dim"], c["num_attention_heads"]
+    qwen = collected("qwen3_next").facts["equations"]["components"]["global_block.self_attn"]["steps"]
+    gated = r"[\htmlClass{st-q}{Q};G]"
+    split = next(s for s in qwen if s["tex"].startswith(rf"\htmlClass{{st-q}}{{Q}}=\big[{gated}"))
+    assert split["expression"] and split["tex"].startswith(
+        rf"\htmlClass{{st-q}}{{Q}}=\big[{gated}_{{:,\,{_range('h', 2 * d, 1, d)}}}\big]_{{h=1..{heads}}},\ "
+        rf"G=\big[{gated}_{{:,\,{_range('h', 2 * d, d + 1, 2 * d)}}}\big]_{{h=1..{heads}}}")
+    c = released_config("minimax")
+    d, heads = c["head_dim"], c["num_attention_heads"]
+    minimax = collected("minimax").facts["equations"]["components"]["linear_attention_block.self_attn"]["steps"]
+    assert (rf"\htmlClass{{st-q}}{{Q_h}}=a_{{:,\,{_range('h', 3 * d, 1, d)}}},\ \htmlClass{{st-k}}{{K_h}}=a_{{:,\,{_range('h', 3 * d, d + 1, 2 * d)}}},\ "
+            rf"\htmlClass{{st-v}}{{V_h}}=a_{{:,\,{_range('h', 3 * d, 2 * d + 1, 3 * d)}}}:\ h=1..{heads}") in [s["tex"] for s in minimax if s["expression"]]
+
+
+@pytest.mark.parametrize("name, step", [("pythia", r"`\htmlClass{st-q}{Q}=\big[[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]_{:,\,(h-1)\cdot 384+1"),
+                                        ("codegen", r"`\htmlClass{st-q}{Q}=\big[[\htmlClass{st-q}{Q};\htmlClass{st-k}{K};\htmlClass{st-v}{V}]_{:,\,(i-1)\cdot 768+1"),
+                                        # the values agree at the heads' split (they have no gate), so the divergence is first
+                                        # seen where the queries are next compared: their rotation
+                                        ("qwen3_next", r"step `\htmlClass{st-q}{Q_{t,h}}\leftarrow\htmlClass{st-q}{Q_{t,h}}\odot\cos")])
+def test_groups_taken_in_the_wrong_order_fail_where_the_layout_is_printed(monkeypatch, name, step):
+    """The groups' shares joined last group first in the one definition of a group's columns (printed as before):
+    the heads (Pythia, Qwen3-Next) or the model-parallel groups (CodeGen) come out in the wrong order and the proof
+    names the split among the steps the divergence may lie in (no value of the run is compared right after it);
+    Qwen3-Next's values, which carry no gate, still agree at the heads' split, so its failure is named where its
+    queries are next compared. The layout itself is measured apart (attention._fused_layout), so the wrong order cannot be
+    chosen as another layout."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import arrange as A
+
+    right = A.group_columns
+
+    def reversed_groups(index):
+        f = right(index)
+        return E.Function(f.name, lambda t, width, groups, first, last: f.arithmetic(t.unflatten(-1, (int(groups), -1)).flip(-2).flatten(-2),
+                                                                                    width, groups, first, last),
+                          f.notation, bracket=f.bracket)
+
+    monkeypatch.setattr(A, "group_columns", reversed_groups)
+    with pytest.raises(AtlasError) as error:
+        collect(name)
+    assert "does not reproduce" in str(error.value) and step in str(error.value)
+
+
+def test_a_fused_gate_and_up_projection_is_split_by_the_columns_printed(collected):
+    """Phi-3's gate_up_proj: the gate its first 8,192 columns, the up projection the next (the config's
+    intermediate_size), printed from what runs; the fused projection keeps its own summary line."""
+    inner = released_config("phi3")["intermediate_size"]
+    steps = collected("phi3").facts["equations"]["components"]["transformer_block.mlp"]["steps"]
+    split = next(s for s in steps if s["tex"].startswith("g=[g;"))
+    assert split["expression"] and split["tex"] == (rf"g=[g;\,u]_{{:,\,1..{_tex_num(inner)}}},\ "
+                                                    rf"u=[g;\,u]_{{:,\,{_tex_num(inner + 1)}..{_tex_num(2 * inner)}}}")
+    assert next(s for s in steps if s["tex"].startswith(r"[g;\,u]="))["summary"]

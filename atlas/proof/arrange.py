@@ -1,6 +1,7 @@
 """Expressions that arrange tensors rather than compute new numbers: the prompt's positions, rows per
-token, heads split by their columns and joined again, the key-value heads a query head reads, the routing
-slots' experts and weights, a fused projection's columns, copies of the stream.
+token, heads split by their columns and joined again, the parts of each head (latent attention's) split and
+joined, the key-value heads a query head reads, the routing slots' experts and weights, a fused projection's
+columns (in blocks, head by head or in column groups), copies of the stream.
 
 Each is a node or a named function of ``atlas.proof.expr``: its notation and its reshaping defined
 together, so the layout a page prints is the layout the proof runs.
@@ -63,6 +64,41 @@ def head_columns(index: str):
                     lambda t, width, heads: rf"{t}_{{:,\,({index}-1)\cdot {width}+1\,..\,{index}\cdot {width}}}", bracket=ATOM)
 
 
+def _part_range(index: str, width: str, first: str, last: str) -> str:
+    """Columns first..last of group ``index`` of ``width`` columns, counted from 1: (i-1)·w+first .. (i-1)·w+last,
+    the last written i·w where it is the group's last column (as head_columns writes it)."""
+    end = rf"{index}\cdot {width}" if last == width else rf"({index}-1)\cdot {width}+{last}"
+    return rf"({index}-1)\cdot {width}+{first}\,..\,{end}"
+
+
+# the columns first..last of each head of ``width`` columns (counted from 1 within the head): (batch, T, heads × width)
+# -> (batch, heads, T, last-first+1); latent attention's parts of each head (q^C_h and q^R_h, k^C_h and v_h)
+def head_part(index: str):
+    def arithmetic(t, width, heads, first, last):
+        return t.view(*t.shape[:2], int(heads), -1).transpose(1, 2)[..., int(first) - 1:int(last)]
+
+    return Function(f"part of each head by {index}", arithmetic,
+                    lambda t, width, heads, first, last: rf"{t}_{{:,\,{_part_range(index, width, first, last)}}}", bracket=ATOM)
+
+
+# the columns first..last of each of ``groups`` column groups of ``width``, the groups' shares joined in turn: (batch, T,
+# groups × width) -> (batch, T, groups × (last-first+1)), printed [t_{:,(i-1)·w+first..}]_{i=1..groups}; a fused projection laid
+# out head by head (each head's query, key and value side by side; a query and its gate) or in model-parallel groups (CodeGen's)
+def group_columns(index: str):
+    def arithmetic(t, width, groups, first, last):
+        return t.unflatten(-1, (int(groups), -1))[..., int(first) - 1:int(last)].flatten(-2)
+
+    return Function(f"columns of each group by {index}", arithmetic,
+                    lambda t, width, groups, first, last: rf"\big[{t}_{{:,\,{_part_range(index, width, first, last)}}}\big]_{{{index}=1..{groups}}}",
+                    bracket=ATOM)
+
+
+# a tensor one head reads for every head: a head axis of one (batch, 1, T, d), and that one head repeated for ``heads``
+# (batch, heads, T, d); both printed as the tensor itself, whose symbol carries no head index (latent attention's k^R)
+one_head = Function("one head", lambda t: t[:, None], lambda t: t)
+every_head = Function("every head", lambda t, heads: t.expand(-1, int(heads), -1, -1), lambda t, heads: t)
+# two parts of each head side by side, [a; b]: (batch, heads, T, da + db)
+parts_joined = Function("parts joined", lambda a, b: _torch().cat((a, b), dim=-1), lambda a, b: rf"[{a};\,{b}]")
 # a block of a fused projection's columns, from column ``first`` to column ``last`` (counted from 1), printed
 # by that range
 column_block = Function("column block", lambda t, first, last: t[..., int(first) - 1:int(last)],

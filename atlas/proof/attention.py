@@ -137,6 +137,17 @@ def _fused_layout(part: Part, fused: str, sizes: tuple[int, int, int], heads: in
     return "blocks"
 
 
+def _group_shares(joint, index: str, groups: tuple[int, int], order: str, names: dict, share: tuple[int, int], tail: str) -> "E.Lets":
+    """A fused projection's output cut into ``groups`` (at the checkpoint's and the tiny sizes) column groups, each the
+    shares of ``share`` columns of the names in ``order`` (a letter each, ``names`` giving its name and symbol), side by
+    side: each name its share of every group, joined group by group; the names defined in ``names``' order."""
+    (n, tiny_n), (w, tiny_w) = groups, share
+    by_group, count, width = A.group_columns(index), E.Size(n, tiny_n), E.Size(len(order) * w, len(order) * tiny_w)
+    lets = {c: E.Let(E.Sym(*names[c]), by_group(joint, width, count, E.Size(j * w + 1, j * tiny_w + 1), E.Size((j + 1) * w, (j + 1) * tiny_w)))
+            for j, c in enumerate(order)}
+    return E.Lets(tuple(lets[c] for c in names), tail, each=False)
+
+
 def _last(steps: list[Step], name: str) -> Step:
     return next(s for s in reversed(steps) if s.out == name or (isinstance(s.out, tuple) and name in s.out))
 
@@ -253,16 +264,18 @@ def _attention(part: Part, rotate, prescaled: bool = False,
             steps.append(Step(expr=E.Let(joined, E.clamp(joined, E.Size(clip, tiny_clip)), "(each entry)"), summary=True))
         sizes = (th * td, tkv * td, tkv * td)
         order = layout or _fused_layout(part, fused, sizes, th, td)
+        names3 = {"q": ("Q", Q), "k": ("K", K), "v": ("V", V)}
         if order == "per_head":
-            steps.append(Step(rf"{Q}_h,{K}_h,{V}_h\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns}}",
-                              ("Q", "K", "V"), lambda e: _per_head_split(e["QKV"], th, td)))
+            # each head's 3d columns its query, key and value side by side; each taken from every head, head by head
+            steps.append(Step(expr=_group_shares(joined, "h", (h, th), "qkv", names3, (d, td),
+                                                 rf"\quad\text{{each head's }}{T.num(3 * d)}\text{{ columns: its query, key and value side by side}}")))
         elif order.startswith("sharded:"):
+            # G column groups, each its share of the three in the order ``within`` (CodeGen's [Q;V;K]), joined group by group
             _, groups, within = order.split(":")
-            g, share = int(groups), h * d // int(groups)
-            names3 = {"q": Q, "k": K, "v": V}
-            steps.append(Step(rf"{Q},{K},{V}\ \text{{from }}{g}\text{{ column groups of }}{T.num(3 * share)}\text{{, each }}"
-                              rf"[{';'.join(names3[c] for c in within)}]\text{{ shares of }}{T.num(share)}\text{{, joined group by group}}",
-                              ("Q", "K", "V"), lambda e, o=order: _split_by_layout(e["QKV"], o, sizes, th, td)))
+            g = int(groups)
+            steps.append(Step(expr=_group_shares(joined, "i", (g, g), within, names3, (h * d // g, th * td // g),
+                                                 rf"\quad{g}\text{{ column groups of }}{T.num(3 * h * d // g)}\text{{, each }}"
+                                                 rf"[{';'.join(names3[c][1] for c in within)}]\text{{ shares of }}{T.num(h * d // g)}")))
         else:
             # three blocks of columns side by side: the queries', the keys' and the values'
             widths = (h * d, kv * d, kv * d)
@@ -294,12 +307,8 @@ def _attention(part: Part, rotate, prescaled: bool = False,
     if gated:
         part.note("output_gate", True, "the query projection is twice the heads' width: each head's second half gates its output")
 
-        def ungate(e):
-            B, T_ = e["x"].shape[:2]
-            q, g = e["Q"].view(B, T_, th, 2 * td).chunk(2, dim=-1)
-            return q.reshape(B, T_, -1), g.reshape(B, T_, -1)
-
-        steps.append(Step(rf"[{Q}_h;\,G_h]\ \text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns of }}{Q}", ("Q", "G"), ungate))
+        steps.append(Step(expr=_group_shares(E.Sym("Q", f"[{Q};G]"), "h", (h, th), "qg", {"q": ("Q", Q), "g": ("G", "G")}, (d, td),
+                                             rf"\quad\text{{the two halves of each head's }}{T.num(2 * d)}\text{{ columns}}")))
     qn, kn = next(((q, k) for q, k in QK_NORM_NAMES if {q, k} <= names), QK_NORM_NAMES[0])
     norms = {n: getattr(part.tiny, n) for n in (qn, kn) if n in names}
     # a gain one head wide, or none (nanochat's weightless q/k norms, called on each head's vector)
@@ -399,8 +408,6 @@ def _attention(part: Part, rotate, prescaled: bool = False,
 def latent_attention(part: Part) -> Chain:
     """Multi-head latent attention: queries and keys/values rebuilt from small per-token latents, a
     rotary part of each query and one rotary key shared by every head."""
-    import torch
-
     cfg, tcfg = part.ctx.full_config, part.ctx.tiny_config
     h, th = cfg.num_attention_heads, tcfg.num_attention_heads
     nope, rope, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
@@ -422,6 +429,17 @@ def latent_attention(part: Part) -> Chain:
     queries, latent = E.Sym("q", rf"[{qC};\,{qR}]"), E.Sym("ckv", rf"[{ckv};\,{kR}]")
     query_heads = T.times(h, f"({T.num(nope)}+{T.num(rope)})")
 
+    def per_head_parts(joint, parts) -> "E.Lets":
+        """Each head's columns of ``joint`` cut into ``parts`` (name, symbol, width, tiny width), in order: head h's
+        part j its columns after the parts before it, printed by their range (h-1)·w+a .. (h-1)·w+b."""
+        full, tiny = sum(p[2] for p in parts), sum(p[3] for p in parts)
+        width, heads, by_h = E.Size(full, tiny), E.Size(h, th), A.head_part("h")
+        lets, at, tiny_at = [], 0, 0
+        for name, symbol, n, tn_ in parts:
+            lets.append(E.Let(E.Sym(name, symbol), by_h(joint, width, heads, E.Size(at + 1, tiny_at + 1), E.Size(at + n, tiny_at + tn_))))
+            at, tiny_at = at + n, tiny_at + tn_
+        return E.Lets(tuple(lets), rf":\ h=1..{T.num(h)}", each=False)
+
     def build(rotate, words: str) -> Chain:
         steps: list[Step] = []
         if "q_a_proj" in names:
@@ -434,13 +452,9 @@ def latent_attention(part: Part) -> Chain:
         else:
             steps.append(Step(expr=E.Let(queries, linear_call(part, "q_proj", E.Sym("x", "x"), "W_Q"), maps=(width, query_heads)), summary=True))
 
-        def heads(e):
-            B, T_ = e["x"].shape[:2]
-            q = e["q"].view(B, T_, th, tn + tr).transpose(1, 2)
-            return q[..., :tn], q[..., tn:]
-
         shared = "one rotary key for every head" if rotate else "one key part for every head, turned by nothing"
-        steps.append(Step(rf"{qC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {qR}\in\mathbb{{R}}^{{{T.num(rope)}}}\ \text{{per head }}h=1..{T.num(h)}", ("qC", "qR"), heads))
+        # each head's columns of the query projection: its first nope columns q^C_h, its last rope columns q^R_h
+        steps.append(Step(expr=per_head_parts(queries, (("qC", qC, nope, tn), ("qR", qR, rope, tr)))))
         if lora_scales:
             scale = E.Size(sq, tsq)
             scaled = tuple(E.Let(E.Sym(n, sym), scale * E.Sym(n, sym)) for n, sym in (("qC", qC), ("qR", qR)))
@@ -448,8 +462,10 @@ def latent_attention(part: Part) -> Chain:
         steps += [
             Step(expr=E.Let(latent, linear_call(part, "kv_a_proj_with_mqa", E.Sym("x", "x"), "W_{DKV}"), maps=(width, f"{T.num(rkv)}+{T.num(rope)}")),
                  summary=True),
-            Step(rf"{ckv},\ {kR}\ \text{{the first }}{T.num(rkv)}\text{{ and last }}{T.num(rope)}\text{{ columns}}", ("ckv", "kR"),
-                 lambda e: (e["ckv"][..., :tkv], e["ckv"][..., tkv:].unsqueeze(1))),
+            # the joint latent's first columns the key-value latent, its last the rotary key, one head every head reads
+            Step(expr=E.Lets((E.Let(E.Sym("ckv", ckv), A.column_block(latent, E.Size(1, 1), E.Size(rkv, tkv))),
+                              E.Let(E.Sym("kR", kR), A.one_head(A.column_block(latent, E.Size(rkv + 1, tkv + 1), E.Size(rkv + rope, tkv + tr))))),
+                             each=False)),
             Step(expr=E.Let(E.Sym("ckv", ckv_hat), norm_call(part, "kv_a_layernorm", E.Sym("ckv", ckv)))),
         ]
         if lora_scales:
@@ -459,12 +475,15 @@ def latent_attention(part: Part) -> Chain:
         steps += [
             Step(expr=E.Let(E.Sym("kv", rf"[{kC};\,{T.v('v_h')}]"), linear_call(part, "kv_b_proj", E.Sym("ckv", ckv_hat), "W_{UKV}"),
                             maps=(rkv, T.times(h, f"({T.num(nope)}+{T.num(dv)})"))), summary=True),
-            Step(rf"{kC}\in\mathbb{{R}}^{{{T.num(nope)}}},\ {T.v('V_h')}\in\mathbb{{R}}^{{{T.num(dv)}}}\ \text{{per head}}", ("kC", "V"),
-                 lambda e: (lambda kv: (kv[..., :tn], kv[..., tn:]))(e["kv"].view(*e["x"].shape[:2], th, tn + tdv).transpose(1, 2))),
+            # each head's columns of the key-value up-projection: its first nope columns k^C_h, its last v_head_dim the values
+            Step(expr=per_head_parts(E.Sym("kv", rf"[{kC};\,{T.v('v_h')}]"), (("kC", kC, nope, tn), ("V", T.v("V_h"), dv, tdv))),
+                 value=(None, "attention_values")),
             *([Step(expr=_rope_pair(rotate, (E.Sym("qR", qR), E.Sym("kR", kR)), words), summary=True)] if rotate else []),
-            Step(rf"{T.q('Q_h')}=[{qC};\,{qR}],\ {T.k('K_h')}=[{kC};\,{kR}]\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{{shared}}}", ("Q", "K", "V"),
-                 lambda e: (torch.cat((e["qC"], e["qR"]), -1), torch.cat((e["kC"], e["kR"].expand(-1, th, -1, -1)), -1), e["V"]),
-                 value=("attention_queries", "attention_keys", "attention_values"), summary=True),
+            # each head's query and key: its two parts side by side, the one rotary key repeated for every head
+            Step(expr=E.Lets((E.Let(E.Sym("Q", T.q("Q_h")), A.parts_joined(E.Sym("qC", qC), E.Sym("qR", qR))),
+                              E.Let(E.Sym("K", T.k("K_h")), A.parts_joined(E.Sym("kC", kC), A.every_head(E.Sym("kR", kR), E.Size(h, th))))),
+                             rf"\in\mathbb{{R}}^{{{T.num(nope + rope)}}}\quad\text{{{shared}}}", each=False),
+                 value=("attention_queries", "attention_keys"), summary=True),
         ]
         selected = None
         indexer = next((n for n, m in part.tiny.named_children() if is_indexer(m)), None)

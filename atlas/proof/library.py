@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -438,11 +439,14 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         down = "down_proj"
     elif {"gate_up_proj", "down_proj"} <= names or {"input_linear", "output_linear"} <= names:
         fused = "gate_up_proj" if "gate_up_proj" in names else "input_linear"  # Granite names the fused pair input_linear
-        inner = linear_dims(getattr(part.full, fused))[1] // 2
+        inner, tiny = linear_dims(getattr(part.full, fused))[1] // 2, linear_dims(getattr(part.tiny, fused))[1] // 2
+        gu = E.Sym("gu", r"[g;\,u]")
         steps += [
-            Step(expr=E.Let(E.Sym("gu", r"[g;\,u]"), linear_call(part, fused, xs, "W_{gu}"), maps=(d, T.times(2, inner)))),
-            Step(rf"g=[g;\,u]_{{:,\,1..{T.num(inner)}}},\quad u=[g;\,u]_{{:,\,{T.num(inner)}+1..2\cdot{T.num(inner)}}}", ("g", "u"),
-                 lambda e: e["gu"].chunk(2, dim=-1)),
+            # its own summary line: folded into the split it would print twice
+            Step(expr=E.Let(gu, linear_call(part, fused, xs, "W_{gu}"), maps=(d, T.times(2, inner))), summary=True),
+            # the gate the first half of the fused projection's columns, the up projection the second
+            Step(expr=E.Lets((E.Let(g, A.column_block(gu, E.Size(1, 1), E.Size(inner, tiny))),
+                              E.Let(u, A.column_block(gu, E.Size(inner + 1, tiny + 1), E.Size(2 * inner, 2 * tiny)))), each=False)),
         ]
         down = "down_proj" if fused == "gate_up_proj" else "output_linear"
     else:

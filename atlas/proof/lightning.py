@@ -10,6 +10,7 @@ run (whose blocks are shorter than its prompt) checks that the two agree.
 
 from __future__ import annotations
 
+from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
 from atlas.proof.core import Part
@@ -26,11 +27,6 @@ def lightning_attention(part: Part) -> Chain:
     layers = m.num_hidden_layers
     Q, K, V = T.q("Q_h"), T.k("K_h"), T.v("V_h")
 
-    def heads(e):
-        B, T_ = e["x"].shape[:2]
-        q, k, v = e["a"].view(B, T_, th, 3 * td).split(td, dim=-1)
-        return tuple(t.transpose(1, 2) for t in (q, k, v))
-
     def decayed_scores(e):
         T_ = e["Q"].shape[-2]
         t = torch.arange(T_, dtype=torch.float64)
@@ -39,13 +35,16 @@ def lightning_attention(part: Part) -> Chain:
         D = torch.where(gap >= 0, torch.exp(-lam * gap.clamp(min=0)), torch.zeros(()))
         return (e["Q"] @ e["K"].transpose(-1, -2)) * D.to(e["Q"].dtype)
 
-    p = E.Sym("p", "p")
+    p, by_h = E.Sym("p", "p"), A.head_part("h")
     steps = [
         Step(expr=E.Let(p, E.Child(sub(part, "qkv_proj"), (E.Sym("x", "x"),), lambda a: rf"{a}\,W_{{QKV}}^{{\top}}"),
                         maps=(width, T.times(3 * h, d)))),
-        Step(expr=E.Let(E.Sym("a", "a"), activation_call(part, "act_fn", p))),
-        Step(rf"{Q},{K},{V}\ \text{{the three }}{T.num(d)}\text{{-wide thirds of head }}h\text{{'s }}{T.num(3 * d)}\text{{ columns of }}a,\ h=1..{T.num(h)}",
-             ("Q", "K", "V"), heads),
+        # its own summary line: folded into the heads' split it would print three times
+        Step(expr=E.Let(E.Sym("a", "a"), activation_call(part, "act_fn", p)), summary=True),
+        # each head's 3d columns of a: its query, key and value side by side
+        Step(expr=E.Lets(tuple(E.Let(E.Sym(n, sym), by_h(E.Sym("a", "a"), E.Size(3 * d, 3 * td), E.Size(h, th), E.Size(j * d + 1, j * td + 1),
+                                                           E.Size((j + 1) * d, (j + 1) * td)))
+                               for j, (n, sym) in enumerate((("Q", Q), ("K", K), ("V", V)))), rf":\ h=1..{T.num(h)}", each=False)),
         Step(rf"\lambda_h=\big(2^{{-8/{T.num(h)}}}\big)^{{h}}\Big(1-\frac{{\ell}}{{{T.num(layers - 1)}}}\Big)\quad\text{{each head's decay rate in block }}\ell"
              r"\ \text{(the module's slope\_rate buffer; the notes check the rule on every block)}", "lam",
              lambda e: e.w("slope_rate").reshape(-1), summary=True),
