@@ -104,3 +104,37 @@ def test_zamba2_steps_print_the_shared_block_and_the_adapter_they_run(collected)
     block = components["hybrid_block_1"]
     assert all(s["expression"] for s in block["steps"] + shared["steps"] + mlp["steps"][:3])
     assert f["equations"]["total"]["reproduced"] == f["equations"]["total"]["steps"]
+
+
+def test_zamba2_lists_its_7b_size_exact_beside_the_vendors_name(collected):
+    import json
+
+    from tests.conftest import ROOT
+
+    rows = {r["repo"]: r for r in collected("zamba2").facts["sizes"]}
+    assert sorted(rows) == ["Zyphra/Zamba2-2.7B", "Zyphra/Zamba2-7B"]
+    c = json.loads((ROOT / "atlas/checkpoints/Zyphra/Zamba2-7B/config.json").read_text())
+    total = zamba2_total(c)
+    assert total == 7_356_749_648
+    assert rows["Zyphra/Zamba2-7B"]["total"] == rows["Zyphra/Zamba2-7B"]["active"] == total
+    assert round(total / 1e9) == 7  # the vendor's "7B"
+    hybrid = sum(1 for kind in c["layers_block_type"] if kind == "hybrid")
+    head_dim = 2 * c["hidden_size"] // c["num_attention_heads"]
+    assert rows["Zyphra/Zamba2-7B"]["kv_cache_per_token"] == 2 * hybrid * 2 * c["num_key_value_heads"] * head_dim
+
+
+def test_zamba2_config_words_speak_of_the_shared_blocks():
+    import json
+
+    from atlas.model import config_words
+    from tests.conftest import ROOT
+
+    path = ROOT / "atlas/checkpoints/Zyphra/Zamba2-2.7B/config.json"
+    raw = json.loads(path.read_text())
+    words = config_words.explain_config(raw, str(path))
+    assert "2 shared blocks" not in words["num_mem_blocks"] and "the 9 hybrid blocks take them in turn" in words["num_mem_blocks"]
+    assert "5 or 5" not in words["num_mem_blocks"] and "4 or 5 times" in words["num_mem_blocks"]
+    assert "blocks 6, 12, 18" in words["layers_block_type"]
+    assert "down to 128 values" in words["adapter_rank"] and "query" not in words["adapter_rank"]
+    assert "no rotary embedding" in words["use_mem_rope"]
+    assert "80" in words["n_mamba_heads"]

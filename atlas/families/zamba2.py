@@ -25,6 +25,7 @@ FAMILY = Family(
     ),
     tags=("Mamba-2", "Hybrid", "Shared blocks", "Adapters"),
     checkpoint="Zyphra/Zamba2-2.7B",
+    sizes=("Zyphra/Zamba2-7B",),
     model_class="Zamba2ForCausalLM",
     config_class="Zamba2Config",
     preview=lambda config: _preview(config),
