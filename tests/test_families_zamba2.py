@@ -138,3 +138,17 @@ def test_zamba2_config_words_speak_of_the_shared_blocks():
     assert "down to 128 values" in words["adapter_rank"] and "query" not in words["adapter_rank"]
     assert "no rotary embedding" in words["use_mem_rope"]
     assert "80" in words["n_mamba_heads"]
+
+
+def test_zamba2_support_reads_the_shared_attention_at_the_hybrid_blocks_alone(collected):
+    f, c = collected("zamba2").facts, released_config("zamba2")
+    hybrid = [i for i, kind in enumerate(c["layers_block_type"]) if kind == "hybrid"]
+    values = {v["name"]: v for h in f["support"]["hosts"] for v in h["values"]}
+    for name in ("attention_queries", "attention_probabilities", "attention_output", "mlp_neurons", "mlp_output"):
+        assert values[name]["blocks"] == hybrid, name
+        assert ".shared_transformer." in values[name]["module"] + ".", name
+    assert values["ssm_output"]["blocks"] == list(range(c["num_hidden_layers"]))
+    assert values["layer_mid"]["blocks"] == [] and values["attention_norm_output"]["blocks"] == []
+    identities = {i["id"]: i for i in f["preview"]["identities"]}
+    assert identities["hybrid_block_sum"]["holds"] and identities["hybrid_block_sum"]["blocks"] == [1, 2, 4, 5]
+    assert "two_mixers_block_sum" not in identities

@@ -62,10 +62,10 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return linear_block_terms(block, roles, config, family)
     if roles.lightning_attention:
         return lightning_block_terms(block, roles, config)
-    if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
-        return attention_and_state_terms(block, roles, config, family)
     if shared_hybrid_roles(block):  # a shared block's attention, then a Mamba-2 mixer (Zamba2's hybrid blocks)
         return shared_hybrid_terms(block, config, family)
+    if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
+        return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
         return _no_attention_terms(block, roles, config)
     if attention_type in COMPRESSED_TYPES:
