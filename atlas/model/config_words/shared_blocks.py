@@ -28,7 +28,7 @@ def _pattern(key, v, c):
     hybrid = _hybrid_blocks(c)
     if not isinstance(v, list):
         c.fail(key, "must be a list of block kinds")
-    return (f"The kind of each of the {grouped(len(v))} blocks: 'mamba' runs a Mamba-2 block alone, 'hybrid' first runs a "
+    return (f"The kind of each of the {grouped(len(v))} blocks: a Mamba-2 block alone, or a hybrid block that first runs a "
             f"shared block and its own linear map, then its Mamba-2 block ({grouped(len(hybrid))} of them, blocks "
             f"{', '.join(str(i) for i in hybrid)})")
 

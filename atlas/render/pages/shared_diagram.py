@@ -34,16 +34,16 @@ def shared_hybrid_diagram(kind_id: str, tree: dict[str, Any], known: set[str]) -
         return {"x": x, "y": y, "w": w, "h": h, "label": label, "sub": sub, "part": part, "link": link(name), "cls": cls}
 
     boxes = [
-        box(MAIN_X, 44, MAIN_W, 48, shared, "shared block, this use's adapter: [x; e] → norm, attention, norm, MLP", None, shared, "attn"),
+        box(MAIN_X, 44, MAIN_W, 48, shared, "[x; e]: attention, MLP, an adapter a use", None, shared, "attn"),
         box(MAIN_X, 120, MAIN_W, 40, linear, "its own linear map into the stream", None, linear, "mlp"),
         box(52, 188, 186, 40, norm, f"{norm_word(block_kids[inner.get('norm')])} of x + v", None, norm, "norm"),
         box(MAIN_X, 188, MAIN_W, 40, mixer, title_of(block_kids[inner.get("ssm")]), None, mixer, "ssm"),
     ]
-    lines = [(SPINE, 24, SPINE, 300), (SPINE, 64, MAIN_X, 64), (WIDTH - 4, 30, WIDTH - 4, 80), (WIDTH - 4, 80, MAIN_X + MAIN_W, 80),
+    lines = [(SPINE, 24, SPINE, 300), (SPINE, 64, MAIN_X, 64), (MAIN_X + 14, 26, MAIN_X + 14, 44),
              (MID, 92, MID, 120), (MID, 160, MID, 174), (MID, 174, 145, 174), (145, 174, 145, 188),
              (SPINE, 208, 52, 208), (238, 208, MAIN_X, 208), (MID, 228, MID, 256), (MID, 256, SPINE + 10, 256)]
     terminals = [{"x": SPINE, "y": 14, "part": "layer_input", "text": "layers[i] input"},
-                 {"x": WIDTH - 4, "y": 20, "part": "token_embeddings", "text": "e: the embeddings block 0 was handed"},
+                 {"x": MAIN_X + 14, "y": 20, "part": "token_embeddings", "text": "e: the embeddings block 0 was handed"},
                  {"x": SPINE, "y": 290, "part": "layer_output", "text": "layers[i] output → next block"}]
     adds = [{"x": SPINE, "y": 256, "part": "layer_output"}]
     return {
