@@ -155,6 +155,8 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
         every |= POST_NORM_IDENTITIES
     if c["model_type"] == "rwkv":  # block 0 normalises its own input (pre_ln): its sum starts there; the stream is halved between blocks
         every |= {"embedding_norm_ssm_mlp_block_sum", "rescaled_stream"}
+    if c["model_type"] == "zamba2":  # a shared block's attention and MLP feed the mixer's input, not the stream: one add
+        every = (every - {"two_mixers_block_sum"}) | {"hybrid_block_sum"}
     return every - skipped, skipped
 
 
@@ -275,6 +277,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         # RWKV: block 0's sum starts at its own norm of the embeddings; the next block reads half a halved block's output
         "embedding_norm_ssm_mlp_block_sum": lambda i: t.embedding_norm_output + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
         "rescaled_stream": lambda i: L[i].output / 2 - L[i + 1].input,
+        # Zamba2's hybrid blocks: the stream gains the mixer's output alone (the shared block's reaches the mixer's input)
+        "hybrid_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
         # each mixer's output times the config's constant for it (Falcon-H1)
         "two_mixers_block_sum": lambda i: (L[i].input + c.get("ssm_out_multiplier", 1.0) * L[i].ssm.ssm_output
                                            + c.get("attention_out_multiplier", 1.0) * L[i].self_attn.attention_output
@@ -291,6 +295,8 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         where["ssm_mlp_block_sum"] = list(range(1, n))
         where["embedding_norm_ssm_mlp_block_sum"] = [0]
         where["rescaled_stream"] = [i for i in range(n - 1) if (i + 1) % run.config.rescale_every == 0]
+    if c["model_type"] == "zamba2":
+        where["hybrid_block_sum"] = [i for i, kind in enumerate(run.config.layers_block_type) if kind == "hybrid"]
 
     measured, skipped = expected_identities(name, parallel=not mlp_reads_the_attention(run), runs=runs,
                                             norm_topk=bool(getattr(run.config, "norm_topk_prob", False)), dense=dense)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.model.sizes import experts_per_token
+from atlas.model.structure import shared_hybrid_roles
 from atlas.cost.coefficients import expert_count, experts_module
 
 
@@ -19,6 +20,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
     parts = {name: 0 for name in ACTIVE_PARTS}
     routed_all = 0
     zero_experts = False  # experts that multiply nothing among the routing choices (LongCat-Flash)
+    counted: set[int] = set()
     for block in blocks:
         roles = block_roles(block)
         mlp = block.get_submodule(roles.mlp) if roles.mlp else None
@@ -33,6 +35,18 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
             if module is not None:
                 for m in module.modules():
                     owner[id(m)] = role  # later roles are inside the MLP: they override it
+        hybrid = shared_hybrid_roles(block)
+        if hybrid:  # a shared block's attention and MLP, the block's own linear map, its Mamba-2 mixer (Zamba2)
+            from atlas.model.structure import is_ssm, separate_qkv
+
+            for m in block.get_submodule(hybrid["shared"]).modules():
+                if separate_qkv(m):
+                    owner.update({id(x): "attention" for x in m.modules()})
+                elif m is not block.get_submodule(hybrid["shared"]) and "gate_up_proj" in dict(m.named_children()):
+                    owner.update({id(x): "dense MLPs" for x in m.modules()})
+            owner[id(block.get_submodule(hybrid["linear"]))] = "linear maps into the stream"
+            owner.update({id(x): "state-space and recurrent mixers" for m in block.get_submodule(hybrid["mixer_block"]).children()
+                          if is_ssm(m) for x in m.modules()})
         for name in roles.sublayer_lists:  # sublayers run from lists (LongCat-Flash): every attention, every dense MLP
             listed = block.get_submodule(name)
             role = ("attention" if roles.attention and roles.attention.startswith(name + ".") else
@@ -47,6 +61,9 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
             zero_experts |= has_zero_experts(experts) or router_choices(router) > n_experts
         for m in block.modules():
             for _, t, _role in own_tensors(m):
+                if id(t) in counted:  # a tensor several blocks hold (Zamba2's shared blocks) is read as one
+                    continue
+                counted.add(id(t))
                 part = owner.get(id(m), "norms")
                 if part == "routed experts (top-k share)":
                     routed_all += t.numel()
@@ -90,7 +107,7 @@ def active_breakdown(model, blocks, facts: dict[str, Any], config) -> dict[str, 
 
 
 
-ACTIVE_PARTS = ("embeddings", "attention", "state-space and recurrent mixers", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
+ACTIVE_PARTS = ("embeddings", "attention", "state-space and recurrent mixers", "linear maps into the stream", "dense MLPs", "routers", "shared experts", "routed experts (top-k share)", "norms", "head")
 
 
 

@@ -13,6 +13,7 @@ from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.model.sizes import experts_per_token
 from atlas.model.structure import built_kv_heads
+from atlas.model.structure import shared_hybrid_roles
 from atlas.cost.coefficients import (BlockTerms, attention_flops_per_key, indexer_flops_per_key, latent_cache_values, linear_state_values,
                                      matrix_values, recurrent_state_values, ssm_state_values, standard_cache_values)
 from atlas.cost.compressed import compressed_block_terms, stream_mixing
@@ -61,6 +62,8 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
         return linear_block_terms(block, roles, config, family)
     if roles.lightning_attention:
         return lightning_block_terms(block, roles, config)
+    if shared_hybrid_roles(block):  # a shared block's attention, then a Mamba-2 mixer (Zamba2's hybrid blocks)
+        return shared_hybrid_terms(block, config, family)
     if roles.attention is not None and roles.ssm is not None:  # both side by side: a cache per position and a fixed state
         return attention_and_state_terms(block, roles, config, family)
     if roles.attention is None:  # a block without attention: a state-space mixer or an MLP alone
@@ -215,6 +218,50 @@ def lightning_block_terms(block, roles, config) -> BlockTerms:
                      "for the decoding step's two products with each head's state (the new key times its value, added to the "
                      "decayed state; the query times the state), which do not grow with the context")
     return BlockTerms("linear", None, state, 1, cache_formula, None, None, fixed, 0, None, flops_formula, matrices, routed)
+
+
+def shared_hybrid_terms(block, config, family: str = "") -> BlockTerms:
+    """A block that runs a shared block (attention and MLP over the stream beside the embeddings) and then its own
+    Mamba-2 block (Zamba2): the shared attention's keys and values at every position, cached for each use apart, and
+    the mixer's fixed-size state; a token multiplies the shared block's matrices with one adapter of each list (its
+    use's), the block's own linear map and the mixer's, plus the attention over every earlier key."""
+    import torch
+
+    from atlas.model.roles import block_roles
+    from atlas.model.structure import is_low_rank_adapter, separate_qkv
+
+    names = shared_hybrid_roles(block)
+    shared, mixer_block = block.get_submodule(names["shared"]), block.get_submodule(names["mixer_block"])
+    attention = next(m for m in shared.modules() if separate_qkv(m))
+    q, k, _ = separate_qkv(attention)
+    head_dim = attention.head_dim
+    heads, kv_heads = getattr(attention, q).out_features // head_dim, getattr(attention, k).out_features // head_dim
+    inner_roles = block_roles(mixer_block)
+    mixer = getattr(mixer_block, inner_roles.ssm)
+    conv = next(m for m in mixer.children() if isinstance(m, torch.nn.Conv1d))
+    channels, kernel = conv.weight.shape[0], conv.kernel_size[0]
+    state_heads = mixer.A_log.shape[0]
+    inner = getattr(mixer, inner_roles.ssm_out_proj).weight.shape[1]
+    state = (channels - inner) // (2 * mixer.n_groups)
+    state_values = ssm_state_values(channels, kernel, state_heads, inner // state_heads, state)
+    cache_values = standard_cache_values(kv_heads, head_dim, head_dim)
+    cache_formula = (f"the shared attention, cached for this use apart: 2 × {kv_heads} key-value heads × head_dim {grouped(head_dim)} = "
+                     f"{grouped(cache_values)} values per position; beside it the Mamba-2 state, the same at every context: "
+                     f"{grouped(channels)} convolution channels × {kernel} positions + {state_heads} heads × {grouped(inner // state_heads)} "
+                     f"× state {grouped(state)} = {grouped(state_values)} values per sequence")
+    # the adapters a use does not run: every entry of an adapter list but one
+    idle = [part for m in block.modules() if isinstance(m, torch.nn.ModuleList) and any(is_low_rank_adapter(c) for c in m)
+            for entry in [c for c in m if is_low_rank_adapter(c)][1:] for part in entry.modules()]
+    matrices, routed = matrix_values(block, block_roles(block), None, exclude=idle + [conv])
+    conv_flops, read_flops = 2 * 2 * channels * kernel, 2 * state_heads * (inner // state_heads) * state
+    fixed = 2 * matrices + conv_flops + read_flops
+    per_key = attention_flops_per_key(heads, head_dim, head_dim)
+    flops_formula = (f"2 × {grouped(matrices)} matrix values (the shared block with this use's adapters, the linear map, the mixer) "
+                     f"+ the convolution 2 × 2 × {grouped(channels)} × {kernel} + reading the state 2 × {state_heads} × "
+                     f"{grouped(inner // state_heads)} × {grouped(state)} = {grouped(fixed)}; attention: 2 × {heads} heads × "
+                     f"({grouped(head_dim)} + {grouped(head_dim)}) = {grouped(per_key)} per key")
+    return BlockTerms("full_and_state", None, cache_values, None, cache_formula, None, None, fixed, per_key, None, flops_formula,
+                      matrices, routed, state_values)
 
 
 def attention_and_state_terms(block, roles, config, family: str = "") -> BlockTerms:

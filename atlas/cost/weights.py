@@ -21,7 +21,8 @@ def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[d
 
     predicted = facts["checkpoint_check"]["predicted"]
     total = facts["accounting"]["model"]["total"]
-    quantizable = [m for b in blocks for m in _quantizable(b, block_roles(b))]
+    seen: set[int] = set()  # a tensor several blocks hold (Zamba2's shared blocks) is one matrix in memory
+    quantizable = [m for b in blocks for m in _quantizable(b, block_roles(b), seen)]
     q_values = sum(math.prod(shape) * n for shape, n in quantizable)
     rest = total - q_values
     fp8 = sum(fp8_matrix_bytes(shape) * n for shape, n in quantizable)
@@ -46,9 +47,9 @@ def weight_figures(model, blocks, facts: dict[str, Any], layout: list) -> list[d
 
 
 
-def _quantizable(block, roles) -> list[tuple[tuple[int, ...], int]]:
+def _quantizable(block, roles, seen: set[int]) -> list[tuple[tuple[int, ...], int]]:
     """The matrices of a block an FP8 or 4-bit checkpoint would quantize: every matrix but the router's,
-    as (matrix shape, how many such matrices)."""
+    as (matrix shape, how many such matrices); none already in ``seen`` (the ids of those counted before)."""
     mlp = block.get_submodule(roles.mlp) if roles.mlp else None
     router = getattr(mlp, roles.router) if mlp is not None and roles.router else None
     router_ids = {id(p) for p in router.parameters()} if router is not None else set()
@@ -57,8 +58,9 @@ def _quantizable(block, roles) -> list[tuple[tuple[int, ...], int]]:
     found = []
     for module in block.modules():
         for _, p in module.named_parameters(recurse=False):
-            if id(p) in router_ids:
+            if id(p) in router_ids or id(p) in seen:
                 continue
+            seen.add(id(p))
             if "Experts" in type(module).__name__ and p.dim() >= 3 and p.shape[0] == n_experts:
                 found.append((tuple(p.shape[1:]), n_experts))
             elif p.dim() >= 2:

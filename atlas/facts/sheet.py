@@ -216,10 +216,11 @@ def _number(value: float) -> str:
 
 
 def _kv_cache(cost: dict[str, Any]) -> dict[str, Any]:
-    """Bytes a token adds to the cache at 16 bits, as the cost section computes them, and whether some
-    blocks hold a fixed state instead (not growing with the context)."""
+    """Bytes a token adds to the cache at 16 bits, as the cost section computes them, and how many blocks
+    hold a fixed state (not growing with the context), instead of it or beside it."""
     at = cost_figures.figures(cost, cost["context"]["default"])
-    fixed = sum(k["count"] for k in cost["cache"]["kinds"] if k["attention"] in FIXED_STATES)
+    # a state of fixed size alone, or beside the keys and values (Falcon-H1's and Zamba2's hybrid blocks: the kind's "state")
+    fixed = sum(k["count"] for k in cost["cache"]["kinds"] if k["attention"] in FIXED_STATES or k.get("state"))
     return {"bytes": at["per_token"], "dtype": "BF16", "latent": cost["cache"]["latent"], "fixed_state_blocks": fixed, "href": "#cost"}
 
 

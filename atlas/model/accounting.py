@@ -27,6 +27,19 @@ def block_kind_accounting(blocks, kinds: list[BlockKind], block_path: str) -> li
         tree = accounting_tree(block, f"{block_path}.{kind.representative}", str(kind.representative))
         per_instance = tree["parameters"] + tree["stored_buffers"]
         instances = len(kind.indices)
+        shared = _shared_parameters(block, [blocks[i] for i in kind.indices[1:]])
+        if shared:
+            # tensors every block of the kind holds as the very same objects (Zamba2's shared blocks): counted once
+            own = per_instance - shared
+            total = own * instances + shared
+            rows.append({
+                "kind": kind.id, "label": kind.label, "indices": kind.indices, "per_instance": per_instance,
+                "per_instance_parameters": tree["parameters"], "per_instance_stored_buffers": tree["stored_buffers"],
+                "instances": instances, "shared_parameters": shared, "total": total,
+                "calculation": f"{grouped(own)} × {instances} + {grouped(shared)} shared, once = {grouped(total)}",
+                "tree": tree,
+            })
+            continue
         rows.append({
             "kind": kind.id,
             "label": kind.label,
@@ -40,6 +53,16 @@ def block_kind_accounting(blocks, kinds: list[BlockKind], block_path: str) -> li
             "tree": tree,
         })
     return rows
+
+
+def _shared_parameters(block, others) -> int:
+    """The parameters of ``block`` that each of ``others`` holds as the very same tensors (one tensor run at
+    several depths), each counted once; 0 where the blocks share none."""
+    if not others:
+        return 0
+    held = [{id(p) for _, p in other.named_parameters(remove_duplicate=False)} for other in others]
+    mine = {id(p): p for _, p in block.named_parameters(remove_duplicate=False)}
+    return sum(p.numel() for key, p in mine.items() if all(key in h for h in held))
 
 
 def routed_expert_parameters(block) -> tuple[int, int]:

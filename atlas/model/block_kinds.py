@@ -64,21 +64,44 @@ def window_narrows(config) -> bool:
     return window < context
 
 
+def shared_sources(blocks) -> list[int | None]:
+    """For each block, the first block that holds the very same tensors as some module of it (Zamba2's
+    shared attention blocks, one set of weights run at several depths), or None where it shares none."""
+    holders: dict[int, list[int]] = {}
+    for i, block in enumerate(blocks):
+        for p in {id(p) for _, p in block.named_parameters(remove_duplicate=False)}:
+            holders.setdefault(p, []).append(i)
+    sources: list[int | None] = []
+    for i, block in enumerate(blocks):
+        sharers = {j for p in {id(p) for _, p in block.named_parameters(remove_duplicate=False)} for j in holders[p] if j != i}
+        sources.append(min(sharers | {i}) if sharers else None)
+    return sources
+
+
 def block_kinds(blocks, layer_types: list[str] | None, without_rotary: list[int] | None = None) -> list[BlockKind]:
-    """Blocks grouped by structure (and by attention type where the config gives one per block, and by
-    whether the block applies its rotary angles where a per-block switch turns them off: NoPE blocks)."""
+    """Blocks grouped by structure (and by attention type where the config gives one per block, by
+    whether the block applies its rotary angles where a per-block switch turns them off: NoPE blocks,
+    and by the shared weights a block runs, where blocks share tensors: Zamba2's shared blocks)."""
     groups: dict[tuple, list[int]] = {}
     unrotated = set(without_rotary or ())
+    sources = shared_sources(blocks)
+    shared_ones = sorted({s for s in sources if s is not None})
     for i, block in enumerate(blocks):
         attention_type = layer_types[i] if layer_types else None
-        groups.setdefault((_structure(block), attention_type, i in unrotated), []).append(i)
+        shared = shared_ones.index(sources[i]) if sources[i] is not None else None
+        groups.setdefault((_structure(block), attention_type, i in unrotated, shared), []).append(i)
     kinds_of_mlp = {_has_experts(blocks[idx[0]]) for idx in groups.values()}
     kinds_of_attention = {key[1] for key in groups}
     kinds_of_positions = {key[2] for key in groups}
     kinds = []
-    for (_, attention_type, no_positions), indices in groups.items():
+    for (_, attention_type, no_positions, shared), indices in groups.items():
         mixture = _has_experts(blocks[indices[0]])
         roles = block_roles(blocks[indices[0]])
+        if shared is not None:
+            # a block that runs one of the shared blocks before its own mixer: named by the shared block it runs
+            label = f"hybrid (shared block {shared + 1}) block"
+            kinds.append(BlockKind(f"hybrid_block_{shared + 1}", label, indices, mixture, attention_type))
+            continue
         if any(block_roles(blocks[idx[0]]).sublayers == 1 or block_roles(blocks[idx[0]]).ssm for idx in groups.values()):
             # a hybrid with state-space mixers or one-mixer blocks: each kind is named by what its block runs
             if roles.attention and roles.ssm and not roles.linear_attention:  # both mixers side by side (Falcon-H1)

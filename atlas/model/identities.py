@@ -129,7 +129,11 @@ def _identities(preview: PreviewRun, not_applicable: dict[str, str] | None) -> t
         identity("rescaled_stream", f"layers[i].output / 2 == layers[i + 1].input after every {ordinal(every)} block (rescale_every, eval mode)",
                  halved, lambda i: _max_abs(L[i].output / 2 - L[i + 1].input))
     # attention and a state-space mixer side by side (Falcon-H1): each output times the config's constant, both added at once
-    two = [i for i in blocks if runs[i] == (True, True, True)]
+    hybrid = [i for i in blocks if roles.blocks[i].shared_block]  # a shared block before the mixer (Zamba2)
+    if hybrid:
+        identity("hybrid_block_sum", "layers[i].input + ssm.ssm_output == layer_output (the shared block's output reaches the mixer's "
+                 "input alone)", hybrid, lambda i: _max_abs(L[i].input + L[i].ssm.ssm_output - L[i].output))
+    two = [i for i in blocks if runs[i] == (True, True, True) and i not in hybrid]
     if two:
         s_out, a_out = _scale(config, "ssm_out_multiplier") or 1.0, _scale(config, "attention_out_multiplier") or 1.0
         words = (f"layers[i].input + ssm_out_multiplier ({s_out:g}) × ssm.ssm_output + attention_out_multiplier ({a_out:g}) × "

@@ -213,9 +213,10 @@ def _aspects(config, kinds: list[dict[str, Any]]) -> dict[str, str | None]:
         "chunks": f"attention chunks of {get('attention_chunk_size'):,} positions" if get("attention_chunk_size") else None,
         "query temperature": (f"a query temperature that steps up every {get('floor_scale'):,} positions (attn_scale {get('attn_scale'):g})"
                               if get("attn_temperature_tuning") and get("floor_scale") and get("attn_scale") is not None else None),
-        # settings a model that applies no rotation (position_embedding_type "nope", Granite 4.0-H's) never uses
+        # settings a model that applies no rotation (position_embedding_type "nope", Granite 4.0-H's; Zamba2's shared
+        # attention without use_mem_rope) never uses
         "rotary": (f"rotary settings {settings_words(rope)}" if isinstance(rope, dict) and rope
-                   and get("position_embedding_type") in (None, "rope") else None),
+                   and get("position_embedding_type") in (None, "rope") and get("use_mem_rope") is not False else None),
         "softcaps": ", ".join(softcaps) if softcaps else None,
         "vocabulary": f"a vocabulary of {s['vocab_size']:,}",
         **_stream_aspects(config),

@@ -97,6 +97,9 @@ def block_placements(roles: Roles, index: int, overrides: Mapping[str, str] | No
     # The stream after the attention add enters the MLP's norm, or the MLP itself where there is none.
     if b.sublayers == 1:
         rule("layer_mid", None, f"block {index} runs one sublayer: the stream has no midpoint")
+    elif b.shared_block:  # the shared block's attention and MLP work beside the stream (Zamba2): it has one add
+        rule("layer_mid", None, f"block {index} adds to the stream once, after its mixer: the shared block's attention and MLP "
+                                "work on the stream beside the embeddings, not on the stream")
     else:
         rule("layer_mid", Read("input", b.mlp_norm or b.mlp, element=0) if (b.mlp_norm or b.mlp) else None,
              f"block {index} has neither a norm before its MLP nor an MLP to read the stream at")

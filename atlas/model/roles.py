@@ -130,6 +130,9 @@ class BlockRoles:
     pooled_indexer: str | None = None
     # heads projected by groups before one map to the width (DeepSeek-V4's o_a_proj and o_b_proj)
     grouped_output: bool = False
+    # the shared block a block runs before its own mixer (Zamba2's hybrid blocks), whose output reaches the stream only
+    # through the mixer's input: the block's sum is its input and the mixer's output
+    shared_block: str | None = None
 
     @property
     def sublayers(self) -> int:
@@ -279,6 +282,11 @@ _ROLES_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # gone with 
 
 
 def _read_block_roles(block) -> BlockRoles:
+    from atlas.model.structure import shared_hybrid_roles
+
+    hybrid = shared_hybrid_roles(block)
+    if hybrid:
+        return _shared_hybrid_roles(block, hybrid)
     wrapper = attention_wrapper(block)
     if wrapper is not None:
         return _wrapped_roles(block, wrapper)
@@ -358,6 +366,23 @@ def _read_block_roles(block) -> BlockRoles:
         mlp_add_norm=mlp_add_norm,
         embedding_norm=_child(block, BLOCK_EMBEDDING_NORM_NAMES),
     )
+
+
+def _shared_hybrid_roles(block, parts: dict[str, str]) -> BlockRoles:
+    """The roles of a block that runs a shared block, then its own state-space block (Zamba2's hybrid blocks): the
+    shared block's attention and MLP, the state-space block's mixer and norm, each as a path through its holder.
+    The shared block's norms read the stream beside the embeddings (twice the width) and the attention's output,
+    not the stream: they host no stream value, so they are left out of the roles."""
+    shared, mixer = block_roles(getattr(block, parts["shared"])), block_roles(getattr(block, parts["mixer_block"]))
+
+    def under(holder: str, name: str | None) -> str | None:
+        return f"{parts[holder]}.{name}" if name else None
+
+    return dataclasses.replace(
+        shared, attention=under("shared", shared.attention), mlp=under("shared", shared.mlp), attention_norm=None, mlp_norm=None,
+        ssm=under("mixer_block", mixer.ssm), ssm_norm=under("mixer_block", mixer.ssm_norm), ssm_in_proj=mixer.ssm_in_proj,
+        ssm_gated_norm=mixer.ssm_gated_norm, ssm_out_proj=mixer.ssm_out_proj, attention_adds_residual=False, mlp_adds_residual=False,
+        shared_block=parts["shared"])
 
 
 def _wrapped_roles(block, wrapper: str) -> BlockRoles:

@@ -394,3 +394,56 @@ def is_channel_mixing(module) -> bool:
     linears = [c for c in children if isinstance(c, torch.nn.Linear)]
     return (any(is_token_shift(c) for c in children) and len(linears) == 3 and len(mixes) == 2 and not vectors
             and len(own_parameters(module)) == 2)
+
+
+def shared_hybrid_roles(module) -> dict[str, str] | None:
+    """A block that runs a shared block before its own mixer (Zamba2's hybrid blocks), by structure: three
+    children, a square linear map, a one-mixer state-space block (a norm and a selective scan) and a block
+    holding an attention and an MLP; the child names by role ({"shared", "linear", "mixer_block"}), or None."""
+    import torch
+
+    children = dict(module.named_children())
+    if len(children) != 3:
+        return None
+    linear = [n for n, c in children.items() if isinstance(c, torch.nn.Linear) and c.in_features == c.out_features]
+    mixer = [n for n, c in children.items() if is_ssm_block(c)]
+    shared = [n for n, c in children.items() if any(separate_qkv(m) for m in c.modules())]
+    if len(linear) == len(mixer) == len(shared) == 1:
+        return {"shared": shared[0], "linear": linear[0], "mixer_block": mixer[0]}
+    return None
+
+
+def is_ssm_block(module) -> bool:
+    """A block of one selective state-space mixer and its norm: two children, one of them the mixer, the other a
+    gain vector alone."""
+    children = list(module.children())
+    gains = [c for c in children if not list(c.children()) and set(_tensor_names(c)) == {"weight"} and c.weight.dim() == 1]
+    return len(children) == 2 and sum(is_ssm(c) for c in children) == 1 and len(gains) == 1
+
+
+def is_low_rank_adapter(module) -> bool:
+    """Two linear maps without biases applied in turn, the first down to a rank narrower than both ends (a LoRA-style
+    adapter: Zamba2's per-use adapters), held as a torch Sequential."""
+    import torch
+
+    children = list(module.children())
+    return (isinstance(module, torch.nn.Sequential) and len(children) == 2
+            and all(isinstance(c, torch.nn.Linear) and c.bias is None for c in children)
+            and children[0].out_features == children[1].in_features
+            and children[0].out_features < min(children[0].in_features, children[1].out_features))
+
+
+def is_concatenating_block(module) -> bool:
+    """A block over the stream set beside a second tensor as wide (Zamba2's shared block: its input and the token
+    embeddings side by side): two gain-vector norms, the first twice as wide as the second, an attention whose
+    query projection reads the doubled width, and nothing else with tensors but its MLP."""
+    import torch
+
+    children = dict(module.named_children())
+    gains = [c.weight.shape[0] for c in children.values()
+             if not list(c.children()) and _tensor_names(c) == {"weight"} and c.weight.dim() == 1]
+    attention = [c for c in children.values() if separate_qkv(c)]
+    if len(gains) != 2 or gains[0] != 2 * gains[1] or len(attention) != 1 or len(children) != 4:
+        return False
+    query = getattr(attention[0], separate_qkv(attention[0])[0])
+    return isinstance(query, torch.nn.Linear) and query.in_features == gains[0]

@@ -188,6 +188,7 @@ TINY_SSM = {
     "chunk_size": 8, "mamba_chunk_size": 8,
     "mamba_d_ssm": 64,
     "mamba_dt_rank": 8,  # the first Mamba's low-rank time step (Jamba)
+    "n_mamba_heads": 8, "mamba_ngroups": 2,  # Zamba2's names; its head size follows as mamba_expand × width / heads
 }
 
 
@@ -222,6 +223,9 @@ def tiny_ssm_values(config) -> dict[str, Any]:
     if isinstance(expand, int) and "mamba_d_head" in values and "mamba_d_ssm" not in values:
         # the inner width is tied to the width (Granite 4.0-H: mamba_expand × hidden_size = heads × head_dim)
         values["mamba_d_head"] = expand * TINY["hidden_size"] // values["mamba_n_heads"]
+    if isinstance(expand, int) and "n_mamba_heads" in values and isinstance(getattr(config, "mamba_headdim", None), int):
+        # a head size the file gives beside the heads it follows from (Zamba2's mamba_headdim): kept in step
+        values["mamba_headdim"] = expand * TINY["hidden_size"] // values["n_mamba_heads"]
     return values
 
 

@@ -8,6 +8,8 @@ that names a standard value, with what the run recorded.
 
 from __future__ import annotations
 
+import weakref
+
 import fnmatch
 import inspect
 from dataclasses import dataclass, field
@@ -166,12 +168,36 @@ class Part:
 # --- running and comparing -------------------------------------------------------------------------
 
 
+# a list of modules of which the run called one entry alone (Zamba2's adapters, one per use of a shared block) ->
+# that entry's index; a weight named through "@use" in such a list is read from the entry its own call ran
+CALLED_ENTRY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def note_called_entries(model, calls: dict) -> None:
+    import torch
+
+    for path, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
+            called = [i for i in range(len(module)) if f"{path}.{i}" in calls]
+            if len(called) == 1:
+                CALLED_ENTRY[module] = called[0]
+
+
+def resolve_use(module, name: str) -> str:
+    """``name`` with "@use" replaced by the index of the entry its list's call ran (see CALLED_ENTRY)."""
+    if "@use" not in name:
+        return name
+    head, tail = name.split("@use", 1)
+    return f"{head}{CALLED_ENTRY[module.get_submodule(head.rstrip('.'))]}{tail}"
+
+
 def weights_of(module) -> Callable[[str], Any]:
     import torch
 
     named = {**dict(module.named_parameters(remove_duplicate=False)), **dict(module.named_buffers(remove_duplicate=False))}
 
     def get(name: str):
+        name = resolve_use(module, name)
         if name not in named:
             raise KeyError(name)
         return named[name].detach().to(torch.float64)
@@ -386,7 +412,7 @@ def reproduce(part: Part, chain: Chain, reads: set[str] | None = None) -> dict[s
     weights = weights_of(part.tiny)
     if reads is not None:
         def weights(name: str, get=weights):
-            reads.add(name)
+            reads.add(resolve_use(part.tiny, name))
             return get(name)
     env = Env(weights, chain_inputs(part, chain))
     trail: list[tuple[Step, Any]] = []

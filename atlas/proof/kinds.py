@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from atlas.errors import AtlasError
-from atlas.proof import attention, compressed, experts, hyper, library, lightning, linear, mixture, positions, rglru, router, rwkv, sparse, ssm, stack
+from atlas.proof import attention, compressed, shared, experts, hyper, library, lightning, linear, mixture, positions, rglru, router, rwkv, sparse, ssm, stack
 from atlas.proof.core import Part
 from atlas.proof.steps import Chain
 from atlas.model.sizes import routed_experts
-from atlas.model.structure import (is_channel_mixing, is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru,
+from atlas.model.structure import (is_concatenating_block, is_low_rank_adapter, is_ssm_block, shared_hybrid_roles, is_channel_mixing, is_indexer, is_lightning_attention, is_linear_attention, is_recurrent_block, is_rg_lru,
                                    is_short_conv, is_ssm, is_time_mixing, is_token_shift, separate_qkv, sequential_mlp)
 
 
@@ -59,7 +59,13 @@ def kind_of(part: Part) -> str:
     if is_channel_mixing(m):
         return "channel_mixing"  # RWKV's token shift, squared-ReLU key and receptance gate
     if isinstance(m, torch.nn.Identity):
-        return "identity"  # torch's identity map (LongCat-Flash's zero-computation expert)
+        return "identity"
+    if is_concatenating_block(m):
+        return "shared_block"  # the stream beside the embeddings through a norm, an attention, a norm and an MLP (Zamba2)
+    if is_ssm_block(m):
+        return "carried_block"  # a state-space block inside another, handed a contribution to add before its norm (Zamba2)
+    if is_low_rank_adapter(m):
+        return "low_rank_adapter"  # down to a rank and back up, no biases (Zamba2's per-use adapters)  # torch's identity map (LongCat-Flash's zero-computation expert)
     if hyper.is_grouped_linear(m):
         return "grouped_linear"  # each group of the input through its own block of rows (DeepSeek-V4's o_a_proj)
     if isinstance(m, torch.nn.Linear) and type(m).forward is not torch.nn.Linear.forward and _routes(part):
@@ -170,7 +176,8 @@ BUILDERS = {
     "router": router.router,
     "offset": router.offset,
     "mixture": mixture.mixture,
-    "block": lambda part: rwkv.with_embedding_norm(part, stack.block(part)),
+    "block": lambda part: (shared.hybrid_block(part, shared_hybrid_roles(part.tiny)) if shared_hybrid_roles(part.tiny)
+                           else rwkv.with_embedding_norm(part, stack.block(part))),
     "linear_attention": linear.linear_attention,
     "lightning_attention": lightning.lightning_attention,
     "gated_norm": lambda part: part.choose("gated_norm_order", {  # two orders of the same parts, measured
@@ -178,6 +185,9 @@ BUILDERS = {
     "depthwise_conv": lambda part: part.choose("convolution_padding", {
         "causal": lambda: linear.depthwise_conv(part), "both_sides_first_outputs_kept": lambda: ssm.depthwise_conv(part)}),
     "decay_gate": linear.decay_gate,
+    "shared_block": shared.shared_block,
+    "carried_block": shared.carried_block,
+    "low_rank_adapter": shared.low_rank_adapter,
     "mamba2": ssm.mamba2,
     "mamba1": ssm.mamba1,
     "short_conv": ssm.short_conv,

@@ -421,6 +421,58 @@ def xielu(part: Part) -> Chain:
 # --- dense MLPs --------------------------------------------------------------------------------------
 
 
+def called_adapter(part: Part) -> str | None:
+    """The entry of a list of low-rank adapters that the module's call reached (Zamba2's shared MLP holds one per
+    use of the shared block and runs the one of the depth that calls it), as a path from the module; else None."""
+    import torch
+
+    from atlas.model.structure import is_low_rank_adapter
+
+    for name, child in part.tiny.named_children():
+        if isinstance(child, torch.nn.ModuleList) and any(is_low_rank_adapter(c) for c in child):
+            called = [f"{name}.{i}" for i, c in enumerate(child) if is_low_rank_adapter(c) and f"{part.path}.{name}.{i}" in part.ctx.calls]
+            if len(called) == 1:
+                return called[0]
+    return None
+
+
+def at_called_entry(child: "E.Child", entry: str) -> "E.Child":
+    """``child`` (built on the entry ``entry`` of a list the representative's call ran) run on the entry that each
+    caller's own call ran: a block of the same kind at another depth runs its own adapter ("@use", atlas.proof.core)."""
+    fn = child.fn
+    listed, index = entry.rsplit(".", 1)
+
+    def run(e):
+        return fn(_RenamedEnv(e, f"{listed}.{index}.", f"{listed}.@use."))
+
+    run.child_id, run.child_name, run.child_inputs = fn.child_id, fn.child_name, fn.child_inputs
+    child.fn = run
+    return child
+
+
+class _RenamedEnv:
+    """An environment whose weight names under ``old`` are read under ``new``."""
+
+    def __init__(self, env, old: str, new: str):
+        self._env, self._old, self._new = env, old, new
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def __getitem__(self, name):
+        return self._env[name]
+
+    def __contains__(self, name):
+        return name in self._env
+
+    def child(self, prefix: str, values):
+        from atlas.proof.steps import Env
+
+        if prefix.startswith(self._old) or f"{prefix}.".startswith(self._old):
+            prefix = self._new + prefix[len(self._old):] if prefix.startswith(self._old) else self._new.rstrip(".")
+        return Env(lambda name: self._env.w(f"{prefix}.{name}"), values)
+
+
 def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
     """gate/up/down (gated), a fused gate-up projection (gated), or up/down with biases (two-layer)."""
     d = part.ctx.full_config.hidden_size
@@ -441,9 +493,16 @@ def dense_mlp(part: Part, out: str = r"\Delta") -> Chain:
         fused = "gate_up_proj" if "gate_up_proj" in names else "input_linear"  # Granite names the fused pair input_linear
         inner, tiny = linear_dims(getattr(part.full, fused))[1] // 2, linear_dims(getattr(part.tiny, fused))[1] // 2
         gu = E.Sym("gu", r"[g;\,u]")
+        # its own summary line: folded into the split it would print twice
+        steps.append(Step(expr=E.Let(gu, linear_call(part, fused, xs, "W_{gu}"), maps=(d, T.times(2, inner))), summary=True))
+        adapter = called_adapter(part)
+        if adapter:  # this use's own low-rank adapter added to the shared projection (Zamba2's shared MLP)
+            r = E.Sym("ra", "r")
+            steps += [Step(expr=E.Let(r, at_called_entry(linear_call(part, f"{adapter}.0", xs, "A_k"), adapter),
+                                      "(k: this use of the shared block)")),
+                      Step(expr=E.Let(gu, gu + at_called_entry(linear_call(part, f"{adapter}.1", r, "B_k"), adapter)))]
+            part.note("adapter", adapter, "the one entry of the module's adapter list its call reached on the run")
         steps += [
-            # its own summary line: folded into the split it would print twice
-            Step(expr=E.Let(gu, linear_call(part, fused, xs, "W_{gu}"), maps=(d, T.times(2, inner))), summary=True),
             # the gate the first half of the fused projection's columns, the up projection the second
             Step(expr=E.Lets((E.Let(g, A.column_block(gu, E.Size(1, 1), E.Size(inner, tiny))),
                               E.Let(u, A.column_block(gu, E.Size(inner + 1, tiny + 1), E.Size(2 * inner, 2 * tiny)))), each=False)),

@@ -8,7 +8,7 @@ import math
 from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
-from atlas.proof.core import Part
+from atlas.proof.core import Part, as64
 from atlas.proof.hyper import BLOCK_EXTRAS
 from atlas.proof.library import X, apply_child, handed_residual, sub
 from atlas.proof.positions import ROTARY, rotary_input
@@ -502,12 +502,11 @@ def _two_mixers_block(part: Part, r) -> Chain:
 
 
 def run_blocks(stack: "Stack", e: Env, x, rel: str):
-    """Every block in order, each by its kind's chain on its own weights (``rel``: the block list's path
-    relative to the chain's module), with the rotary angles the model handed that block."""
-    from atlas.proof.core import as64
-
+    """Every block in order, each by its kind's chain on its own weights (``rel``: the block list's path relative
+    to the chain's module), with the rotary angles the model handed that block."""
+    first = x  # the stream entering block 0, the embeddings: a shared block reads them beside the stream (Zamba2)
     for n, chain in enumerate(stack.chains):
-        values = {"x": x}
+        values = {"x": x, **({"e": first} if any(i.name == "e" for i in chain.inputs) else {})}
         if any(i.name == "R" for i in chain.inputs):
             # the angles the model's rotary steps computed for this block, where the chain ran them; else the run's
             computed = stack.rotary_names[n]

@@ -10,6 +10,7 @@ from atlas.render.pages.sizes import Sizes, routing
 from atlas.render.pages.streams import branch_label, terminal
 from atlas.render.pages.flow import flow
 from atlas.render.pages.titles import title_of
+from atlas.render.pages.shared_diagram import is_shared_hybrid, shared_hybrid_diagram
 
 
 SPINE = 22
@@ -52,6 +53,8 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
                   unrotated: set[str] = frozenset(), alibi: set[str] = frozenset()) -> dict[str, Any]:
     """One block kind's residual stream: each part a box on a branch off the stream, each branch
     ending in an add. ``known``: the page ids that exist; ``by_module``: standard value by module name."""
+    if is_shared_hybrid(tree):  # a shared block, a linear map, then the block's own mixer (Zamba2's hybrid blocks)
+        return shared_hybrid_diagram(kind_id, tree, known)
     kids = kids_of(tree)
     kid = slug(kind_id)
     a = anatomy(tree)

@@ -181,6 +181,21 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         wide = next((t["shape"][0] for c in node["children"] if c["name"] == "key" for t in c["tensors"]), None)
         return (f"RWKV's channel mixing: the position mixed with the previous one, a key {grouped(d)} → {grouped(wide or 0)} through "
                 f"a squared ReLU, projected back to {grouped(d)} and gated by the sigmoid of a receptance projection.")
+    if r == "shared_block":
+        return ("A block whose weights several depths share: it sets its input beside the token embeddings (twice the width), "
+                "normalises that, runs the attention over it and maps back to the width, normalises again and runs the MLP "
+                "with the adapter of the use that calls it; it adds nothing to the stream itself.")
+    if r == "carried_block":
+        return ("A state-space block handed a second input, the shared block's output after the hybrid block's linear map: it adds "
+                "that to its input before its norm, runs the mixer, and adds the mixer's output to its input alone.")
+    if r == "low_rank_adapter":
+        rank = (fact(node, "adapter") or {}).get("rank")
+        return (f"Two linear maps without biases, down to {grouped(rank or 0)} values and back up: a low-rank term one use of a "
+                "shared block adds to a shared projection.")
+    if r == "block" and fact(node, "sublayers", {}).get("shared block"):
+        return ("Runs a shared block on the stream beside the token embeddings, maps its output with a linear map of its own, "
+                "and hands that to its state-space block, which adds it to the stream before its norm; only the mixer's output "
+                "is added to the residual stream.")
     if r == "depthwise_conv":
         return "A depthwise convolution along the positions: each channel mixes its own last few inputs with its own kernel."
     if r == "identity":
