@@ -287,28 +287,38 @@ def gated_norm(part: Part) -> Chain:
     ], [Input("x", "y", "hidden_states", "the scan's output"), z], "y")
 
 
+def _padded_conv(u, w, last, pad, channels, b=None):
+    import torch
+
+    K, pad = int(last) + 1, int(pad)
+    zeros = u.new_zeros(u.shape[0], u.shape[1], pad)
+    padded = torch.cat([zeros, u, zeros], dim=-1)
+    n = padded.shape[-1] - K + 1
+    out = sum(w[:, 0, k, None] * padded[:, :, k:k + n] for k in range(K))
+    return out + b[:, None] if b is not None else out
+
+
+def _padded_conv_tex(u, w, last, pad, channels, b=None):
+    bias = f"+{b}_c" if b is not None else ""
+    return (rf"\textstyle\sum_{{k=0}}^{{{last}}} {w}_{{c,k}}\,{u}_{{c,t-{pad}+k}}{bias},"
+            rf"\quad c=1..{channels}\ \text{{(zero padding of {pad} each side)}}")
+
+
+# a depthwise convolution over (batch, channels, positions), zero-padded on both sides as the module is built
+padded_conv = E.Function("padded convolution", _padded_conv, _padded_conv_tex)
+
+
 def depthwise_conv(part: Part) -> Chain:
     """A depthwise 1-D convolution over positions (input: batch × channels × positions), each channel
     with its own kernel, zero-padded on both sides as the module is built (the caller keeps the first T
     outputs, which makes it causal)."""
-    import torch
-
     channels, _, kernel = part.full.weight.shape
-    pad = part.tiny.padding[0]
-    bias = part.tiny.bias is not None
-
-    def convolve(e):
-        u = e["x"]
-        zeros = u.new_zeros(u.shape[0], u.shape[1], pad)
-        padded = torch.cat([zeros, u, zeros], dim=-1)
-        n = padded.shape[-1] - part.tiny.kernel_size[0] + 1
-        w = e.w("weight")[:, 0, :]
-        out = sum(w[:, k, None] * padded[:, :, k:k + n] for k in range(part.tiny.kernel_size[0]))
-        return out + e.w("bias")[:, None] if bias else out
-
-    return Chain([Step(rf"y_{{c,t}}=\textstyle\sum_{{k=0}}^{{{kernel - 1}}} w_{{c,k}}\,u_{{c,t-{pad}+k}}{'+b_c' if bias else ''},"
-                       rf"\quad c=1..{T.num(channels)}\ \text{{(zero padding of {pad} each side)}}", "y", convolve, summary=True)],
-                 [Input("x", "u", "input", "the channels by position")], "y")
+    t_channels, _, t_kernel = part.tiny.weight.shape
+    pad, t_pad = part.full.padding[0], part.tiny.padding[0]
+    bias = (E.Weight("bias", "b"),) if part.tiny.bias is not None else ()
+    conv = padded_conv(E.Sym("x", "u"), E.Weight("weight", "w"), E.Size(kernel - 1, t_kernel - 1), E.Size(pad, t_pad),
+                       E.Size(channels, t_channels), *bias)
+    return Chain([Step(expr=E.Let(E.Sym("y", "y_{c,t}"), conv), summary=True)], [Input("x", "u", "input", "the channels by position")], "y")
 
 
 def short_conv(part: Part) -> Chain:
