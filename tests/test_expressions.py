@@ -781,3 +781,100 @@ def test_a_fused_gate_and_up_projection_is_split_by_the_columns_printed(collecte
     assert split["expression"] and split["tex"] == (rf"g=[g;\,u]_{{:,\,1..{_tex_num(inner)}}},\ "
                                                     rf"u=[g;\,u]_{{:,\,{_tex_num(inner + 1)}..{_tex_num(2 * inner)}}}")
     assert next(s for s in steps if s["tex"].startswith(r"[g;\,u]="))["summary"]
+
+
+# --- the state-space scans -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, mixer", [("mamba2", "state_space_block.mixer"), ("mamba", "state_space_block.mixer"),
+                                         ("falcon_mamba", "state_space_block.mixer"), ("falcon_h1", "attention_and_state_space_block.mamba"),
+                                         ("lfm2", "short_convolution_block.conv")])
+def test_a_state_space_mixers_every_step_is_printed_from_what_runs(collected, name, mixer):
+    """Mamba-2's and Mamba-1's splits, convolution, time steps, decay, recurrence and gate, Falcon-H1's input and
+    part constants, LFM2's short convolution and Mamba-2's grouped gated norm: every step an expression."""
+    eq = collected(name).facts["equations"]["components"]
+    chains = [pid for pid in eq if pid == mixer or pid.startswith(mixer + ".norm")]
+    for pid in chains:
+        assert [s["tex"] for s in eq[pid]["steps"] if not s["expression"]] == [], pid
+
+
+def test_mamba2s_splits_are_the_column_blocks_its_config_gives(collected):
+    """in_proj's columns: z the first d_inner = heads × head_dim, u the next d_inner + 2 × groups × state (x, B, C
+    before the convolution), δ one per head; the convolution's output split likewise into x, B and C."""
+    c = released_config("mamba2")
+    inner, bc = c["num_heads"] * c["head_dim"], c["n_groups"] * c["state_size"]
+    assert inner == c["expand"] * c["hidden_size"]
+    n = _tex_num
+    steps = {s["tex"].split("=")[0]: s for s in collected("mamba2").facts["equations"]["components"]["state_space_block.mixer"]["steps"]}
+    assert steps["z"]["tex"] == (rf"z=p_{{:,\,1..{n(inner)}}},\ u=p_{{:,\,{n(inner + 1)}..{n(2 * inner + 2 * bc)}}},\ "
+                                 rf"\delta=p_{{:,\,{n(2 * inner + 2 * bc + 1)}..{n(2 * inner + 2 * bc + c['num_heads'])}}}")
+    assert steps["x"]["tex"].startswith(rf"x=c_{{:,\,1..{n(inner)}}},\ B=c_{{:,\,{n(inner + 1)}..{n(inner + bc)}}},\ "
+                                        rf"C=c_{{:,\,{n(inner + bc + 1)}..{n(inner + 2 * bc)}}}")
+    assert steps["c_t"]["tex"].startswith(rf"c_t=\operatorname{{SiLU}}(\textstyle\sum_{{k=0}}^{{{c['conv_kernel'] - 1}}} w_{{k}}\odot "
+                                          rf"u_{{t-{c['conv_kernel'] - 1}+k}}+b),\quad u_{{<0}}=0")
+    scan = steps[r"y^{h}_t"]
+    assert scan["expression"] and scan["values"] == ["ssm_scan_output"]
+    assert scan["tex"] == (r"y^{h}_t=S^{h}_t\,C^{g(h)}_t+D^{h}x^{h}_t,\quad S^{h}_t=e^{\Delta^{h}_t A^{h}}S^{h}_{t-1}+\Delta^{h}_t\,x^{h}_t\,"
+                           rf"(B^{{g(h)}}_t)^{{\top}},\quad S^{{h}}\in\mathbb{{R}}^{{{c['head_dim']}\times{c['state_size']}}},\ S^{{h}}_{{-1}}=0")
+
+
+def test_the_scans_compute_the_recurrence_they_print():
+    """Two positions by hand. Mamba-2, one head, P = N = 1: x = (1, 2), B = (1, 1), C = (2, 1), Δ = (0.5, 1),
+    A = -1, D = 0.5: S_0 = 0.5·1·1 = 0.5, y_0 = 0.5·2 + 0.5·1 = 1.5; S_1 = e^{-1}·0.5 + 1·2·1, y_1 = S_1·1 + 0.5·2
+    = 3 + 0.5/e. Mamba-1, one channel, N = 2: the same x, Δ, A = (-1, -2), B_t = (1, 0) then (0, 1), C_t = (1, 1),
+    D = 0: S_0 = (0.5, 0), y_0 = 0.5; S_1 = (0.5 e^{-1}, 2), y_1 = 0.5/e + 2."""
+    import math
+
+    from atlas.proof import ssm
+
+    t = lambda *v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    x, dt = t(1.0, 2.0).reshape(1, 2, 1), t(0.5, 1.0).reshape(1, 2, 1)
+    names = {n: E.Sym(n, n) for n in ("x", "B", "C", "dt", "A")}
+    heads = ssm.scan(*names.values(), E.Weight("w_D", "D"), *(E.Size(1, 1) for _ in range(4)))
+    y = heads.run(env_of(x=x, B=t(1.0, 1.0).reshape(1, 2, 1), C=t(2.0, 1.0).reshape(1, 2, 1), dt=dt, A=t(-1.0), w_D=t(0.5)))
+    assert torch.allclose(y.flatten(), t(1.5, 3 + 0.5 / math.e), rtol=1e-12)
+    channels = ssm.scan_channels(*names.values(), E.Weight("w_D", "D"), E.Size(2, 2), E.Size(1, 1))
+    y = channels.run(env_of(x=x, B=t(1.0, 0.0, 0.0, 1.0).reshape(1, 2, 2), C=t(1.0, 1.0, 1.0, 1.0).reshape(1, 2, 2), dt=dt,
+                            A=t(-1.0, -2.0).reshape(1, 2), w_D=t(0.0)))
+    assert torch.allclose(y.flatten(), t(0.5, 0.5 / math.e + 2), rtol=1e-12)
+
+
+def _mutated(function, arithmetic):
+    return E.Function(function.name, arithmetic, function.notation)
+
+
+def test_a_scan_without_its_skip_fails_where_the_recurrence_is_printed(monkeypatch):
+    """Mamba-2's scan run without D x_t (printed as before): the proof fails at the recurrence, named as printed."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import ssm
+
+    right = ssm.scan.arithmetic
+    monkeypatch.setattr(ssm, "scan", _mutated(ssm.scan, lambda x, B, C, dt, A, D, *sizes: right(x, B, C, dt, A, D * 0, *sizes)))
+    with pytest.raises(AtlasError) as error:
+        collect("mamba2")
+    assert "does not reproduce" in str(error.value) and r"step `y^{h}_t=S^{h}_t\,C^{g(h)}_t+D^{h}x^{h}_t" in str(error.value)
+
+
+def test_a_scan_decayed_by_exp_a_alone_fails_where_the_recurrence_is_printed(monkeypatch):
+    """Mamba-1's scan decayed by e^{A} in place of e^{Δ A} (Δ kept in the input term): the proof fails, naming the
+    recurrence among the steps the divergence may lie in (the run records no value of Mamba-1's scan itself, so the
+    first value compared after it is the output projection's)."""
+    from atlas.errors import AtlasError
+    from atlas.facts.collect import collect
+    from atlas.proof import ssm
+
+    def exp_a(x, B, C, dt, A, D, *sizes):
+        S, ys = x.new_zeros(x.shape[0], x.shape[2], A.shape[1]), []
+        for t in range(x.shape[1]):
+            S = torch.exp(A) * S + (dt[:, t] * x[:, t])[:, :, None] * B[:, t, None, :]
+            ys.append((S * C[:, t, None, :]).sum(-1) + D * x[:, t])
+        return torch.stack(ys, dim=1)
+
+    monkeypatch.setattr(ssm, "scan_channels", _mutated(ssm.scan_channels, exp_a))
+    with pytest.raises(AtlasError) as error:
+        collect("mamba")
+    said = str(error.value)
+    assert "does not reproduce" in said and r"step `\Delta_{\mathrm{ssm}}=\hat y\,W_{\mathrm{out}}^{\top}" in said
+    candidates = said.partition("the first divergence is this step or one of: ")[2]
+    assert r"`y^{j}_t=S^{j}_t\cdot C_t+D^{j}c^{j}_t" in candidates

@@ -94,7 +94,8 @@ def test_falcon_mamba_norms_are_written_at_the_checkpoints_widths(collected):
         assert steps[0].startswith(rf"\rho=\tfrac{{1}}{{{width}}}"), (norm, steps)
         assert "no gain" in steps[-1]
     mixer = " ".join(step["tex"] for step in components["state_space_block.mixer"]["steps"])
-    assert r"\operatorname{Norm}_B(B)" in mixer and r"A=-e^{A_{\log}}" in mixer
+    # each norm printed as the one its own chain measured (a root mean square, no gain)
+    assert r"B\leftarrow\operatorname{RMSNorm}(B)" in mixer and r"A=-e^{A_{\log}}" in mixer
 
 
 def mamba2_mixer(d: int, heads: int, head_dim: int, groups: int, state: int, conv: int) -> int:
