@@ -114,3 +114,20 @@ def test_doge_config_words_say_the_experts_are_switched_off():
     assert "2,048 keys of highest score" in words["keep_window_size"]
     assert words["num_experts"].startswith("Unused here, since is_moe is false")
     assert "cross-domain mixture" in words["is_moe"]
+
+
+def test_doge_lists_its_sizes_from_20m_to_320m_each_exact(collected):
+    import json
+
+    from tests.conftest import ROOT
+
+    rows = {r["repo"]: r for r in collected("doge").facts["sizes"]}
+    expected = {"20M": 13_118_728, "60M": 54_571_552, "160M": 152_676_168, "320M": 335_750_272}
+    assert sorted(rows) == sorted(f"SmallDoge/Doge-{n}" for n in expected)
+    for name, count in expected.items():
+        repo = f"SmallDoge/Doge-{name}"
+        c = json.loads((ROOT / "atlas/checkpoints" / repo / "config.json").read_text())
+        assert doge_total(c) == count and rows[repo]["total"] == rows[repo]["active"] == count, repo
+        head_dim = c["hidden_size"] // c["num_attention_heads"]
+        # keys and values of every block, two bytes each at BF16
+        assert rows[repo]["kv_cache_per_token"] == 2 * c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head_dim, repo

@@ -25,6 +25,7 @@ FAMILY = Family(
     ),
     tags=("Dense", "RMSNorm"),
     checkpoint="SmallDoge/Doge-160M",
+    sizes=("SmallDoge/Doge-20M", "SmallDoge/Doge-60M", "SmallDoge/Doge-320M"),
     model_class="DogeForCausalLM",
     config_class="DogeConfig",
 )
