@@ -38,6 +38,6 @@ def _weighted(part: Part, chain: Chain, first: str, second: str) -> Chain:
         steps.append(step)
     if weights:
         raise ValueError(f"the block's chain has no add giving {', '.join(weights)}")
-    part.note("residual_weights", {"attention's add": first, "MLP's add": second},
+    part.note("residual_vectors", {"attention's add": first, "MLP's add": second},
               "the block's own two vectors as wide as the stream: the stream times each, plus the sublayer's output")
     return dataclasses.replace(chain, steps=steps)
