@@ -6,6 +6,8 @@ blocks lay out their weights; none is copied from the facts under test.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import released_config
 
 
@@ -131,3 +133,41 @@ def test_doge_lists_its_sizes_from_20m_to_320m_each_exact(collected):
         head_dim = c["hidden_size"] // c["num_attention_heads"]
         # keys and values of every block, two bytes each at BF16
         assert rows[repo]["kv_cache_per_token"] == 2 * c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head_dim, repo
+
+
+@pytest.fixture(scope="module")
+def doge_inputs(collected):
+    from atlas.families import load
+    from atlas.inputs.checkpoint import build_on_meta, load_pinned, transformers_config
+    from atlas.model import preview
+
+    family = load("doge")
+    config = transformers_config(family, load_pinned(family.checkpoint))
+    return family, build_on_meta(family, config), config, preview.preview_run("doge"), collected("doge").facts
+
+
+def test_doge_mask_without_its_keep_window_is_refused(doge_inputs, monkeypatch):
+    """The preview keeps 4 keys a query, fewer than the prompt's: a mask that keeps every earlier key does not reproduce
+    the attention, and the build names the step."""
+    from atlas import proof
+    from atlas.errors import AtlasError
+    from atlas.proof import value_mask
+
+    family, model, config, run, facts = doge_inputs
+    monkeypatch.setattr(value_mask, "keep_window", lambda part: (2048, None))
+    with pytest.raises(AtlasError, match=r"component transformer_block\.self_attn: step .*top.* does not reproduce"):
+        proof.equations(family, model, config, run, facts)
+
+
+def test_doge_residual_vectors_swapped_are_refused(doge_inputs, monkeypatch):
+    """The preview seeds both residual vectors off one: each add weighed by the other vector (whichever order the proof
+    tries) does not reproduce the block."""
+    from atlas import proof
+    from atlas.errors import AtlasError
+    from atlas.proof import weighted
+
+    family, model, config, run, facts = doge_inputs
+    original = weighted._weighted
+    monkeypatch.setattr(weighted, "_weighted", lambda part, chain, first, second: original(part, chain, "post_attention_residual", "input_residual"))
+    with pytest.raises(AtlasError, match=r"component transformer_block: step .*post.{1,3}attention.{1,3}residual.* does not reproduce"):
+        proof.equations(family, model, config, run, facts)
