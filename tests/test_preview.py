@@ -126,6 +126,7 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
     c, declared = released_config(name), dict(families.load(name).not_applicable)
     ffn = c.get("ffn_config") or {}  # DBRX keeps its experts in a sub-config
     mixture = any(c.get(k) or ffn.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    mixture = mixture and c.get("is_moe") is not False  # Doge names its experts' sizes with the switch that builds them off
     # DBRX divides the chosen weights by their p-norm, p = moe_normalize_expert_weights (DbrxFFNConfig's default: 1)
     p_norm = ffn.get("moe_normalize_expert_weights", 1) if ffn.get("moe_num_experts") else None
     every = BLOCK_IDENTITIES | MIXTURE_IDENTITIES | {"embeddings", "logits"} | ({"expert_weights_sum"} if mixture else set())
@@ -157,6 +158,9 @@ def expected_identities(name, parallel: bool = False, runs=None, norm_topk=False
         every |= {"embedding_norm_ssm_mlp_block_sum", "rescaled_stream"}
     if c["model_type"] == "zamba2":  # a shared block's attention and MLP feed the mixer's input, not the stream: one add
         every = (every - {"two_mixers_block_sum"}) | {"hybrid_block_sum"}
+    if c["model_type"] == "doge":  # each add weighs the stream per channel by the block's own vector: the plain sums do not hold
+        skipped |= {"block_sum", "attention_add"}
+        every |= {"weighted_attention_add", "weighted_block_sum"}
     return every - skipped, skipped
 
 
@@ -223,6 +227,7 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
     # every block from the first sparse one is a mixture where the config names routed experts (a
     # family may declare mixture_sum not applicable, as Qwen3-Next's gated shared expert does)
     mixture = any(c.get(k) or (c.get("ffn_config") or {}).get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"))
+    mixture = mixture and c.get("is_moe") is not False
     mixture_blocks = [i for i in range(n) if i >= dense] if mixture else []
     if mixture and c.get("expert_layer_period"):  # Jamba: a mixture every expert_layer_period blocks, from the offset
         mixture_blocks = [i for i in range(n) if i % c["expert_layer_period"] == c["expert_layer_offset"]]
@@ -277,6 +282,10 @@ def test_measured_residuals_agree_with_a_recomputation(collected, name):
         # RWKV: block 0's sum starts at its own norm of the embeddings; the next block reads half a halved block's output
         "embedding_norm_ssm_mlp_block_sum": lambda i: t.embedding_norm_output + L[i].ssm.ssm_output + L[i].mlp.mlp_output - L[i].output,
         "rescaled_stream": lambda i: L[i].output / 2 - L[i + 1].input,
+        # Doge: the stream times the block's own vector at each add, read from the model
+        "weighted_attention_add": lambda i: (L[i].input * run.model.model.layers[i].input_residual + L[i].self_attn.attention_output
+                                             - L[i].layer_mid),
+        "weighted_block_sum": lambda i: L[i].layer_mid * run.model.model.layers[i].post_attention_residual + L[i].mlp.mlp_output - L[i].output,
         # Zamba2's hybrid blocks: the stream gains the mixer's output alone (the shared block's reaches the mixer's input)
         "hybrid_block_sum": lambda i: L[i].input + L[i].ssm.ssm_output - L[i].output,
         # each mixer's output times the config's constant for it (Falcon-H1)

@@ -21,11 +21,11 @@ CASES = {
                 ["atlas/families/gpt_neo.py: preview", "GPTNeoConfig", "attention_types"]),
     # MPT keeps its head count as n_heads on the attention itself, and no config: read, then proven or not
     "mpt": ("MptForCausalLM", "MptConfig", dict(vocab_size=1000, d_model=64, n_layers=2, n_heads=4), ["mpt"]),
-    # Doge adds each sublayer's output to the stream times a learned weight per channel (input_residual,
-    # post_attention_residual), which no block arrangement of the atlas holds: the plain block sum breaks, and says so
-    "doge": ("DogeForCausalLM", "DogeConfig",
-             dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128),
-             ["doge", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", "broken on the preview run"]),
+    # DiffLlama's differential attention reads each value head twice as wide, two heads joined, for its two softmaxes:
+    # the values the atlas reads are not those a field tool's standard access finds, and the build says which access
+    "diffllama": ("DiffLlamaForCausalLM", "DiffLlamaConfig",
+                  dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128),
+                  ["diffllama", "tools.nnsight.attention_values", "the access is wrong"]),
     # xLSTM keeps its blocks in no ModuleList of num_hidden_layers modules
     "xlstm": ("xLSTMForCausalLM", "xLSTMConfig", dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_heads=4),
               ["xLSTMForCausalLM", "ModuleList"]),

@@ -13,7 +13,7 @@ from atlas.errors import AtlasError
 from atlas.numbers import grouped
 from atlas.model.sizes import experts_per_token
 from atlas.model.structure import built_kv_heads
-from atlas.model.structure import shared_hybrid_roles
+from atlas.model.structure import shared_hybrid_roles, value_scored_mask
 from atlas.cost.coefficients import (BlockTerms, attention_flops_per_key, indexer_flops_per_key, latent_cache_values, linear_state_values,
                                      matrix_values, recurrent_state_values, ssm_state_values, standard_cache_values)
 from atlas.cost.compressed import compressed_block_terms, stream_mixing
@@ -113,9 +113,16 @@ def block_terms(block, config, attention_type: str | None, family: str = "") -> 
     # a block that runs its attentions from a list (LongCat-Flash: two) caches and attends once per attention
     attentions = len(block.get_submodule(roles.attention.rpartition(".")[0])) if roles.sublayer_lists and "." in roles.attention else 1
     expands = [block.get_submodule(f"{roles.attention.rpartition('.')[0]}.{i}").kv_b_proj for i in range(attentions)] if attentions > 1 and expand is not None else expand
-    matrices, routed = matrix_values(block, roles, top_k, exclude=expands)
+    scored = value_scored_mask(attention) if attention is not None and attentions == 1 else None
+    scorer = attention.get_submodule(scored[0]) if scored else None  # the values' scoring projection (Doge's dt_proj)
+    excluded = expands if scorer is None else [*(expands if isinstance(expands, list) else [expands] if expands is not None else []), scorer]
+    matrices, routed = matrix_values(block, roles, top_k, exclude=excluded)
     per_key = attention_flops_per_key(heads, qk, v)
     key_words = f"2 × {heads} heads × ({grouped(qk)} + {grouped(v)}) = {grouped(per_key)} per key"
+    if scorer is not None:  # the mask scored from the values: transformers scores every cached key's values at every step
+        per_key += 2 * scorer.weight.numel()
+        key_words += (f", + 2 × {grouped(scorer.weight.numel())} for {scored[0]}, which transformers applies to every cached key's "
+                      "values at every step to score the mask")
     if expand is not None:
         expand_values = expand.weight.numel()
         per_key += 2 * expand_values

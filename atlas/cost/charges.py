@@ -5,7 +5,8 @@ Per block, starting from what torch.utils.flop_counter counted for the block:
 - each experts module is charged only for the tokens routed to it: (token, real expert) pairs read from
   the routing its forward is handed (the top-k indices), or, under dense dispatch (Llama 4), the rows
   of an expert's input that are not zero; times one expert's matrix values, twice;
-- kv_b_proj is charged for the new token's latent only, not for every cached latent it expands;
+- kv_b_proj is charged for the new token's latent only, not for every cached latent it expands, and a projection
+  that scores the values for the mask (Doge's dt_proj) for the new key's values only;
 - the attention's own products (its count less its submodules') are charged only for the keys the
   token sees: those whose attention weight is not exactly zero (a chunk's mask, an indexer's choice).
 """
@@ -17,6 +18,7 @@ from typing import Any
 from atlas.numbers import grouped
 from atlas.cost.active import has_zero_experts
 from atlas.cost.coefficients import expert_count, experts_module
+from atlas.model.structure import value_scored_mask
 
 
 class ModelCharges:
@@ -42,6 +44,8 @@ class ModelCharges:
             if roles.attention is not None and not roles.linear_attention and not roles.lightning_attention:
                 self.attentions[i] = attention_modules(block, roles)
                 self.expands[i] = [a.kv_b_proj for a in self.attentions[i] if getattr(a, "kv_b_proj", None) is not None]
+                # a projection that scores every cached key's values at every step (Doge's dt_proj): charged for the new key's
+                self.expands[i] += [a.get_submodule(s[0]) for a in self.attentions[i] for s in [value_scored_mask(a)] if s]
 
     def start(self):
         for experts, dense in self.experts.values():
@@ -102,7 +106,8 @@ class ModelCharges:
             if latents:
                 charged = eager * self.new // latents
                 less += eager - charged
-                words.append(f"kv_b_proj {grouped(eager)} over {latents} latents → the new token's {grouped(charged)}")
+                words.append(f"kv_b_proj {grouped(eager)} over {latents} latents → the new token's {grouped(charged)}" if m.in_features < m.out_features
+                             else f"the values' scoring {grouped(eager)} over {latents} keys → the new key's {grouped(charged)}")
         for m in self.attentions.get(i, []):
             if id(m) not in self.seen:
                 continue

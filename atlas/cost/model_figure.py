@@ -19,6 +19,7 @@ from typing import Any
 
 from atlas.numbers import grouped
 from atlas.cost.coefficients import attention_flops_per_key, experts_module, indexer_flops_per_key
+from atlas.model.structure import value_scored_mask
 
 NO_ATTENTION = ("linear", "state", "recurrent", "none", "full_and_state")
 
@@ -114,6 +115,13 @@ def model_terms(block, roles, config, eager) -> dict[str, Any]:
     indexer = getattr(first, roles.indexer) if roles.indexer else None
     if indexer is not None:
         cap = indexer.index_topk
+    scored = value_scored_mask(first) if n_att == 1 else None
+    if scored:  # a mask scored from the values (Doge): each key scored once, as it enters; at most keep_window_size keys seen
+        keep, scorer = getattr(first, "keep_window_size", None), first.get_submodule(scored[0]).weight.numel()
+        cap = keep if isinstance(keep, int) and keep > 0 and (cap is None or keep < cap) else cap
+        fixed += 2 * scorer
+        words.append(f"{scored[0]} once, on the new token's values: 2 × {grouped(scorer)}; each query keeps at most "
+                     f"{grouped(keep)} keys (keep_window_size), the rest masked")
     terms = [term(attend, cap, chunk=chunk)]
     if indexer is not None:
         # its sizes read from its matrices, as the eager rule reads them: the key projection's and the head weights' rows

@@ -88,6 +88,20 @@ def _identities(preview: PreviewRun, not_applicable: dict[str, str] | None) -> t
                  lambda i: _max_abs(normed(i, "attention_add_norm", L[i].input + L[i].self_attn.attention_output) - L[i].layer_mid))
         identity("post_norm_block_sum", f"{second}(layer_mid + mlp.mlp_output) == layer_output", post_normed,
                  lambda i: _max_abs(normed(i, "mlp_add_norm", L[i].layer_mid + L[i].mlp.mlp_output) - L[i].output))
+    weighted = [i for i in both if roles.blocks[i].residual_weights]
+    both = [i for i in both if i not in weighted]
+    if weighted:  # the block weighs the stream per channel at each add (Doge's input_residual, post_attention_residual)
+        def w(i, k):
+            block = preview.model.get_submodule(f"{roles.block_list}.{i}")
+            return getattr(block, roles.blocks[i].residual_weights[k]).detach()
+        a, b = roles.blocks[weighted[0]].residual_weights
+        identity("weighted_attention_add", f"layers[i].input * {a} + self_attn.attention_output == layer_mid", weighted,
+                 lambda i: _max_abs(L[i].input * w(i, 0) + L[i].self_attn.attention_output - L[i].layer_mid))
+        identity("weighted_block_sum", f"layer_mid * {b} + mlp.mlp_output == layer_output", weighted,
+                 lambda i: _max_abs(L[i].layer_mid * w(i, 1) + L[i].mlp.mlp_output - L[i].output))
+    if weighted and not both:  # no block adds the plain stream: the plain sums have no block to hold on
+        post_words = post_words or ("every block weighs its stream per channel by a vector of its own before each add: "
+                                    "the weighted sums hold in the plain sums' place")
     scaled = residual_scale(config)
     if scaled is None:
         identity("block_sum", "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output", both,

@@ -166,6 +166,26 @@ class BlockRoles:
     # A norm of the embeddings that block 0 holds and applies to its input before anything else (RWKV's
     # pre_ln): the stream the block's sublayers add to starts at its output. None elsewhere.
     embedding_norm: str | None = None
+    # Two vectors the block holds itself, as wide as the stream, that weigh the stream per channel at each add
+    # (Doge's input_residual and post_attention_residual: x * w + sublayer output), in the order the block
+    # registers them (the attention's add first); None elsewhere. See residual_weights.
+    residual_weights: tuple[str, str] | None = None
+
+
+def residual_weights(block) -> tuple[str, str] | None:
+    """The block's own two stream-wide vectors that weigh its residual per channel, by structure: exactly two
+    one-dimensional parameters of the block itself (not of a child), both as wide as its attention's input, in a block
+    that runs an attention and an MLP. None where the block holds anything else of its own."""
+    own = dict(block.named_parameters(recurse=False))
+    attention, mlp, _ = _mixers(block)
+    if len(own) != 2 or attention is None or mlp is None or any(p.dim() != 1 for p in own.values()):
+        return None
+    widths = {p.shape[0] for p in own.values()}
+    first = next((m for m in getattr(block, attention).modules() if hasattr(m, "in_features")), None)
+    if first is None or widths != {first.in_features}:
+        return None
+    a, b = own
+    return (a, b)
 
 
 UP_PROJ_NAMES = ("fc1", "fc_in", "c_fc", "up_proj", "dense_h_to_4h")
@@ -365,6 +385,7 @@ def _read_block_roles(block) -> BlockRoles:
         attention_add_norm=attention_add_norm,
         mlp_add_norm=mlp_add_norm,
         embedding_norm=_child(block, BLOCK_EMBEDDING_NORM_NAMES),
+        residual_weights=residual_weights(block),
     )
 
 

@@ -447,3 +447,27 @@ def is_concatenating_block(module) -> bool:
         return False
     query = getattr(attention[0], separate_qkv(attention[0])[0])
     return isinstance(query, torch.nn.Linear) and query.in_features == gains[0]
+
+
+# --- a mask scored from the values (Doge's dynamic mask attention) ------------------------------------------
+
+
+def value_scored_mask(module) -> tuple[str, str] | None:
+    """(the projection, the per-head vector) of an attention that scores each key from its values, by structure:
+    the module holds exactly one parameter of its own, one number per key-value head, and a linear child that maps
+    the value projection's width to that many numbers (Doge's dt_proj and A: exp(A softplus(V W_dt^T)) added to
+    the scores as a mask). None elsewhere."""
+    import torch
+
+    own = own_parameters(module)
+    if len(own) != 1:
+        return None
+    [(vector, p)] = own.items()
+    if p.dim() != 1:
+        return None
+    linears = {n: c for n, c in module.named_children() if isinstance(c, torch.nn.Linear)}
+    value = next((c for n, c in linears.items() if n in ("v_proj", "value")), None)
+    if value is None:
+        return None
+    scorer = [n for n, c in linears.items() if c.out_features == p.shape[0] and c.in_features == value.out_features]
+    return (scorer[0], vector) if len(scorer) == 1 else None

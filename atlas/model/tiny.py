@@ -86,6 +86,10 @@ def tiny_values(config) -> dict[str, Any]:
         # shorter than the prompt, so the window shows; a window as long as the context (Phi-3.5-MoE's) is
         # no window, and the tiny model keeps it as long, so that it stays none
         values["sliding_window"] = TINY_SLIDING_WINDOW
+    if isinstance(getattr(config, "keep_window_size", None), int):
+        # the keys each query keeps past which a mask scored from the values masks the rest (Doge's 2,048): fewer than
+        # the prompt's, so the selection acts on the run and a proof without it fails
+        values["keep_window_size"] = TINY_SLIDING_WINDOW // 2
     if getattr(config, "swiglu_limit", None):
         # the experts' clamp (gpt-oss: 7), far past any value the tiny run's gates reach: a bound they do
         # reach, so the clamp acts on the run and a proof without it fails

@@ -13,6 +13,7 @@ from __future__ import annotations
 from atlas.proof import arrange as A
 from atlas.proof import expr as E
 from atlas.proof import tex as T
+from atlas.proof import value_mask
 from atlas.proof.core import Part
 from atlas.proof.library import X, _attr, add_handed_residual, apply_child, linear_call, linear_dims, norm_call, sub
 from atlas.proof.positions import (ROTARY, ROTARY_COMPLEX, _alibi_given, _complex_angles, _own_rotary, _partial_rotary_words,
@@ -20,7 +21,7 @@ from atlas.proof.positions import (ROTARY, ROTARY_COMPLEX, _alibi_given, _comple
                                    rotate_interleaved_sin_first, rotate_pairs, rotate_pairs_complex, rotate_pairs_in_place)
 from atlas.proof.scores import _heads, _mask, _scores_to_output, held_causal_mask
 from atlas.proof.steps import Chain, Step
-from atlas.model.structure import is_indexer, separate_qkv
+from atlas.model.structure import is_indexer, separate_qkv, value_scored_mask
 
 
 # The attention's query and key norms, by the names modules give them.
@@ -390,6 +391,9 @@ def _attention(part: Part, rotate, prescaled: bool = False,
         steps.append(_temperature_step(part))
     _claim(steps, {"Q": "attention_queries", "K": "attention_keys", "V": "attention_values"})
     group = h // kv
+    scored = value_scored_mask(part.tiny)
+    if scored:  # a mask scored from the values (Doge's dynamic mask): the keys' scores, from the heads just split
+        steps += value_mask.score_steps(part, scored, (kv, tkv))
     heads = (("K", lambda i: T.k("K" + i)), ("V", lambda i: T.v("V" + i)))
     if group > 1:
         shared = [E.Let(E.Sym(n, sym("_h")), A.shared_head(E.Sym(n, sym("_g")), E.Size(group, th // tkv))) for n, sym in heads]
@@ -397,7 +401,8 @@ def _attention(part: Part, rotate, prescaled: bool = False,
     else:  # each query head reads the key-value head of its own number: the names carried over as they are
         own = tuple(E.Let(E.Sym(n, sym("_h")), E.Sym(n, sym("_g"))) for n, sym in heads)
         steps.append(Step(expr=E.Lets(own, r"\quad\text{one key–value head per query head}", each=False)))
-    _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi, mask_form=mask_form)
+    _scores_to_output(part, steps, h, dv, out_proj, T.times(h, dv), prescaled, gated=gated or own_gate, alibi=alibi, mask_form=mask_form,
+                      scored=(lambda S: value_mask.scored_mask(part, S, (group, th // tkv))) if scored else None)
     if "resid_dropout" in names:
         delta = E.Sym("y", r"\Delta")
         steps.append(Step(expr=E.Let(delta, apply_child(part, "resid_dropout", lambda a: rf"\operatorname{{Dropout}}({a})", x=delta),

@@ -75,12 +75,14 @@ SUB_NORM_NAMES = ("attn_sub_norm",)
 
 
 def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: str, heads_tex: str, prescaled: bool = False,
-                      gated: bool = False, alibi: str | None = None, selected: str | None = None, mask_form: str = "added") -> None:
+                      gated: bool = False, alibi: str | None = None, selected: str | None = None, mask_form: str = "added",
+                      scored=None) -> None:
     """What every attention shares after the queries and keys: scale, cap, mask, softmax, mix, project.
     ``prescaled``: the queries were already multiplied by the scale (OPT), so the scores are not.
     ``selected``: the environment name of a sparse attention's selection mask (0 at the positions its
     indexer kept, -inf elsewhere), added with the causal mask. ``mask_form`` "filled": the scores of keys
-    ahead replaced by −10⁴ rather than −∞ added to them."""
+    ahead replaced by −10⁴ rather than −∞ added to them. ``scored``: makes the mask scored from the values that
+    stands in the causal mask's place, from the scores (atlas.proof.value_mask)."""
     sub_norm = next((n for n in SUB_NORM_NAMES if n in dict(part.tiny.named_children())), None)
     Q, K, V, S, P = E.Sym("Q", T.q("Q_h")), E.Sym("K", T.k("K_h")), E.Sym("V", T.v("V_h")), E.Sym("S", "S_h"), E.Sym("P", "P_h")
     if prescaled:
@@ -132,6 +134,8 @@ def _scores_to_output(part: Part, steps: list[Step], h: int, dv: int, out_proj: 
                       lambda width: _mask(width, None).isfinite().double(), S)
         steps.append(Step(expr=E.Let(S, S * kept - E.Size(1e4, 1e4, "10^{4}") * (1 - kept), "(a key ahead scores −10,000 in place of its score)"),
                           value="attention_scores"))
+    elif not chunk and scored:  # a mask scored from the values, in the causal mask's place (atlas.proof.value_mask)
+        steps.append(Step(expr=E.Let(S, S + scored(S)), value="attention_scores", summary=True))
     elif not chunk:
         mask = E.Mask(M, rule, lambda width: _mask(width, tiny_window), S)
         shifted = _shifted_by_row_max(part)

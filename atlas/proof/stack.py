@@ -44,7 +44,7 @@ def _scaled(delta: E.Sym, factor: float | None, tiny_factor: float, symbol: str 
 
 
 def block(part: Part) -> Chain:
-    from atlas.proof import hyper
+    from atlas.proof import hyper, weighted
 
     if hyper.stream_roles(part.tiny):  # the residual is several streams, mixed by hyper-connections (DeepSeek-V4)
         return hyper.stream_block(part)
@@ -55,6 +55,8 @@ def block(part: Part) -> Chain:
     if factor in (None, 1, 1.0) and depth is not None:
         return part.choose("residual_scale", {"config_scale_depth": lambda: _depth_scaled_block(part, depth), "none": lambda: _block(part, None)})
     r = block_roles(part.tiny)
+    if r.residual_weights and factor in (None, 1, 1.0):  # the stream weighed per channel at each add (Doge)
+        return weighted.weighted_block(part, lambda: _block(part, None))
     if r.ssm and r.attention and not r.linear_attention:  # attention and a state-space mixer side by side (Falcon-H1)
         return _two_mixers_block(part, r)
     if r.wrapper and factor in (None, 1, 1.0):
@@ -180,8 +182,8 @@ def _plain_block(part: Part, factor: float | None, tiny_factor: float | None = N
 
 
 def _post_norm_block(part: Part, r) -> Chain:
-    """A block that normalises the stream after each add (GPT-1, as the 2017 transformer did): the attention
-    reads the block's input, the MLP the first sum normalised, and the second sum normalised is the output."""
+    """A block that normalises the stream after each add (GPT-1): the attention reads the block's input, the MLP the
+    first sum normalised, and the second sum normalised is the output."""
     attn = part.child(r.attention)
     rotary = attn.argument("position_embeddings") is not None
     inputs = [X] + ([rotary_input(attn.argument("position_embeddings"))] if rotary else [])
@@ -546,8 +548,7 @@ def blocks(part: Part, stack: Stack) -> Chain:
 
 
 def is_attention_wrapper(module) -> bool:
-    """A module with no tensors of its own that holds a norm, an attention and a norm (see
-    atlas.model.roles.attention_wrapper), as a block would hold them."""
+    """A module with no tensors of its own that holds a norm, an attention and a norm, as a block would (roles.attention_wrapper)."""
     from atlas.model.roles import attention_wrapper
 
     import torch
@@ -558,8 +559,7 @@ def is_attention_wrapper(module) -> bool:
 
 
 def norm_attention_norm(part: Part) -> Chain:
-    """The first half of a pre-norm block as one module: norm, attention, residual add, and the norm
-    before the MLP; it returns the stream after the add and its normed copy."""
+    """The first half of a pre-norm block as one module: norm, attention, add, the MLP's norm; it returns both streams."""
     from atlas.model.roles import _child, _is_attention, _is_norm, ATTENTION_NAMES
 
     children = dict(part.tiny.named_children())

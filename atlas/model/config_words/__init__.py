@@ -4,7 +4,7 @@ The explainers are grouped by what they explain, one module a topic: positions, 
 (mixtures and their routing), norms, mlp, sizes (widths, depth, layer kinds, vocabulary, embeddings),
 wiring (parallel blocks, biases, residual scales), quantization (how the weights are stored),
 state_space and hybrid (Mamba, linear-attention, convolution and recurrent blocks, and where each
-kind sits), time_mixing (RWKV's own keys), shared_blocks (Zamba2's), tokens (special-token ids), multimodal (sub-configs, image settings) and records (keys
+kind sits), time_mixing (RWKV's own keys), value_mask (Doge's mask window and mixture switch), shared_blocks (Zamba2's), tokens (special-token ids), multimodal (sub-configs, image settings) and records (keys
 that change no forward pass). Each registers its keys in ``registry.EXPLAIN`` when imported; this
 package imports every one of them, so every key is registered wherever the words are read.
 ``registry`` holds the machinery they share and imports none of them; ``unread`` finds the keys
@@ -28,6 +28,7 @@ from atlas.model.config_words import (  # noqa: F401  (imported for the keys the
     sizes,
     state_space,
     time_mixing,
+    value_mask,
     tokens,
     wiring,
 )

@@ -130,6 +130,8 @@ LINEAR_USES = {
     ("attention", "V"): ("Value projection", "Projects the stream into the values of the key–value heads"),
     ("attention", "QKV"): ("Query, key and value projection", "Projects the stream into the queries, keys and values of every head at once"),
     ("attention", "y"): ("Output projection", "Mixes the heads' outputs, side by side, back into the residual width"),
+    ("attention", "delta"): ("Value-scoring projection", "Projects each position's values of every key-value head to one number a "
+                             "key-value head, from which the mask's score of that key comes"),
     ("latent_attention", "y"): ("Output projection", "Mixes the heads' outputs, side by side, back into the residual width"),
     ("dense_mlp", "g"): ("Gate projection", "Projects the stream into the gate that the activation opens"),
     ("dense_mlp", "u"): ("Up projection", "Projects the stream into the features the gate multiplies"),
@@ -202,3 +204,17 @@ LINEAR_ROLES = {
     "gate_up_proj": "Projects the stream into the gate and the features it multiplies, side by side",
     "qkv_proj": "Projects the stream into the queries, keys and values of every head at once",
 }
+
+
+def weighted_block_words(parts: list[str], where: str, vectors: dict[str, str]) -> str:
+    """A block that weighs its stream per channel at each add (Doge), in words: its sublayers, their norms, the vectors."""
+    first, second = vectors.get("attention's add"), vectors.get("MLP's add")
+    return (f"Applies {' then '.join(parts)}, {where}; each output is added to the residual stream times a vector of the block's "
+            f"own, one weight a channel ({first}, then {second}).")
+
+
+def value_mask_words(keep: int | None) -> str:
+    """An attention's mask scored from its values (Doge's dynamic mask), in words, with its keep window."""
+    words = ("each key's values scored, one number a key-value head (exp(A softplus(·)) of a projection), and the score added to "
+             "every query's scores of that key")
+    return words + (f"; past {keep:,} keys each query sees only the {keep:,} earlier keys of highest score" if isinstance(keep, int) else "")

@@ -1,5 +1,4 @@
-"""The words a page says about a component: its title and its one-line description, with the
-checkpoint's numbers."""
+"""The words a page says about a component: its title and its one-line description, with the checkpoint's numbers."""
 
 from __future__ import annotations
 
@@ -8,13 +7,12 @@ from typing import Any
 from atlas.numbers import grouped
 from atlas.render.pages.roles import anatomy, fact, gated_inner, in_out, kids_of, role
 from atlas.render.pages.sizes import Sizes, routing
-from atlas.render.pages.titles import LINEAR_ROLES, linear_use, lowercase_title, title_of
+from atlas.render.pages.titles import LINEAR_ROLES, linear_use, lowercase_title, title_of, value_mask_words, weighted_block_words
 from atlas.render.pages.streams import describe as stream_words
 
 
 def describe(node: dict[str, Any], s: Sizes) -> str:
-    """One sentence on what the module computes, from what its proof found (the same facts that chose
-    its steps), with the checkpoint's numbers."""
+    """One sentence on what the module computes, from what its proof found (the facts that chose its steps), at the checkpoint's numbers."""
     r = role(node)
     if (streams := stream_words(node, r)) is not None:  # DeepSeek-V4's kinds (atlas/render/pages/streams.py)
         return streams
@@ -248,6 +246,8 @@ def describe(node: dict[str, Any], s: Sizes) -> str:
         added = {"config_residual_multiplier": "each scaled by the config's residual_multiplier and added back",
                  "config_scale_depth": "each scaled by the config's scale_depth over the square root of the number of blocks and added back",
                  }.get(scale, "each added back")
+        if fact(node, "residual_vectors"):  # the stream weighed per channel by the block's own vectors at each add (Doge)
+            return weighted_block_words(parts, where, fact(node, "residual_vectors"))
         return f"Applies {' then '.join(parts)}, {where} and {added} to the residual stream."
     if r == "stacked_experts":
         st = fact(next(iter(node["children"]), {"facts": {}}), "stacked") or {}
@@ -317,6 +317,8 @@ def _attention_words(node: dict[str, Any], s: Sizes) -> str:
     elif fact(node, "selection") and indexer is not None:
         keeps = (fact(indexer, "indexer") or {}).get("keeps")
         parts.append(f"each query sees only the {grouped(keeps)} earlier positions its lightning indexer scores best")
+    elif fact(node, "value_mask"):  # a mask scored from the values (Doge's dynamic mask)
+        parts.append(value_mask_words(fact(node, "keep_window")))
     else:
         parts.append(f"each query sees the last {grouped(window)} positions" if isinstance(window, int) else "each query sees every earlier position")
     if fact(node, "softcap"):
