@@ -4,7 +4,7 @@ holds, the block pattern, the Mamba-2 heads by their Zamba2 names, and the switc
 
 from __future__ import annotations
 
-from atlas.model.config_words.registry import explains
+from atlas.model.config_words.registry import _switch, explains
 from atlas.numbers import grouped
 
 
@@ -41,25 +41,19 @@ def _rank(key, v, c):
             f"back up, added to the MLP's fused gate-up projection{attention}")
 
 
-@explains("use_shared_attention_adapter")
-def _attention_adapters(key, v, c):
-    if c.flag(key):
-        return "Each use of a shared block adds its own low-rank adapters to the attention's query, key and value projections"
-    return "The shared blocks' attention projections have no per-use adapters: every use runs the same query, key and value maps"
+_switch("use_shared_attention_adapter",
+        "Each use of a shared block adds its own low-rank adapters to the attention's query, key and value projections",
+        "The shared blocks' attention projections have no per-use adapters: every use runs the same query, key and value maps")
 
 
-@explains("use_mem_rope")
-def _shared_rope(key, v, c):
-    if c.flag(key):
-        return "The shared blocks' attention turns its queries and keys by rotary angles of each position"
-    return "The shared blocks' attention is handed no positions: no rotary embedding, the order comes from the Mamba-2 blocks"
+_switch("use_mem_rope",
+        "The shared blocks' attention turns its queries and keys by rotary angles of each position",
+        "The shared blocks' attention is handed no positions: no rotary embedding, the order comes from the Mamba-2 blocks")
 
 
-@explains("use_long_context")
-def _long_context(key, v, c):
-    if c.flag(key):
-        return "The long-context variant: transformers raises the rotary base and the context to 16,384 positions"
-    return "Not the long-context variant: the rotary base and the context stay as configured"
+_switch("use_long_context",
+        "The long-context variant: transformers raises the rotary base and the context to 16,384 positions",
+        "Not the long-context variant: the rotary base and the context stay as configured")
 
 
 @explains("n_mamba_heads")
@@ -86,8 +80,4 @@ def _fused_path(key, v, c):
             "it changes how the result is computed, not the result")
 
 
-@explains("add_bias_linear")
-def _biases(key, v, c):
-    if c.flag(key):
-        return "The shared blocks' MLP projections carry biases"
-    return "No bias in the shared blocks' MLP projections"
+_switch("add_bias_linear", "The shared blocks' MLP projections carry biases", "No bias in the shared blocks' MLP projections")
