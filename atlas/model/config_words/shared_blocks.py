@@ -1,5 +1,6 @@
 """config.json in words: Zamba2's own keys. The shared blocks the hybrid blocks take in turn, the adapters each use
-holds, the block pattern, the Mamba-2 heads by their Zamba2 names, and the switches of the shared attention.
+holds, the block pattern and the switches of the shared attention (its Mamba-2 heads, head width and groups, named
+n_mamba_heads, mamba_headdim and mamba_ngroups, are worded with every state-space block's in state_space).
 """
 
 from __future__ import annotations
@@ -54,24 +55,6 @@ _switch("use_mem_rope",
 _switch("use_long_context",
         "The long-context variant: transformers raises the rotary base and the context to 16,384 positions",
         "Not the long-context variant: the rotary base and the context stay as configured")
-
-
-@explains("n_mamba_heads")
-def _heads(key, v, c):
-    heads = c.count(key)
-    return f"The Mamba-2 blocks' heads: {grouped(heads)}, each with a recurrent state of its own"
-
-
-@explains("mamba_headdim")
-def _head_width(key, v, c):
-    return (f"The channels of each Mamba-2 head: {grouped(c.count(key))}; transformers derives it from the heads and the inner "
-            "width, and a value given here takes its place")
-
-
-@explains("mamba_ngroups")
-def _groups(key, v, c):
-    n = c.count(key)
-    return f"The Mamba-2 heads share their B and C projections in {grouped(n)} group{'s' if n != 1 else ''}"
 
 
 @explains("use_mem_eff_path")

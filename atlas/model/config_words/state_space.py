@@ -84,15 +84,15 @@ def _mamba_d_ssm(key, v, c):
 
 
 def _ssm_heads(c: _Config) -> int | None:
-    return c.get_count("mamba_n_heads") or c.get_count("mamba_num_heads")
+    return c.get_count("mamba_n_heads") or c.get_count("mamba_num_heads") or c.get_count("n_mamba_heads")
 
 
-@explains("mamba_n_heads", "mamba_num_heads")
+@explains("mamba_n_heads", "mamba_num_heads", "n_mamba_heads")  # Zamba2 says n_mamba_heads
 def _ssm_heads_words(key, v, c):
     return f"{_plural(c.count(key), 'head')} per state-space block, each with its own step size and decay"
 
 
-@explains("mamba_d_head", "mamba_head_dim")
+@explains("mamba_d_head", "mamba_head_dim", "mamba_headdim")
 def _ssm_head_dim(key, v, c):
     heads = _ssm_heads(c)
     if v == "auto":
@@ -108,7 +108,7 @@ def _ssm_head_dim(key, v, c):
     return words
 
 
-@explains("mamba_n_groups", "n_groups")
+@explains("mamba_n_groups", "n_groups", "mamba_ngroups")
 def _ssm_groups(key, v, c):
     g = c.count(key)
     words = (f"The state-space blocks' heads fall into {_plural(g, 'group')}; each group shares one map into and out "
