@@ -109,11 +109,10 @@ def at_float32():
 
     before = torch.get_default_dtype()
     torch.set_default_dtype(torch.float32)
-    _AS_WRITTEN.append(True)
     try:
-        yield
+        with casts_as_written():
+            yield
     finally:
-        _AS_WRITTEN.pop()
         torch.set_default_dtype(before)
 
 
