@@ -7,7 +7,7 @@ from typing import Any
 from atlas.numbers import grouped
 from atlas.render.pages.roles import anatomy, fact, gated_inner, kids_of, role, slug, norm_word
 from atlas.render.pages.sizes import Sizes, routing
-from atlas.render.pages.streams import branch_label, terminal
+from atlas.render.pages.streams import branch_label, focus_order, terminal
 from atlas.render.pages.flow import flow
 from atlas.render.pages.titles import title_of
 from atlas.render.pages.shared_diagram import is_shared_hybrid, shared_hybrid_diagram
@@ -248,12 +248,7 @@ def block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[str],
         "adds": adds,
         "sums": sums,
         "terminals": terminals,
-        # every piece a reader can focus, in the order the stream meets them (top to bottom, then
-        # left to right): the input, each part and its add, the output last
-        "order": [{"kind": kind, "index": i} for kind, i, _ in sorted(
-            [("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
-            + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
-            + [("add", i, (a["y"], a["x"])) for i, a in enumerate(adds)], key=lambda piece: piece[2])],
+        "order": focus_order(terminals, boxes, adds),
     }
 
 
@@ -354,10 +349,7 @@ def list_block_diagram(kind_id: str, tree: dict[str, Any], s: Sizes, known: set[
         "kind": kind_id, "id": kid, "mixture": True, "width": WIDTH, "height": height, "boxes": boxes,
         "lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": p != r} for p, q, r, t in lines],
         "inner_lines": [], "adds": adds, "sums": [], "terminals": terminals,
-        "order": [{"kind": kind, "index": i} for kind, i, _ in sorted(
-            [("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
-            + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
-            + [("add", i, (d["y"], d["x"])) for i, d in enumerate(adds)], key=lambda piece: piece[2])],
+        "order": focus_order(terminals, boxes, adds),
     }
 
 

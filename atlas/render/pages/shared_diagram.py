@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from atlas.render.pages.roles import fact, kids_of, norm_word, slug
+from atlas.render.pages.streams import focus_order
 from atlas.render.pages.titles import title_of
 
 SPINE, WIDTH, MAIN_X, MAIN_W = 22, 500, 256, 236
@@ -50,8 +51,5 @@ def shared_hybrid_diagram(kind_id: str, tree: dict[str, Any], known: set[str]) -
         "kind": kind_id, "id": kid, "mixture": False, "width": WIDTH, "height": 306, "boxes": boxes,
         "lines": [{"x1": p, "y1": q, "x2": r, "y2": t, "arrow": p != r} for p, q, r, t in lines],
         "inner_lines": [], "adds": adds, "sums": [], "terminals": terminals,
-        "order": [{"kind": kind, "index": i} for kind, i, _ in sorted(
-            [("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
-            + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
-            + [("add", i, (d["y"], d["x"])) for i, d in enumerate(adds)], key=lambda piece: piece[2])],
+        "order": focus_order(terminals, boxes, adds),
     }

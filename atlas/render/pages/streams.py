@@ -60,3 +60,12 @@ def describe(node: dict[str, Any], r: str) -> str | None:
     if r == "rotary_table":
         return "Turns the positions it is handed into rotary angles, from the config's rotary settings for its kind of block (YaRN where they say so)."
     return None
+
+
+def focus_order(terminals: list[dict], boxes: list[dict], adds: list[dict]) -> list[dict[str, Any]]:
+    """Every piece of a drawing a reader can focus, in the order the stream meets them (top to bottom,
+    then left to right): the input, each part and its add, the output last."""
+    pieces = ([("terminal", i, (t["y"], t["x"])) for i, t in enumerate(terminals)]
+              + [("box", i, (b["y"], b["x"])) for i, b in enumerate(boxes)]
+              + [("add", i, (a["y"], a["x"])) for i, a in enumerate(adds)])
+    return [{"kind": kind, "index": i} for kind, i, _ in sorted(pieces, key=lambda piece: piece[2])]
